@@ -1,0 +1,62 @@
+#pragma once
+// Configuration of an N-point correlation job (GRAMSCI v2 conventions, see docs/npcf.md).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace almagest::npcf {
+
+enum class Statistic {
+  TwoPoint,        ///< 2pCF: xi(r)
+  ThreePoint,      ///< 3pCF, all triangle configurations b1 <= b2 <= b3
+  ThreePointEquilateral,  ///< 3pCF, only b1 = b2 = b3
+  FourPoint,       ///< 4pCF (even), with connected part
+  FourPointParity  ///< 4pCF split into parity-even and parity-odd channels, with connected part
+};
+const char* to_string(Statistic s);   ///< "2pcf", "3pcf", "3pcf-equilateral", "4pcf", "4pcf-parity"
+Statistic statistic_from_string(const std::string& s);  ///< throws ConfigError
+
+enum class BinScale { Linear, Log };
+enum class DirectionMode { Pixel, Exact };  ///< parity: spoke directions from pixels or coordinates
+enum class Backend { Cpu, Cuda, Auto };
+const char* to_string(Backend b);
+Backend backend_from_string(const std::string& s);  ///< "cpu" | "cuda" | "auto"
+
+/// Radial binning. A pair is an edge iff rmin < d < rmax (strict, on squared distance).
+/// Linear: bin = floor((d - rmin)/dr) + 1, dr = (rmax - rmin)/nbins, clamped to 1..nbins.
+/// Log: the same in log10(d) (rmin > 0). Bins are 1-based in formulas, 0-based in arrays.
+struct Binning {
+  double rmin = 1.0;
+  double rmax = 50.0;
+  int nbins = 10;         ///< 1..255 (4pCF: 1..16)
+  BinScale scale = BinScale::Linear;
+
+  /// 0-based bin of a separation d with rmin < d < rmax.
+  int bin_of(double d) const;
+  /// Lower edge of 0-based bin i (i = nbins gives rmax).
+  double edge(int i) const;
+  /// Centre of 0-based bin i (arithmetic mean of edges for linear, geometric for log).
+  double centre(int i) const;
+};
+
+struct NpcfConfig {
+  Statistic statistic = Statistic::TwoPoint;
+  Binning bins;
+  bool periodic = false;     ///< minimum-image distances in a cubic box [0, box)^3
+  double box = 0.0;          ///< box side in Mpc/h (periodic only)
+  bool store_pixels = false; ///< store a direction pixel per edge (needed for pixel-mode parity)
+  DirectionMode directions = DirectionMode::Pixel;
+  int pixel_ntheta = 8;      ///< direction pixel grid: ntheta x nphi <= 65536, nphi even
+  int pixel_nphi = 32;
+  int threads = 0;           ///< 0 = all hardware threads
+  Backend backend = Backend::Cpu;
+
+  /// Every problem with this configuration, one message each naming the field; empty if valid.
+  std::vector<std::string> validate() const;
+  /// Throws ConfigError listing every problem (joined with "; ").
+  void check() const;
+  /// JSON object text of the configuration (for provenance and job files).
+  std::string to_json() const;
+};
+
+}  // namespace almagest::npcf

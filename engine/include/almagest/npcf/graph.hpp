@@ -1,0 +1,54 @@
+#pragma once
+// The neighbour graph: a half graph in CSR form. Hub i stores only neighbours j > i with
+// rmin < |x_j - x_i| < rmax, sorted by index. Per edge: 32-bit neighbour, 8-bit radial bin
+// (0-based), optionally a 16-bit direction pixel of the spoke i -> j. Offsets are 64-bit.
+#include <cstdint>
+#include <vector>
+
+#include "almagest/core/job_context.hpp"
+#include "almagest/npcf/config.hpp"
+#include "almagest/npcf/points.hpp"
+
+namespace almagest::npcf {
+
+struct Graph {
+  std::vector<std::uint64_t> offsets;   ///< size N + 1; edges of hub i are [offsets[i], offsets[i+1])
+  std::vector<std::uint32_t> neighbour; ///< size E; sorted ascending within a hub, all > hub
+  std::vector<std::uint8_t> bin;        ///< size E; 0-based radial bin
+  std::vector<std::uint16_t> pixel;     ///< size E or empty; direction pixel of the spoke hub -> neighbour
+  int ntheta = 0, nphi = 0;             ///< pixel grid when `pixel` is filled
+
+  std::uint64_t num_vertices() const noexcept { return offsets.empty() ? 0 : offsets.size() - 1; }
+  std::uint64_t num_edges() const noexcept { return neighbour.size(); }
+  std::uint64_t memory_bytes() const noexcept;
+};
+
+/// Direction pixel of a unit-less displacement (dx, dy, dz): theta = acos(dz/d) in ntheta equal
+/// bins of [0, pi], phi = atan2(dy, dx) in nphi equal bins of [-pi, pi); pixel = itheta*nphi + iphi.
+std::uint16_t direction_pixel(double dx, double dy, double dz, int ntheta, int nphi);
+/// Unit vector of the pixel centre.
+void pixel_centre(int pixel, int ntheta, int nphi, double& ux, double& uy, double& uz);
+
+/// Separation vector j - i (minimum image when periodic).
+struct Geometry {
+  bool periodic = false;
+  double box = 0;
+  void delta(const PointSet& p, std::uint64_t i, std::uint64_t j, double& dx, double& dy,
+             double& dz) const;
+};
+
+/// Builds the graph on the CPU (nanoflann kd-tree; periodic boxes through image queries).
+/// Multithreaded; the result does not depend on the thread count. Checks ctx for cancel.
+Graph build_graph(const PointSet& points, const NpcfConfig& config, const JobContext& ctx);
+
+/// Estimate of the graph before building it, from a sample of hubs of the actual catalogue.
+struct GraphEstimate {
+  double edges = 0;            ///< expected stored (half-graph) edges
+  double mean_neighbours = 0;  ///< mean full neighbour count m
+  double bytes = 0;            ///< expected graph memory
+  std::uint64_t sampled = 0;   ///< hubs sampled
+};
+GraphEstimate estimate_graph(const PointSet& points, const NpcfConfig& config,
+                             std::uint64_t sample = 2000, std::uint64_t seed = 12345);
+
+}  // namespace almagest::npcf
