@@ -43,6 +43,9 @@ private:
 };
 
 /// Read-side helpers (tests, GUI, CLI comparisons). Throw IoError naming file and dataset.
+/// Typed reads convert from any integer or floating dataset type (HDF5 conversion rules: values
+/// out of the target range are clipped); non-numeric datasets are an IoError. Data come back
+/// flattened in C (row-major) order; shape() gives the dimensions.
 class Hdf5Reader {
 public:
   explicit Hdf5Reader(const std::string& path);
@@ -55,8 +58,17 @@ public:
   std::vector<double> read_double(const std::string& dataset) const;
   std::vector<std::uint64_t> read_uint64(const std::string& dataset) const;
   std::vector<std::int64_t> read_int64(const std::string& dataset) const;
+  std::vector<std::int32_t> read_int32(const std::string& dataset) const;
+  std::vector<std::uint8_t> read_uint8(const std::string& dataset) const;
+  /// Names of the links directly inside `group`, sorted by name.
+  std::vector<std::string> list(const std::string& group) const;
+  bool has_attr(const std::string& object, const std::string& name) const;
+  /// String attributes may be variable- or fixed-length (ASCII or UTF-8).
   std::string read_attr_string(const std::string& object, const std::string& name) const;
+  /// Numeric attributes are converted to the requested type; scalar reads need exactly one value.
   double read_attr_double(const std::string& object, const std::string& name) const;
+  std::int64_t read_attr_int64(const std::string& object, const std::string& name) const;
+  std::vector<double> read_attr_doubles(const std::string& object, const std::string& name) const;
   const std::string& path() const noexcept;
 
 private:
