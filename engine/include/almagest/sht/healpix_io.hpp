@@ -1,0 +1,69 @@
+#pragma once
+// HEALPix map and alm files as healpy writes and reads them, plus HDF5.
+//
+// Map FITS: empty primary HDU, then a BINTABLE with PIXTYPE = 'HEALPIX', NSIDE, ORDERING
+// ('RING' | 'NESTED'), INDXSCHM ('IMPLICIT' | 'EXPLICIT'), FIRSTPIX, LASTPIX and one column per
+// map (TTYPEn: TEMPERATURE, Q_POLARISATION, U_POLARISATION, ...; any repeat count per row).
+// Explicit-index (partial-sky) files carry a first column PIXEL with the pixel indices.
+// Blind pixels hold kUnseen (-1.6375e30). Alm FITS: one BINTABLE per alm set with columns
+// INDEX = l^2 + l + m + 1, REAL, IMAG (healpy write_alm/read_alm), mmax = lmax.
+// Invalid content throws IoError naming the file and the key or column.
+#include <complex>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace almagest::sht {
+
+enum class Ordering { Ring, Nested };
+
+struct HealpixMap {
+  int nside = 0;
+  /// Ordering of `columns` data and `pixels` indices as held in memory.
+  Ordering ordering = Ordering::Ring;
+  std::vector<std::string> names;              ///< TTYPE of each column
+  std::vector<std::string> units;              ///< TUNIT of each column ("" when absent)
+  std::vector<std::vector<double>> columns;    ///< one vector per column
+  /// Partial sky: the pixel index of each value (explicit-index files); empty = full sky, in
+  /// which case every column has 12 nside^2 entries.
+  std::vector<std::int64_t> pixels;
+  std::string coordsys;                        ///< COORDSYS ('G', 'E', 'C') if present
+
+  bool partial() const noexcept { return !pixels.empty(); }
+};
+
+/// Reads a HEALPix map FITS file (first BINTABLE extension, or extension `hdu` >= 1). With
+/// to_ring, NESTED data are converted to RING (values and pixel indices; indices re-sorted).
+HealpixMap read_healpix_map(const std::string& path, bool to_ring = true, int hdu = 1);
+
+/// Writes `map` (atomically). Ordering on disk is map.ordering; a partial map is written with
+/// INDXSCHM = 'EXPLICIT' and a PIXEL column. Column names default to healpy's standard names.
+void write_healpix_map(const std::string& path, const HealpixMap& map);
+
+/// A partial map expanded to full sky (blind pixels = kUnseen), keeping the ordering.
+HealpixMap to_full_sky(const HealpixMap& map);
+
+/// Ordering conversion of full-sky data (nside a power of two). out[ring2nest(i)] = in[i] etc.
+std::vector<double> ring_to_nest(const std::vector<double>& ring, int nside);
+std::vector<double> nest_to_ring(const std::vector<double>& nest, int nside);
+std::int64_t ring2nest(int nside, std::int64_t pix);
+std::int64_t nest2ring(int nside, std::int64_t pix);
+
+/// Reads the alm set in extension `hdu` (>= 1) into healpy layout with lmax = the largest l
+/// found (or `lmax` if >= 0; entries beyond it are dropped). Absent entries are zero.
+std::vector<std::complex<double>> read_alm(const std::string& path, int hdu = 1, int lmax = -1,
+                                           int* lmax_out = nullptr);
+/// Writes one BINTABLE per alm set (e.g. T, E, B), each alm_size(lmax) long, healpy layout.
+void write_alm(const std::string& path, const std::vector<std::vector<std::complex<double>>>& sets,
+               int lmax);
+
+/// HDF5: a map as dataset "/map" [ncomp][npix] with attributes nside, ordering, names; alm as
+/// "/alm" [ncomp][nalm][2] (re, im) with attributes lmax, mmax, layout.
+void write_map_hdf5(const std::string& path, const HealpixMap& map);
+HealpixMap read_map_hdf5(const std::string& path);
+void write_alm_hdf5(const std::string& path,
+                    const std::vector<std::vector<std::complex<double>>>& sets, int lmax);
+std::vector<std::vector<std::complex<double>>> read_alm_hdf5(const std::string& path,
+                                                              int* lmax_out = nullptr);
+
+}  // namespace almagest::sht

@@ -1,0 +1,141 @@
+#pragma once
+// Shift-and-stack search: configuration, plan, result.
+//
+//   SearchConfig cfg;  cfg.bank = TrajectoryBank::cartesian(...);  cfg.backend = Backend::GpuTiled;
+//   cfg.check();                                        // ConfigError listing every problem
+//   SearchPlan plan = make_plan(cfg, psiphi.mjd, psiphi.width, psiphi.height, ctx);
+//   SearchResult r = plan.execute(encoded_psiphi, ctx); // again and again
+//
+// For every origin pixel (x0, y0) and velocity v of the bank (shifts from bank.hpp):
+//   A = sum_e psi_e(x0 + sx[v][e], y0 + sy[v][e]),  B = sum_e phi_e(...),  obs = #valid samples,
+// samples outside the image or invalid add nothing. Z = A / sqrt(B) where B > 0, else 0;
+// flux = A / B. Each per-trajectory sum runs over exposures in index order in float32 on every
+// gather backend, so CPU and GPU gathers give bit-identical A, B, obs.
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "almagest/core/job_context.hpp"
+#include "almagest/core/provenance.hpp"
+#include "almagest/stack/bank.hpp"
+#include "almagest/stack/psiphi.hpp"
+
+namespace almagest::stack {
+
+enum class Backend {
+  Cpu,         ///< multithreaded CPU twin, the oracle
+  GpuGather,   ///< one origin per thread, global-memory gathers
+  GpuTiled,    ///< origin tile x velocity packet, staged in shared memory
+  GpuFourier,  ///< tensor-core separable-phase Fourier path (Cartesian banks, threshold mode)
+};
+std::string to_string(Backend b);
+Backend parse_backend(const std::string& s, const std::string& field = "backend");
+
+enum class ResultMode { Threshold, TopK };
+
+/// Near-duplicate clustering: in descending Z order, a candidate whose predicted positions at
+/// the first and the last exposure time both lie within radius_px (max norm) of a kept
+/// candidate's is merged into it (members + 1).
+struct ClusterConfig {
+  bool enabled = true;
+  double radius_px = 2.0;
+};
+
+struct SearchConfig {
+  TrajectoryBank bank;
+  double reference_mjd = std::numeric_limits<double>::quiet_NaN();  ///< NaN: MJD of exposure 0
+  std::vector<double> curve_dx, curve_dy;  ///< known common curve, pixels, [n_exp] or empty
+  Encoding encoding = Encoding::Fp32;
+  Backend backend = Backend::Cpu;
+  ResultMode mode = ResultMode::Threshold;
+  /// Bonferroni: the threshold is the one-sided Gaussian Z whose tail probability times the number
+  /// of trials (origins x velocities) equals `false_alarms`. threshold_z > 0 overrides it.
+  double false_alarms = 1.0;
+  double threshold_z = 0.0;
+  int top_k = 8;                      ///< TopK mode: best k velocities per origin (1..16)
+  int min_obs = 1;                    ///< candidates need at least this many valid samples
+  std::size_t max_candidates = 1000000;  ///< above-threshold hits kept (more: result.truncated)
+  ClusterConfig cluster;
+  bool dense = false;   ///< keep A, B, obs for every trajectory (small problems, tests)
+  int threads = 0;      ///< CPU worker threads (0 = all)
+  int device = 0;       ///< CUDA device index
+
+  std::vector<std::string> validate() const;  ///< every problem, "field: message"
+  void check() const;                         ///< throws ConfigError listing every problem
+  std::string to_json() const;
+};
+
+/// Bonferroni threshold: Z with P(N(0,1) > Z) = false_alarms / trials.
+double bonferroni_threshold(double false_alarms, double trials);
+
+/// Digest of one scan (every origin x velocity).
+struct Digest {
+  double sum_a = 0, sum_b = 0;
+  double max_z = 0;
+  std::uint64_t count_above = 0;  ///< trajectories with Z >= threshold
+};
+
+struct Candidate {
+  std::int32_t x = 0, y = 0, v = 0;  ///< origin pixel and bank index
+  double vx = 0, vy = 0;             ///< pixels/day
+  float a = 0, b = 0;                ///< exact sums (gather), also for the Fourier path
+  std::int32_t obs = 0;
+  double z = 0, flux = 0;
+  std::int32_t members = 1;          ///< near-duplicates merged into this one by clustering
+};
+
+struct SearchResult {
+  int width = 0, height = 0, n_exp = 0;
+  std::size_t n_vel = 0;
+  double threshold_z = 0;
+  Digest digest;
+  std::vector<Candidate> candidates;  ///< sorted by Z, descending (after clustering)
+  std::size_t raw_hits = 0;           ///< hits before min_obs filtering and clustering
+  bool truncated = false;             ///< more hits than max_candidates
+  bool exact = true;                  ///< false for the FP16 tensor-core scores (candidates are re-scored exactly)
+  std::string backend, device;
+  /// dense mode: [n_vel][height][width]
+  std::vector<float> dense_a, dense_b;
+  std::vector<std::int32_t> dense_obs;  ///< -1 where the backend does not count (Fourier)
+  double scan_seconds = 0;  ///< time of the search itself (device time for GPU backends)
+  Provenance provenance;
+};
+
+class SearchPlan {
+public:
+  SearchPlan(SearchPlan&&) noexcept;
+  SearchPlan& operator=(SearchPlan&&) noexcept;
+  ~SearchPlan();
+
+  /// Runs the search. Throws IoError if `input` does not match the plan's shape or MJDs,
+  /// BackendUnavailable/CudaError for device problems, Cancelled when cancelled.
+  SearchResult execute(const EncodedPsiPhi& input, const JobContext& ctx) const;
+
+  const SearchConfig& config() const noexcept;
+  const ShiftTable& shifts() const noexcept;
+  double threshold() const noexcept;
+  double reference_mjd() const noexcept;
+
+private:
+  friend SearchPlan make_plan(SearchConfig, const std::vector<double>&, int, int, const JobContext&);
+  struct Impl;
+  explicit SearchPlan(std::unique_ptr<Impl>);
+  std::unique_ptr<Impl> impl_;
+};
+
+/// Validates the config against the stack shape, computes the shift tables and, for GPU
+/// backends, checks the device (BackendUnavailable naming why).
+SearchPlan make_plan(SearchConfig config, const std::vector<double>& mjd, int width, int height,
+                     const JobContext& ctx);
+
+// ---- CPU twin, exposed for tests and for re-scoring ------------------------------------------
+struct TrajectorySums {
+  float a = 0, b = 0;
+  std::int32_t obs = 0;
+};
+/// Exact sums for one trajectory (origin x, y; bank index v) from decoded planes.
+TrajectorySums evaluate_trajectory(const PsiPhi& p, const ShiftTable& s, int x, int y, int v);
+
+}  // namespace almagest::stack

@@ -1,0 +1,335 @@
+// Neighbour graph on the CPU: nanoflann kd-tree queries, half graph in CSR form.
+//
+// Each hub is queried independently (with periodic image queries when the box is periodic),
+// candidates are re-tested exactly on the squared separation computed by Geometry::delta, so the
+// graph equals a brute-force enumeration bit for bit. Hubs are processed in fixed chunks whose
+// buffers are concatenated in chunk order: the result does not depend on the thread count.
+#include "almagest/npcf/graph.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <exception>
+#include <limits>
+#include <memory>
+#include <mutex>
+#include <nanoflann.hpp>
+#include <numbers>
+#include <random>
+#include <string>
+#include <thread>
+
+#include "almagest/core/error.hpp"
+
+namespace almagest::npcf {
+
+namespace {
+
+/// Packed xyz copy of the point set, the dataset adaptor of the kd-tree. The tree keeps a
+/// reference to it: it must outlive the tree (both live in one NeighbourSearch).
+struct PackedPoints {
+  std::vector<double> xyz;  // 3 * N
+  std::size_t kdtree_get_point_count() const { return xyz.size() / 3; }
+  double kdtree_get_pt(std::uint32_t idx, std::size_t dim) const { return xyz[3 * idx + dim]; }
+  template <class BBox>
+  bool kdtree_get_bbox(BBox&) const {
+    return false;
+  }
+};
+
+using Tree = nanoflann::KDTreeSingleIndexAdaptor<nanoflann::L2_Simple_Adaptor<double, PackedPoints>,
+                                                 PackedPoints, 3, std::uint32_t>;
+
+/// Collects candidate indices above `min_index` within the (slightly inflated) query radius.
+struct Collector {
+  double radius2;
+  std::int64_t min_index;  // -1: every index
+  std::vector<std::uint32_t>* out;
+  std::size_t size() const { return out->size(); }
+  bool full() const { return true; }
+  bool addPoint(double d2, std::uint32_t idx) {
+    if (d2 < radius2 && static_cast<std::int64_t>(idx) > min_index) out->push_back(idx);
+    return true;
+  }
+  double worstDist() const { return radius2; }
+};
+
+bool stores_pixels(const NpcfConfig& c) {
+  return c.store_pixels ||
+         (c.statistic == Statistic::FourPointParity && c.directions == DirectionMode::Pixel);
+}
+
+int threads_of(const NpcfConfig& c, const JobContext& ctx) {
+  return resolve_threads(c.threads > 0 ? c.threads : ctx.threads);
+}
+
+/// kd-tree plus the exact edge test shared by build_graph and estimate_graph.
+class NeighbourSearch {
+public:
+  NeighbourSearch(const PointSet& p, const NpcfConfig& c) : p_(p), c_(c) {
+    pts_.xyz.resize(3 * p.size());
+    for (std::size_t i = 0; i < p.size(); ++i) {
+      pts_.xyz[3 * i] = p.x[i];
+      pts_.xyz[3 * i + 1] = p.y[i];
+      pts_.xyz[3 * i + 2] = p.z[i];
+    }
+    geo_.periodic = c.periodic;
+    geo_.box = c.box;
+    rmin2_ = c.bins.rmin * c.bins.rmin;
+    rmax2_ = c.bins.rmax * c.bins.rmax;
+    query2_ = rmax2_ * (1.0 + 1e-9);
+    tree_ = std::make_unique<Tree>(3, pts_, nanoflann::KDTreeSingleIndexAdaptorParams(16));
+  }
+
+  /// Candidates j > min_index near hub i (all images when periodic), sorted and unique, into out.
+  void candidates(std::uint64_t i, std::int64_t min_index, std::vector<std::uint32_t>& out) const {
+    out.clear();
+    Collector col{query2_, min_index, &out};
+    const double q[3] = {p_.x[i], p_.y[i], p_.z[i]};
+    if (!c_.periodic) {
+      tree_->findNeighbors(col, q, nanoflann::SearchParams(32, 0, false));
+      std::sort(out.begin(), out.end());
+      return;
+    }
+    const double L = c_.box, r = c_.bins.rmax;
+    double shifts[3][3];
+    int ns[3];
+    for (int d = 0; d < 3; ++d) {
+      ns[d] = 0;
+      shifts[d][ns[d]++] = 0;
+      if (q[d] < r) shifts[d][ns[d]++] = L;
+      if (q[d] > L - r) shifts[d][ns[d]++] = -L;
+    }
+    for (int a = 0; a < ns[0]; ++a)
+      for (int b = 0; b < ns[1]; ++b)
+        for (int c = 0; c < ns[2]; ++c) {
+          const double qs[3] = {q[0] + shifts[0][a], q[1] + shifts[1][b], q[2] + shifts[2][c]};
+          tree_->findNeighbors(col, qs, nanoflann::SearchParams(32, 0, false));
+        }
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+  }
+
+  /// Exact test: squared separation (minimum image) strictly inside (rmin^2, rmax^2).
+  bool edge(std::uint64_t i, std::uint32_t j, double& dx, double& dy, double& dz, double& d2) const {
+    geo_.delta(p_, i, j, dx, dy, dz);
+    d2 = dx * dx + dy * dy + dz * dz;
+    return rmin2_ < d2 && d2 < rmax2_;
+  }
+
+private:
+  const PointSet& p_;
+  const NpcfConfig& c_;
+  PackedPoints pts_;
+  Geometry geo_;
+  double rmin2_ = 0, rmax2_ = 0, query2_ = 0;
+  std::unique_ptr<Tree> tree_;
+};
+
+struct ChunkEdges {
+  std::vector<std::uint32_t> degree;  // per hub of the chunk
+  std::vector<std::uint32_t> neighbour;
+  std::vector<std::uint8_t> bin;
+  std::vector<std::uint16_t> pixel;
+};
+
+}  // namespace
+
+std::uint64_t Graph::memory_bytes() const noexcept {
+  return offsets.size() * sizeof(std::uint64_t) + neighbour.size() * sizeof(std::uint32_t) +
+         bin.size() * sizeof(std::uint8_t) + pixel.size() * sizeof(std::uint16_t);
+}
+
+std::uint16_t direction_pixel(double dx, double dy, double dz, int ntheta, int nphi) {
+  const double d = std::sqrt(dx * dx + dy * dy + dz * dz);
+  const double pi = std::numbers::pi;
+  double ct = d > 0 ? dz / d : 1.0;
+  ct = std::clamp(ct, -1.0, 1.0);
+  const double theta = std::acos(ct);
+  const double phi = std::atan2(dy, dx);
+  int it = static_cast<int>(std::floor(theta / pi * ntheta));
+  int ip = static_cast<int>(std::floor((phi + pi) / (2 * pi) * nphi));
+  it = std::clamp(it, 0, ntheta - 1);
+  ip = std::clamp(ip, 0, nphi - 1);
+  return static_cast<std::uint16_t>(it * nphi + ip);
+}
+
+void pixel_centre(int pixel, int ntheta, int nphi, double& ux, double& uy, double& uz) {
+  const double pi = std::numbers::pi;
+  const int it = pixel / nphi, ip = pixel % nphi;
+  const double theta = (it + 0.5) * pi / ntheta;
+  const double phi = -pi + (ip + 0.5) * 2 * pi / nphi;
+  const double st = std::sin(theta);
+  ux = st * std::cos(phi);
+  uy = st * std::sin(phi);
+  uz = std::cos(theta);
+}
+
+void Geometry::delta(const PointSet& p, std::uint64_t i, std::uint64_t j, double& dx, double& dy,
+                     double& dz) const {
+  dx = p.x[j] - p.x[i];
+  dy = p.y[j] - p.y[i];
+  dz = p.z[j] - p.z[i];
+  if (periodic) {
+    const double h = 0.5 * box;
+    auto wrap = [&](double& v) {
+      if (v > h)
+        v -= box;
+      else if (v < -h)
+        v += box;
+    };
+    wrap(dx);
+    wrap(dy);
+    wrap(dz);
+  }
+}
+
+Graph build_graph(const PointSet& points, const NpcfConfig& config, const JobContext& ctx) {
+  config.check();
+  if (points.size() > std::numeric_limits<std::uint32_t>::max())
+    throw ConfigError("points", "more than 2^32 - 1 points cannot be indexed by the graph");
+  const std::uint64_t n = points.size();
+  const bool pixels = stores_pixels(config);
+  const int ntheta = config.pixel_ntheta, nphi = config.pixel_nphi;
+  const Binning bins = config.bins;
+
+  ctx.progress(0, 1, "building kd-tree");
+  NeighbourSearch search(points, config);
+  ctx.check_cancel();
+
+  constexpr std::uint64_t kChunk = 1024;
+  const std::uint64_t nchunks = (n + kChunk - 1) / kChunk;
+  std::vector<ChunkEdges> chunks(nchunks);
+  std::atomic<std::uint64_t> next{0}, done_hubs{0};
+  std::atomic<bool> stop{false};
+  std::exception_ptr error;
+  std::mutex error_mu;
+
+  auto worker = [&]() {
+    std::vector<std::uint32_t> cand;
+    cand.reserve(1024);
+    try {
+      for (;;) {
+        if (stop.load(std::memory_order_relaxed)) return;
+        if (ctx.cancelled()) throw Cancelled();
+        const std::uint64_t c = next.fetch_add(1);
+        if (c >= nchunks) return;
+        const std::uint64_t h0 = c * kChunk, h1 = std::min(n, h0 + kChunk);
+        ChunkEdges& out = chunks[c];
+        out.degree.resize(h1 - h0);
+        for (std::uint64_t i = h0; i < h1; ++i) {
+          search.candidates(i, static_cast<std::int64_t>(i), cand);
+          std::uint32_t deg = 0;
+          for (std::uint32_t j : cand) {
+            double dx, dy, dz, d2;
+            if (!search.edge(i, j, dx, dy, dz, d2)) continue;
+            out.neighbour.push_back(j);
+            out.bin.push_back(static_cast<std::uint8_t>(bins.bin_of(std::sqrt(d2))));
+            if (pixels) out.pixel.push_back(direction_pixel(dx, dy, dz, ntheta, nphi));
+            ++deg;
+          }
+          out.degree[i - h0] = deg;
+        }
+        const std::uint64_t d = done_hubs.fetch_add(h1 - h0) + (h1 - h0);
+        ctx.progress(static_cast<double>(d), static_cast<double>(n), "building graph");
+      }
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(error_mu);
+      if (!error) error = std::current_exception();
+      stop = true;
+    }
+  };
+
+  const int threads = std::max(1, std::min<int>(threads_of(config, ctx),
+                                                static_cast<int>(std::max<std::uint64_t>(1, nchunks))));
+  if (threads == 1) {
+    worker();
+  } else {
+    std::vector<std::thread> pool;
+    for (int t = 0; t < threads; ++t) pool.emplace_back(worker);
+    for (auto& th : pool) th.join();
+  }
+  if (error) std::rethrow_exception(error);
+  ctx.check_cancel();
+
+  Graph g;
+  g.offsets.resize(n + 1);
+  g.offsets[0] = 0;
+  std::uint64_t e = 0;
+  for (std::uint64_t c = 0; c < nchunks; ++c)
+    for (std::uint64_t k = 0; k < chunks[c].degree.size(); ++k) {
+      e += chunks[c].degree[k];
+      g.offsets[c * kChunk + k + 1] = e;
+    }
+  g.neighbour.resize(e);
+  g.bin.resize(e);
+  if (pixels) {
+    g.pixel.resize(e);
+    g.ntheta = ntheta;
+    g.nphi = nphi;
+  }
+  for (std::uint64_t c = 0; c < nchunks; ++c) {
+    ChunkEdges& ch = chunks[c];
+    const std::uint64_t at = g.offsets[c * kChunk];
+    std::copy(ch.neighbour.begin(), ch.neighbour.end(), g.neighbour.begin() + at);
+    std::copy(ch.bin.begin(), ch.bin.end(), g.bin.begin() + at);
+    if (pixels) std::copy(ch.pixel.begin(), ch.pixel.end(), g.pixel.begin() + at);
+    ch = ChunkEdges{};  // release as we go
+  }
+  ctx.progress(static_cast<double>(n), static_cast<double>(std::max<std::uint64_t>(1, n)),
+               "building graph");
+  return g;
+}
+
+GraphEstimate estimate_graph(const PointSet& points, const NpcfConfig& config, std::uint64_t sample,
+                             std::uint64_t seed) {
+  config.check();
+  GraphEstimate est;
+  const std::uint64_t n = points.size();
+  if (n == 0) return est;
+  const std::uint64_t nd = points.ndata, nr = n - nd;
+  NeighbourSearch search(points, config);
+
+  // Sample hubs from data and randoms in proportion to their sizes (at least one of each
+  // non-empty class); all hubs of a class when the sample covers it.
+  sample = std::max<std::uint64_t>(sample, 2);
+  std::uint64_t sd = nd == 0 ? 0
+                             : std::clamp<std::uint64_t>(static_cast<std::uint64_t>(std::llround(
+                                                             static_cast<double>(sample) * nd / n)),
+                                                         1, nd);
+  std::uint64_t sr = nr == 0 ? 0 : std::clamp<std::uint64_t>(sample > sd ? sample - sd : 1, 1, nr);
+  std::mt19937_64 rng(seed);
+  std::vector<std::uint32_t> cand;
+  auto mean_degree = [&](std::uint64_t first, std::uint64_t count, std::uint64_t picks) {
+    if (count == 0 || picks == 0) return 0.0;
+    double total = 0;
+    for (std::uint64_t s = 0; s < picks; ++s) {
+      // Every hub once when the sample covers the class, otherwise seeded uniform picks.
+      const std::uint64_t i =
+          first + (picks >= count ? s
+                                  : static_cast<std::uint64_t>(
+                                        (static_cast<unsigned __int128>(rng()) * count) >> 64));
+      // Full neighbour count: both directions, i excluded.
+      std::uint64_t deg = 0;
+      search.candidates(i, -1, cand);
+      for (std::uint32_t j : cand) {
+        if (j == i) continue;
+        double dx, dy, dz, d2;
+        if (search.edge(i, j, dx, dy, dz, d2)) ++deg;
+      }
+      total += static_cast<double>(deg);
+    }
+    return total / static_cast<double>(picks);
+  };
+  const double md = mean_degree(0, nd, sd);
+  const double mr = mean_degree(nd, nr, sr);
+  const double full = md * static_cast<double>(nd) + mr * static_cast<double>(nr);
+  est.sampled = sd + sr;
+  est.mean_neighbours = full / static_cast<double>(n);
+  est.edges = full / 2;
+  const double per_edge = 4.0 + 1.0 + (stores_pixels(config) ? 2.0 : 0.0);
+  est.bytes = 8.0 * static_cast<double>(n + 1) + est.edges * per_edge;
+  return est;
+}
+
+}  // namespace almagest::npcf

@@ -1,0 +1,269 @@
+// Result files: HDF5 (default) and the GRAMSCI v2 text layout. Layouts: docs/npcf.md.
+#include <cinttypes>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "almagest/core/atomic_file.hpp"
+#include "almagest/core/error.hpp"
+#include "almagest/io/hdf5_file.hpp"
+#include "almagest/npcf/result.hpp"
+
+namespace almagest::npcf {
+
+namespace {
+
+bool is_four(Statistic s) { return s == Statistic::FourPoint || s == Statistic::FourPointParity; }
+
+const char* description(Statistic s) {
+  switch (s) {
+    case Statistic::TwoPoint: return "two-point correlation function xi(r) = NN/RR";
+    case Statistic::ThreePoint: return "three-point correlation function zeta = NNN/RRR, all triangles b1<=b2<=b3";
+    case Statistic::ThreePointEquilateral: return "three-point correlation function zeta = NNN/RRR, equilateral triangles b1=b2=b3";
+    case Statistic::FourPoint: return "four-point correlation function zeta = NNNN/RRRR with connected part";
+    case Statistic::FourPointParity: return "parity-even and parity-odd four-point correlation functions with connected part";
+  }
+  return "";
+}
+
+std::vector<double> bin_edges(const Binning& b) {
+  std::vector<double> e(static_cast<std::size_t>(b.nbins) + 1);
+  for (int i = 0; i <= b.nbins; ++i) e[static_cast<std::size_t>(i)] = b.edge(i);
+  return e;
+}
+
+NpcfConfig config_from_json(const std::string& text, const std::string& file) {
+  NpcfConfig c;
+  auto j = nlohmann::json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) throw IoError(file, "attribute 'config' of '/'", "not a JSON object");
+  try {
+    c.statistic = statistic_from_string(j.at("statistic").get<std::string>());
+    c.bins.rmin = j.at("rmin").get<double>();
+    c.bins.rmax = j.at("rmax").get<double>();
+    c.bins.nbins = j.at("nbins").get<int>();
+    c.bins.scale = j.value("bin_scale", std::string("linear")) == "log" ? BinScale::Log : BinScale::Linear;
+    c.periodic = j.value("periodic", false);
+    c.box = j.value("box", 0.0);
+    c.store_pixels = j.value("store_pixels", false);
+    c.directions = j.value("directions", std::string("pixel")) == "exact" ? DirectionMode::Exact
+                                                                          : DirectionMode::Pixel;
+    c.pixel_ntheta = j.value("pixel_ntheta", 8);
+    c.pixel_nphi = j.value("pixel_nphi", 32);
+    c.threads = j.value("threads", 0);
+    c.backend = backend_from_string(j.value("backend", std::string("cpu")));
+  } catch (const nlohmann::json::exception& e) {
+    throw IoError(file, "attribute 'config' of '/'", std::string("invalid configuration: ") + e.what());
+  }
+  return c;
+}
+
+Provenance provenance_from_json(const std::string& text) {
+  Provenance p;
+  auto j = nlohmann::json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return p;
+  p.software = j.value("software", p.software);
+  p.version = j.value("version", std::string());
+  p.build = j.value("build", std::string());
+  p.created_utc = j.value("created_utc", std::string());
+  p.host = j.value("host", std::string());
+  p.backend = j.value("backend", std::string());
+  p.device = j.value("device", std::string());
+  p.threads = j.value("threads", 0);
+  if (j.contains("config")) p.config_json = j["config"].is_string() ? j["config"].get<std::string>() : j["config"].dump();
+  if (j.contains("inputs") && j["inputs"].is_array())
+    for (auto& v : j["inputs"]) p.inputs.push_back(v.get<std::string>());
+  if (j.contains("seeds") && j["seeds"].is_object())
+    for (auto& [k, v] : j["seeds"].items()) p.seeds[k] = v.get<std::uint64_t>();
+  if (j.contains("timings_s") && j["timings_s"].is_object())
+    for (auto& [k, v] : j["timings_s"].items()) p.timings_s[k] = v.get<double>();
+  return p;
+}
+
+void appendf(std::string& s, const char* fmt, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, fmt, v);
+  s += buf;
+}
+
+}  // namespace
+
+void write_hdf5(const NpcfResult& r, const std::string& path) {
+  const std::size_t rows = r.rows();
+  const auto k = static_cast<std::uint64_t>(r.edges_per_row);
+  const std::string g = std::string("/npcf/") + to_string(r.statistic);
+  io::Hdf5Writer w(path);
+  w.attr("/", "software", std::string("Almagest"));
+  w.attr("/", "version", r.provenance.version.empty() ? almagest::version() : r.provenance.version);
+  w.attr("/", "backend", r.provenance.backend);
+  w.attr("/", "provenance", r.provenance.to_json());
+  w.attr("/", "config", r.config.to_json());
+  w.attr("/", "statistic", std::string(to_string(r.statistic)));
+  w.create_group(g);
+  w.attr(g, "description", std::string(description(r.statistic)));
+  w.attr(g, "order", static_cast<std::int64_t>(r.order));
+  w.attr(g, "rows", static_cast<std::int64_t>(rows));
+  w.attr(g, "ndata", static_cast<std::int64_t>(r.ndata));
+  w.attr(g, "nrandom", static_cast<std::int64_t>(r.nrandom));
+  w.attr(g, "graph_edges", static_cast<std::int64_t>(r.graph_edges));
+  w.attr(g, "analytic_randoms", static_cast<std::int64_t>(r.analytic_randoms ? 1 : 0));
+  w.attr(g, "bin_scale", std::string(r.config.bins.scale == BinScale::Log ? "log" : "linear"));
+  w.attr(g, "bin_edges", bin_edges(r.config.bins));
+
+  auto ds = [&](const std::string& name, const auto& data, io::Shape shape, const std::string& units,
+                const std::string& desc) {
+    const std::string d = g + "/" + name;
+    w.write(d, data, std::move(shape));
+    w.attr(d, "units", units);
+    w.attr(d, "description", desc);
+  };
+  const io::Shape one{static_cast<std::uint64_t>(rows)};
+  ds("bin_edges", bin_edges(r.config.bins), {}, "Mpc/h",
+     "radial bin edges: bin b covers [bin_edges[b], bin_edges[b+1])");
+  ds("bins", r.bins, {static_cast<std::uint64_t>(rows), k}, "bin index (0-based)",
+     k == 1 ? "radial bin of the pair"
+     : k == 3 ? "sorted triangle side bins b1 <= b2 <= b3"
+              : "canonical tetrahedron edge bins in edge order 12 13 14 23 24 34");
+  ds("tuples", r.tuples, one, "count", "number of tuples (data and random) per configuration");
+  ds("random_tuples", r.random_tuples, one, "count", "number of all-random tuples per configuration");
+  const char* nn = r.order == 2 ? "NN" : r.order == 3 ? "NNN" : "NNNN";
+  const char* rr = r.order == 2 ? "RR" : r.order == 3 ? "RRR" : "RRRR";
+  ds("n", r.n, one, "dimensionless (normalised weights)",
+     std::string(nn) + ": sum over tuples of the product of signed normalised weights");
+  ds("r", r.r, one, "dimensionless (normalised weights)",
+     std::string(rr) + (r.analytic_randoms ? ": analytic randoms W2 V_shell / V"
+                                           : ": all-random sum, made positive"));
+  ds("estimator", r.estimator, one, "dimensionless",
+     r.analytic_randoms ? "xi = NN/RR - 1 (analytic randoms)"
+                        : std::string(r.order == 2 ? "xi" : "zeta") + " = " + nn + "/" + rr +
+                              " (0 where " + rr + " = 0)");
+  if (is_four(r.statistic)) {
+    ds("zeta_disc", r.zeta_disc, one, "dimensionless",
+       "disconnected part: sum over the pairings (12,34) (13,24) (14,23) of xi xi");
+    ds("zeta_conn", r.zeta_conn, one, "dimensionless", "connected part zeta - zeta_disc (even)");
+    ds("realisable", r.realisable, one, "flag",
+       "1 if the Cayley-Menger determinant of the bin centres is positive");
+    ds("xi_internal", r.xi_internal, {static_cast<std::uint64_t>(r.xi_internal.size())},
+       "dimensionless", "internal 2pCF per radial bin used for zeta_disc");
+  }
+  if (r.statistic == Statistic::FourPointParity) {
+    ds("n_odd", r.n_odd, one, "dimensionless", "NNNN_odd: relabelling sign x sign(V) x weights");
+    ds("r_odd", r.r_odd, one, "dimensionless", "RRRR_odd: the same over all-random tetrahedra");
+    ds("zeta_odd", r.zeta_odd, one, "dimensionless",
+       "parity-odd zeta = NNNN_odd / RRRR (also its connected part)");
+    ds("degenerate", r.degenerate, one, "count", "tetrahedra with |V| < 1e-9 (zero odd weight)");
+  }
+  w.commit();
+}
+
+NpcfResult read_hdf5(const std::string& path) {
+  io::Hdf5Reader in(path);
+  if (!in.exists("/npcf")) throw IoError(path, "/npcf", "not an Almagest N-point result file");
+  const auto stats = in.list("/npcf");
+  if (stats.empty()) throw IoError(path, "/npcf", "the file holds no statistic");
+  NpcfResult r;
+  r.statistic = statistic_from_string(stats.front());
+  const std::string g = "/npcf/" + stats.front();
+  r.config = config_from_json(in.read_attr_string("/", "config"), path);
+  r.config.statistic = r.statistic;
+  r.provenance = provenance_from_json(in.read_attr_string("/", "provenance"));
+  r.order = static_cast<int>(in.read_attr_int64(g, "order"));
+  r.edges_per_row = r.order == 2 ? 1 : r.order == 3 ? 3 : 6;
+  r.ndata = static_cast<std::uint64_t>(in.read_attr_int64(g, "ndata"));
+  r.nrandom = static_cast<std::uint64_t>(in.read_attr_int64(g, "nrandom"));
+  r.graph_edges = static_cast<std::uint64_t>(in.read_attr_int64(g, "graph_edges"));
+  r.analytic_randoms = in.read_attr_int64(g, "analytic_randoms") != 0;
+  r.bins = in.read_uint8(g + "/bins");
+  r.tuples = in.read_uint64(g + "/tuples");
+  r.random_tuples = in.read_uint64(g + "/random_tuples");
+  r.n = in.read_double(g + "/n");
+  r.r = in.read_double(g + "/r");
+  r.estimator = in.read_double(g + "/estimator");
+  if (is_four(r.statistic)) {
+    r.zeta_disc = in.read_double(g + "/zeta_disc");
+    r.zeta_conn = in.read_double(g + "/zeta_conn");
+    r.realisable = in.read_uint8(g + "/realisable");
+    r.xi_internal = in.read_double(g + "/xi_internal");
+  }
+  if (r.statistic == Statistic::FourPointParity) {
+    r.n_odd = in.read_double(g + "/n_odd");
+    r.r_odd = in.read_double(g + "/r_odd");
+    r.zeta_odd = in.read_double(g + "/zeta_odd");
+    r.degenerate = in.read_uint64(g + "/degenerate");
+  }
+  const std::size_t rows = r.tuples.size();
+  if (r.bins.size() != rows * static_cast<std::size_t>(r.edges_per_row) || r.n.size() != rows ||
+      r.r.size() != rows || r.estimator.size() != rows)
+    throw IoError(path, g, "datasets have inconsistent numbers of rows");
+  return r;
+}
+
+std::string format_gramsci(const NpcfResult& r) {
+  const std::size_t rows = r.rows();
+  const Statistic s = r.statistic;
+  std::string out;
+  out += "# Almagest " + (r.provenance.version.empty() ? almagest::version() : r.provenance.version) +
+         ": " + description(s) + " (GRAMSCI v2 column layout)\n";
+  out += std::string("# statistic: ") + to_string(s) + "\n";
+  out += "# created_utc: " + r.provenance.created_utc + "  host: " + r.provenance.host +
+         "  backend: " + r.provenance.backend + "  device: " + r.provenance.device +
+         "  threads: " + std::to_string(r.provenance.threads) + "\n";
+  out += "# ndata: " + std::to_string(r.ndata) + "  nrandom: " + std::to_string(r.nrandom) +
+         "  graph_edges: " + std::to_string(r.graph_edges) + "\n";
+  if (r.analytic_randoms)
+    out += "# analytic randoms (periodic box): RR = W2 V_shell / V, xi = NN/RR - 1\n";
+  out += "# config: " + r.config.to_json() + "\n";
+  out += "# provenance: " + r.provenance.to_json() + "\n";
+
+  std::string cols;
+  if (r.order == 2) {
+    cols = "rmin rmax NN RR xi";
+  } else if (r.order == 3) {
+    cols = "r1min r1max r2min r2max r3min r3max NNN RRR zeta";
+  } else {
+    cols = "r12min r12max r13min r13max r14min r14max r23min r23max r24min r24max r34min r34max";
+    if (s == Statistic::FourPointParity)
+      cols += " NNNN RRRR zeta_even NNNN_odd RRRR_odd zeta_odd zeta_disc zeta_conn_even zeta_conn_odd";
+    else
+      cols += " NNNN RRRR zeta zeta_disc zeta_conn";
+  }
+  out += "# " + cols + "\n";
+
+  const int k = r.edges_per_row;
+  for (std::size_t row = 0; row < rows; ++row) {
+    std::string line;
+    for (int e = 0; e < k; ++e) {
+      const int b = r.bins[row * static_cast<std::size_t>(k) + static_cast<std::size_t>(e)];
+      if (e) line += ' ';
+      appendf(line, "%.15g", r.bin_lo(b));
+      line += ' ';
+      appendf(line, "%.15g", r.bin_hi(b));
+    }
+    auto col = [&](double v) {
+      line += ' ';
+      appendf(line, "%.17g", v);
+    };
+    col(r.n[row]);
+    col(r.r[row]);
+    col(r.estimator[row]);
+    if (s == Statistic::FourPointParity) {
+      col(r.n_odd[row]);
+      col(r.r_odd[row]);
+      col(r.zeta_odd[row]);
+      col(r.zeta_disc[row]);
+      col(r.zeta_conn[row]);
+      col(r.zeta_odd[row]);  // the odd channel is intrinsically connected
+    } else if (s == Statistic::FourPoint) {
+      col(r.zeta_disc[row]);
+      col(r.zeta_conn[row]);
+    }
+    out += line;
+    out += '\n';
+  }
+  return out;
+}
+
+void write_gramsci(const NpcfResult& r, const std::string& path) {
+  write_text_atomic(path, format_gramsci(r));
+}
+
+}  // namespace almagest::npcf

@@ -1,0 +1,167 @@
+// NpcfPlan: validates, builds the neighbour graph once, evaluates statistics from it.
+#include "almagest/npcf/plan.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "almagest/core/error.hpp"
+#include "almagest/core/gpu.hpp"
+
+namespace almagest::npcf {
+
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+bool needs_randoms(const NpcfConfig& c) {
+  return c.statistic != Statistic::TwoPoint || !c.periodic;
+}
+
+/// Periodic jobs: coordinates must lie in [0, box); values within one box length of it (e.g.
+/// exactly `box`, or a catalogue in [-L/2, L/2)) are wrapped, anything further is an error.
+void prepare_periodic(PointSet& p, double box) {
+  const std::vector<double>* cols[3] = {&p.x, &p.y, &p.z};
+  const char* names[3] = {"x", "y", "z"};
+  for (int d = 0; d < 3; ++d)
+    for (std::size_t i = 0; i < p.size(); ++i) {
+      const double v = (*cols[d])[i];
+      if (v < -box || v >= 2 * box)
+        throw ConfigError("box", "point " + std::to_string(i) + " (" +
+                                     (i < p.ndata ? "data" : "randoms") + " row " +
+                                     std::to_string(i < p.ndata ? i + 1 : i - p.ndata + 1) +
+                                     ") has " + names[d] + " = " + std::to_string(v) +
+                                     ", outside the periodic box [0, " + std::to_string(box) + ")");
+    }
+  wrap_periodic(p, box);
+}
+
+}  // namespace
+
+struct NpcfPlan::Impl {
+  NpcfConfig config;
+  PointSet points;
+  Graph graph;
+  double graph_seconds = 0;
+  std::string backend = "cpu";
+  std::string backend_note;  // why Auto chose the CPU
+};
+
+NpcfPlan::NpcfPlan(NpcfConfig config, PointSet points, const JobContext& ctx)
+    : impl_(std::make_unique<Impl>()) {
+  config.check();
+  if (points.ndata == 0) throw ConfigError("data", "the data catalogue is empty");
+  if (!points.has_randoms() && needs_randoms(config))
+    throw ConfigError("randoms", std::string("a random catalogue is required for the ") +
+                                     to_string(config.statistic) +
+                                     " statistic (analytic randoms exist only for the 2pcf in a "
+                                     "periodic box)");
+  switch (config.backend) {
+    case Backend::Cpu:
+      break;
+    case Backend::Cuda: {
+      const GpuStatus& st = gpu_status();
+      if (!st.available) throw BackendUnavailable("backend cuda: " + st.reason);
+      throw BackendUnavailable(
+          "backend cuda: the CUDA kernels of the N-point engine are not part of this version "
+          "(device " + st.summary() + " found); use the cpu backend");
+    }
+    case Backend::Auto: {
+      const GpuStatus& st = gpu_status();
+      impl_->backend_note =
+          st.available ? "auto: the CUDA N-point kernels are not part of this version; using the CPU"
+                       : "auto: CUDA unavailable (" + st.reason + "); using the CPU";
+      ctx.info(impl_->backend_note);
+      break;
+    }
+  }
+  if (config.periodic) prepare_periodic(points, config.box);
+  impl_->config = std::move(config);
+  impl_->points = std::move(points);
+  const auto t0 = std::chrono::steady_clock::now();
+  impl_->graph = build_graph(impl_->points, impl_->config, ctx);
+  impl_->graph_seconds = seconds_since(t0);
+}
+
+NpcfPlan::~NpcfPlan() = default;
+NpcfPlan::NpcfPlan(NpcfPlan&&) noexcept = default;
+NpcfPlan& NpcfPlan::operator=(NpcfPlan&&) noexcept = default;
+
+const NpcfConfig& NpcfPlan::config() const noexcept { return impl_->config; }
+const PointSet& NpcfPlan::points() const noexcept { return impl_->points; }
+const Graph& NpcfPlan::graph() const noexcept { return impl_->graph; }
+double NpcfPlan::graph_seconds() const noexcept { return impl_->graph_seconds; }
+std::string NpcfPlan::backend_name() const { return impl_->backend; }
+
+NpcfResult NpcfPlan::execute(const JobContext& ctx) const {
+  return execute(impl_->config.statistic, ctx);
+}
+
+NpcfResult NpcfPlan::execute(Statistic statistic, const JobContext& ctx) const {
+  NpcfConfig cfg = impl_->config;
+  cfg.statistic = statistic;
+  cfg.check();  // e.g. nbins <= 16 or rmax <= box/4 for the statistic asked for
+  const PointSet& p = impl_->points;
+  const Graph& g = impl_->graph;
+  if (!p.has_randoms() && needs_randoms(cfg))
+    throw ConfigError("randoms", std::string("a random catalogue is required for the ") +
+                                     to_string(statistic) +
+                                     " statistic (analytic randoms exist only for the 2pcf in a "
+                                     "periodic box)");
+  const bool parity = statistic == Statistic::FourPointParity;
+  if (parity && cfg.directions == DirectionMode::Pixel && g.pixel.size() != g.num_edges())
+    throw ConfigError("store_pixels",
+                      "pixel-direction parity needs direction pixels in the graph: build the plan "
+                      "with store_pixels = true (or for the 4pcf-parity statistic)");
+
+  const auto t0 = std::chrono::steady_clock::now();
+  NpcfResult r;
+  double xi_seconds = 0;
+  switch (statistic) {
+    case Statistic::TwoPoint:
+      r = count_2pcf_cpu(g, p, cfg, ctx);
+      break;
+    case Statistic::ThreePoint:
+    case Statistic::ThreePointEquilateral:
+      r = count_3pcf_cpu(g, p, cfg, statistic == Statistic::ThreePointEquilateral, ctx);
+      break;
+    case Statistic::FourPoint:
+    case Statistic::FourPointParity: {
+      NpcfConfig c2 = cfg;
+      c2.statistic = Statistic::TwoPoint;
+      NpcfResult xi = count_2pcf_cpu(g, p, c2, ctx);
+      finalize(xi, p);
+      xi_seconds = seconds_since(t0);
+      r = count_4pcf_cpu(g, p, cfg, parity, ctx);
+      r.xi_internal = xi.estimator;
+      break;
+    }
+  }
+  r.config = cfg;
+  r.statistic = statistic;
+  finalize(r, p);
+  const double query_seconds = seconds_since(t0);
+
+  r.ndata = p.ndata;
+  r.nrandom = p.size() - p.ndata;
+  r.graph_edges = g.num_edges();
+  r.provenance = Provenance::current(impl_->backend);
+  r.provenance.config_json = cfg.to_json();
+  if (!impl_->backend_note.empty()) {
+    // Auto: record which backend ran and why.
+    auto j = nlohmann::json::parse(r.provenance.config_json);
+    j["backend_used"] = impl_->backend;
+    j["backend_note"] = impl_->backend_note;
+    r.provenance.config_json = j.dump();
+  }
+  r.provenance.threads = resolve_threads(cfg.threads > 0 ? cfg.threads : ctx.threads);
+  r.provenance.timings_s["graph_build"] = impl_->graph_seconds;
+  r.provenance.timings_s["query"] = query_seconds;
+  if (xi_seconds > 0) r.provenance.timings_s["internal_2pcf"] = xi_seconds;
+  return r;
+}
+
+}  // namespace almagest::npcf

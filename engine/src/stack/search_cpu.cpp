@@ -1,0 +1,132 @@
+// The CPU twin of the search kernels: one task per origin row; for each velocity every exposure
+// adds its shifted row into float accumulators in exposure order (the same order and precision as
+// every GPU gather, hence bit-identical sums).
+#include <algorithm>
+#include <cmath>
+
+#include "parallel.hpp"
+#include "search_internal.hpp"
+
+namespace almagest::stack::detail {
+
+TrajectorySums evaluate_one(const PsiPhi& p, const ShiftTable& s, int x, int y, int v) {
+  TrajectorySums t;
+  const int W = p.width, H = p.height;
+  const std::size_t np = p.pixels();
+  for (int e = 0; e < p.n; ++e) {
+    const int xx = x + s.sx[std::size_t(v) * s.n_exp + e];
+    const int yy = y + s.sy[std::size_t(v) * s.n_exp + e];
+    if (xx < 0 || xx >= W || yy < 0 || yy >= H) continue;
+    const std::size_t i = std::size_t(e) * np + std::size_t(yy) * W + xx;
+    t.a += p.psi[i];
+    t.b += p.phi[i];
+    t.obs += p.phi[i] > 0.0f ? 1 : 0;
+  }
+  return t;
+}
+
+CpuScan scan_cpu(const PsiPhi& p, const ShiftTable& s, float threshold, bool top_k_mode, int top_k,
+                 std::size_t max_hits, bool dense, int threads, const JobContext& ctx) {
+  const int W = p.width, H = p.height, n = p.n, nv = s.n_vel;
+  const std::size_t np = p.pixels();
+  CpuScan out;
+  if (dense) {
+    out.dense_a.assign(std::size_t(nv) * np, 0.0f);
+    out.dense_b.assign(std::size_t(nv) * np, 0.0f);
+    out.dense_obs.assign(std::size_t(nv) * np, 0);
+  }
+  struct Row {
+    Digest d;
+    std::vector<RawHit> hits;
+    std::uint64_t total = 0;
+  };
+  std::vector<Row> rows(H);
+  detail::parallel_for(std::size_t(H), threads, ctx, "search (cpu)", [&](std::size_t yi) {
+    const int y = static_cast<int>(yi);
+    Row& row = rows[yi];
+    row.d.max_z = 0;
+    std::vector<float> A(W), B(W);
+    std::vector<std::int32_t> C(W);
+    // top-k state per origin in this row: k entries of (z, v, a, b, obs)
+    std::vector<RawHit> best;
+    std::vector<int> nbest;
+    if (top_k_mode) {
+      best.assign(std::size_t(W) * top_k, RawHit{});
+      nbest.assign(W, 0);
+    }
+    for (int v = 0; v < nv; ++v) {
+      std::fill(A.begin(), A.end(), 0.0f);
+      std::fill(B.begin(), B.end(), 0.0f);
+      std::fill(C.begin(), C.end(), 0);
+      const std::int32_t* sxv = s.sx.data() + std::size_t(v) * s.n_exp;
+      const std::int32_t* syv = s.sy.data() + std::size_t(v) * s.n_exp;
+      for (int e = 0; e < n; ++e) {
+        const int yy = y + syv[e];
+        if (yy < 0 || yy >= H) continue;
+        const int sx = sxv[e];
+        const int x0 = std::max(0, -sx), x1 = std::min(W, W - sx);
+        const float* ps = p.psi.data() + std::size_t(e) * np + std::size_t(yy) * W + sx;
+        const float* ph = p.phi.data() + std::size_t(e) * np + std::size_t(yy) * W + sx;
+        for (int x = x0; x < x1; ++x) {
+          A[x] += ps[x];
+          B[x] += ph[x];
+          C[x] += ph[x] > 0.0f ? 1 : 0;
+        }
+      }
+      for (int x = 0; x < W; ++x) {
+        const float z = score(A[x], B[x]);
+        row.d.sum_a += A[x];
+        row.d.sum_b += B[x];
+        if (z > row.d.max_z) row.d.max_z = z;
+        if (z >= threshold) ++row.d.count_above;
+        if (dense) {
+          const std::size_t o = std::size_t(v) * np + std::size_t(y) * W + x;
+          out.dense_a[o] = A[x];
+          out.dense_b[o] = B[x];
+          out.dense_obs[o] = C[x];
+        }
+        const RawHit h{x, y, v, z, A[x], B[x], C[x]};
+        if (top_k_mode) {
+          RawHit* b = best.data() + std::size_t(x) * top_k;
+          int& nb = nbest[x];
+          if (nb < top_k || better(z, v, b[nb - 1].z, b[nb - 1].v)) {
+            int pos = nb < top_k ? nb++ : top_k - 1;
+            while (pos > 0 && better(z, v, b[pos - 1].z, b[pos - 1].v)) {
+              b[pos] = b[pos - 1];
+              --pos;
+            }
+            b[pos] = h;
+          }
+        } else if (z >= threshold) {
+          row.hits.push_back(h);
+          ++row.total;
+        }
+      }
+    }
+    if (top_k_mode)
+      for (int x = 0; x < W; ++x)
+        for (int k = 0; k < nbest[x]; ++k) row.hits.push_back(best[std::size_t(x) * top_k + k]);
+  });
+  // Merge rows in order: deterministic for any thread count.
+  for (auto& r : rows) {
+    out.digest.sum_a += r.d.sum_a;
+    out.digest.sum_b += r.d.sum_b;
+    out.digest.max_z = std::max(out.digest.max_z, r.d.max_z);
+    out.digest.count_above += r.d.count_above;
+    out.total_hits += top_k_mode ? r.hits.size() : r.total;
+    for (auto& h : r.hits) {
+      if (out.hits.size() >= max_hits) break;
+      out.hits.push_back(h);
+    }
+  }
+  // Threshold hits are sorted by (v, y, x) in the GPU results; keep one canonical order here too.
+  return out;
+}
+
+}  // namespace almagest::stack::detail
+
+namespace almagest::stack {
+TrajectorySums evaluate_trajectory(const PsiPhi& p, const ShiftTable& s, int x, int y, int v) {
+  return detail::evaluate_one(p, s, x, y, v);
+}
+}  // namespace almagest::stack

@@ -1,0 +1,67 @@
+#pragma once
+// Plain C++ facade of the CUDA spherical harmonic transforms (no CUDA types). Reached through
+// CudaModule::sht(). Conventions are the engine's (engine/include/almagest/sht/plan.hpp):
+//   alm: [ncols][ncomp][alm_size(lmax)] complex128 stored as interleaved (re, im) doubles;
+//   map: [ncols][ncomp][map_size] float64, RING order (map_size = 12 nside^2, or the number of
+//   observed pixels for a cut-sky plan). ncomp = 1 (spin 0) or 2 (spin 2: (E,B) <-> (Q,U)).
+// Methods throw kernels::DeviceError (DeviceOutOfMemory when the device is full).
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace almagest::kernels {
+
+struct ShtDeviceDesc {
+  int device = 0;
+  int nside = 0;
+  int lmax = 0;                ///< mmax = lmax
+  int spin = 0;                ///< 0 or 2
+  int max_cols = 1;            ///< the most columns one call transforms
+  std::vector<std::int64_t> observed_pixels;  ///< empty = full sky; else increasing RING indices
+};
+
+enum class ShtOp { Synthesis, Adjoint };
+
+/// Counts for performance reports (per column, per call).
+struct ShtWorkCounts {
+  double legendre_flops_synthesis = 0;  ///< FP64 operations of the Legendre stage (FMA = 2)
+  double legendre_flops_adjoint = 0;
+  std::size_t device_bytes = 0;         ///< device memory the plan holds
+};
+
+/// One persistent device plan: tables, cuFFT plans, device buffers and a stream of its own.
+/// Plans of different nside coexist. Not thread-safe: callers serialise use of one plan.
+class ShtDevicePlan {
+public:
+  virtual ~ShtDevicePlan() = default;
+  virtual std::string device_name() const = 0;
+  virtual ShtWorkCounts counts() const = 0;
+
+  /// Host in, host out, synchronous: alm -> map / map -> alm for ncols <= max_cols columns.
+  virtual void synthesis(const double* alm, double* map, int ncols) = 0;
+  virtual void adjoint(const double* map, double* alm, int ncols) = 0;
+
+  /// Device-resident use: the plan's own staging buffers (alm and map, max_cols columns each).
+  virtual void upload_alm(const double* alm, int ncols) = 0;
+  virtual void upload_map(const double* map, int ncols) = 0;
+  virtual void download_alm(double* alm, int ncols) = 0;
+  virtual void download_map(double* map, int ncols) = 0;
+  /// Enqueues op on the plan's stream (device alm buffer <-> device map buffer).
+  virtual void run(ShtOp op, int ncols) = 0;
+  virtual void synchronize() = 0;
+  /// Runs op `reps` times, each bracketed by CUDA events; returns the milliseconds of each.
+  virtual std::vector<double> time(ShtOp op, int ncols, int reps) = 0;
+};
+
+class ShtKernels {
+public:
+  virtual ~ShtKernels() = default;
+  virtual std::unique_ptr<ShtDevicePlan> make_plan(const ShtDeviceDesc& desc) = 0;
+};
+
+}  // namespace almagest::kernels
+
+/// Defined in kernels/src/sht_module.cu; CudaModule::sht() returns it.
+almagest::kernels::ShtKernels* almagest_sht_kernels();

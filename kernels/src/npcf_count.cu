@@ -1,0 +1,771 @@
+// NpCF CUDA backend: orchestration of the counting kernels (windows, tiles, partitions, devices).
+//
+// Windows: rows [win_row[k], win_row[k+1]) with about E/W edges each; up to three are resident in
+// slots (hub window, search windows). Partitions: contiguous hub ranges balanced by the expected
+// work, spread over the devices round robin; each partition's sums are reduced on its device and
+// the partitions are merged on the host in partition order.
+#include <cuda_runtime.h>
+
+#include <cub/device/device_radix_sort.cuh>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cmath>
+#include <exception>
+#include <map>
+#include <mutex>
+#include <numeric>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cuda_check.cuh"
+#include "device_buffer.cuh"
+#include "npcf_common.cuh"
+#include "npcf_kernels.cuh"
+
+namespace almagest::kernels {
+namespace {
+
+using namespace npcf_dev;
+using Clock = std::chrono::steady_clock;
+
+double since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+enum class Kind { Two, Three, Four };
+
+/// Everything a device needs to count one statistic.
+struct Job {
+  Kind kind = Kind::Two;
+  NpcfGraphView g;
+  NpcfPointsView p;
+  u32 rows = 0;
+  int nbins = 0;
+  const u32* tri_offset = nullptr;
+  bool equilateral = false;
+  const u32* packed = nullptr;
+  u64 packed_size = 0;
+  bool parity = false;
+  NpcfParity par;
+  std::vector<u64> win_row;   // W + 1 row boundaries
+  std::vector<u64> part_row;  // P + 1 row boundaries
+  std::vector<u64> seg_row;   // union of the above and ndata: segments are pure windows/partitions
+  int slots = 1;
+  u64 max_window_edges = 0;
+  const NpcfOptions* opt = nullptr;
+  std::mutex* progress_mu = nullptr;
+  u64* tiles_done = nullptr;
+  u64 tiles_total = 0;
+};
+
+/// Sums of one partition: [half * rows + row].
+struct PartSums {
+  std::vector<ull> cnt, deg;
+  std::vector<double> sum, odd;
+};
+
+u32 degree(const NpcfGraphView& g, u64 i) {
+  return static_cast<u32>(g.offsets[i + 1] - g.offsets[i]);
+}
+
+/// Row boundaries splitting [0, n) into k ranges of about equal cost.
+std::vector<u64> balanced_rows(u64 n, int k, const std::vector<double>& prefix_cost) {
+  std::vector<u64> b{0};
+  const double total = prefix_cost.back();
+  for (int q = 1; q < k; ++q) {
+    const double target = total * q / k;
+    u64 r = static_cast<u64>(std::lower_bound(prefix_cost.begin(), prefix_cost.end(), target) -
+                             prefix_cost.begin());
+    r = std::clamp<u64>(r, b.back(), n);
+    b.push_back(r);
+  }
+  b.push_back(n);
+  return b;
+}
+
+/// One launch class of the 4pCF: neighbourhood capacity, threads, shared bytes, global scratch.
+struct Class4 {
+  u32 dcap = 0;
+  int threads = 256;
+  std::size_t smem = 0;
+  bool scratch = false;
+  int grid = 0;
+};
+
+class DeviceRunner {
+public:
+  DeviceRunner(const Job& job, int device) : job_(job), device_(device) {}
+
+  std::vector<PartSums> run(const std::vector<int>& partitions, NpcfRunInfo& info) {
+    DeviceGuard guard(device_);
+    Stream stream;
+    s_ = stream;
+    cudaDeviceProp prop{};
+    CUDA_CHECK(cudaGetDeviceProperties(&prop, device_));
+    info.device_name = prop.name;
+    sms_ = prop.multiProcessorCount;
+    smem_optin_ = prop.sharedMemPerBlockOptin;
+    const auto t_up = Clock::now();
+    setup();
+    stream.sync();
+    info.upload_s += since(t_up);
+    std::vector<PartSums> out;
+    for (int part : partitions) out.push_back(run_partition(part, info));
+    info.device_bytes = std::max<u64>(info.device_bytes, device_bytes_);
+    return out;
+  }
+
+private:
+  template <class T>
+  void alloc(DeviceBuffer<T>& b, std::size_t n) {
+    b.allocate(n);
+    device_bytes_ += b.bytes();
+  }
+
+  void setup() {
+    const Job& J = job_;
+    const u64 n = J.p.size;
+    alloc(w_, n);
+    w_.upload(J.p.w, n, s_);
+    if (J.parity && J.par.exact) {
+      alloc(x_, n);
+      alloc(y_, n);
+      alloc(z_, n);
+      x_.upload(J.p.x, n, s_);
+      y_.upload(J.p.y, n, s_);
+      z_.upload(J.p.z, n, s_);
+    }
+    alloc(offsets_, n + 1);
+    offsets_.upload(J.g.offsets, n + 1, s_);
+    const bool pix = J.parity && !J.par.exact;
+    slot_nb_.resize(J.slots);
+    slot_bin_.resize(J.slots);
+    slot_pix_.resize(J.slots);
+    slot_win_.assign(J.slots, -1);
+    slot_used_.assign(J.slots, 0);
+    const u64 cap = std::max<u64>(1, J.max_window_edges);
+    for (int s = 0; s < J.slots; ++s) {
+      alloc(slot_nb_[s], cap);
+      alloc(slot_bin_[s], cap);
+      if (pix) alloc(slot_pix_[s], cap);
+    }
+    if (J.kind == Kind::Three && !J.equilateral) {
+      alloc(tri_, static_cast<std::size_t>(J.nbins) * J.nbins);
+      tri_.upload(J.tri_offset, tri_.size(), s_);
+    }
+    if (J.kind == Kind::Four) {
+      alloc(packed_, J.packed_size);
+      packed_.upload(J.packed, J.packed_size, s_);
+      if (pix) {
+        alloc(pixel_unit_, 3ull * J.par.npixels);
+        pixel_unit_.upload(J.par.pixel_unit, pixel_unit_.size(), s_);
+      }
+    }
+    shared_hist_ = J.kind == Kind::Two || hist_bytes(J.rows, J.parity) <= 48 * 1024;
+    plan_launches();
+    // Accumulators (global mode and the reduce target), partial slots (shared mode).
+    const u64 R2 = 2ull * J.rows;
+    alloc(acc_cnt_, R2);
+    alloc(acc_sum_, R2);
+    alloc(out_cnt_, R2);
+    alloc(out_sum_, R2);
+    if (J.parity) {
+      alloc(acc_odd_, R2);
+      alloc(acc_deg_, R2);
+      alloc(out_odd_, R2);
+      alloc(out_deg_, R2);
+    }
+    if (shared_hist_) {
+      const u64 slots = R2 * static_cast<u64>(G_);
+      alloc(part_cnt_, slots);
+      alloc(part_sum_, slots);
+      if (J.parity) {
+        alloc(part_odd_, slots);
+        alloc(part_deg_, slots);
+      }
+    }
+    alloc(counters_, 64);
+    if (J.kind != Kind::Two) {
+      sort_hubs();
+      // Hubs per segment above each class threshold (the sorted order is by decreasing degree).
+      std::vector<u32> thresholds{1, 2};
+      for (const Class4& c : classes_) thresholds.push_back(c.dcap);
+      for (std::size_t sg = 0; sg + 1 < J.seg_row.size(); ++sg) {
+        std::vector<u64> cnt(thresholds.size(), 0);
+        for (u64 i = J.seg_row[sg]; i < J.seg_row[sg + 1]; ++i) {
+          const u32 d = degree(J.g, i);
+          for (std::size_t t = 0; t < thresholds.size(); ++t) cnt[t] += d > thresholds[t];
+        }
+        for (std::size_t t = 0; t < thresholds.size(); ++t) above_[{sg, thresholds[t]}] = cnt[t];
+      }
+    }
+  }
+
+  /// Launch shapes and the number of partial slots G.
+  void plan_launches() {
+    const Job& J = job_;
+    int occ = 0;
+    if (J.kind == Kind::Two) {
+      smem2_ = 32ull * J.rows;
+      CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, count2_kernel, 256, smem2_));
+      grid2_ = std::max(1, occ) * sms_;
+      G_ = grid2_;
+      return;
+    }
+    const std::size_t hb = shared_hist_ ? hist_bytes(J.rows, J.parity) : 0;
+    if (J.kind == Kind::Three) {
+      dcap3_ = 1024;
+      smem3_ = hb + 13ull * dcap3_;
+      if (smem3_ > 48 * 1024)
+        CUDA_CHECK(cudaFuncSetAttribute(count3_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        static_cast<int>(smem3_)));
+      CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, count3_kernel, 256, smem3_));
+      grid3_ = std::max(1, occ) * sms_;
+      G_ = grid3_;
+      return;
+    }
+    // 4pCF classes: shared-memory neighbourhoods of growing capacity, then global scratch.
+    u32 maxdeg = 0;
+    for (u64 i = 0; i < J.p.size; ++i) maxdeg = std::max(maxdeg, degree(J.g, i));
+    if (maxdeg > 65535)
+      throw DeviceError("4pCF on the GPU: a hub has " + std::to_string(maxdeg) +
+                        " neighbours, more than the 65535 this backend supports");
+    auto kernel = J.parity ? count4_kernel<true> : count4_kernel<false>;
+    const std::array<std::pair<u32, int>, 3> caps{{{96, 256}, {192, 256}, {384, 512}}};
+    G_ = 1;
+    for (auto [cap, threads] : caps) {
+      const std::size_t smem = hb + sizeof(u32) * kQueue * (threads / 32) + hood_layout(cap, J.parity).total;
+      if (smem > static_cast<std::size_t>(smem_optin_)) break;
+      Class4 c;
+      c.dcap = cap;
+      c.threads = threads;
+      c.smem = smem;
+      CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                      static_cast<int>(smem_optin_)));
+      CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, kernel, threads, smem));
+      if (occ < 1) break;
+      c.grid = occ * sms_;
+      G_ = std::max(G_, c.grid);
+      classes_.push_back(c);
+    }
+    const u32 prev = classes_.empty() ? 2 : classes_.back().dcap;
+    if (maxdeg > prev) {
+      Class4 c;
+      c.dcap = maxdeg;
+      c.threads = 512;
+      c.smem = hb + sizeof(u32) * kQueue * 16;
+      c.scratch = true;
+      CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, kernel, c.threads, c.smem));
+      const u64 stride = (hood_layout(maxdeg, J.parity).total + 255) & ~u64{255};
+      std::size_t free_b = 0, total_b = 0;
+      CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+      const u64 budget = free_b / 4;
+      c.grid = static_cast<int>(std::clamp<u64>(budget / stride, 1, static_cast<u64>(sms_) * std::max(1, occ)));
+      scratch_stride_ = stride;
+      alloc(scratch_, stride * c.grid);
+      G_ = std::max(G_, c.grid);
+      classes_.push_back(c);
+    }
+  }
+
+  /// Sorts hubs by (segment, decreasing degree): a segment's hubs keep their row range positions.
+  void sort_hubs() {
+    const Job& J = job_;
+    const u64 n = J.p.size;
+    std::vector<u64> keys(n);
+    for (std::size_t s = 0; s + 1 < J.seg_row.size(); ++s)
+      for (u64 i = J.seg_row[s]; i < J.seg_row[s + 1]; ++i)
+        keys[i] = (static_cast<u64>(s) << 32) | (0xFFFFFFFFull - degree(J.g, i));
+    DeviceBuffer<u64> k_in(n), k_out(n);
+    DeviceBuffer<u32> v_in(n);
+    alloc(order_, n);
+    k_in.upload(keys.data(), n, s_);
+    std::vector<u32> iota(n);
+    std::iota(iota.begin(), iota.end(), 0u);
+    v_in.upload(iota.data(), n, s_);
+    int end_bit = 33;
+    while ((1ull << (end_bit - 32)) < J.seg_row.size()) ++end_bit;
+    std::size_t temp_bytes = 0;
+    CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, temp_bytes, k_in.data(), k_out.data(),
+                                               v_in.data(), order_.data(), static_cast<int>(n), 0,
+                                               end_bit, cudaStream_t(s_)));
+    DeviceBuffer<unsigned char> temp(std::max<std::size_t>(1, temp_bytes));
+    CUDA_CHECK(cub::DeviceRadixSort::SortPairs(temp.data(), temp_bytes, k_in.data(), k_out.data(),
+                                               v_in.data(), order_.data(), static_cast<int>(n), 0,
+                                               end_bit, cudaStream_t(s_)));
+    CUDA_CHECK(cudaStreamSynchronize(s_));
+  }
+
+  /// Makes windows `need` resident; returns their slots.
+  std::array<int, 3> ensure(const std::array<int, 3>& need, int count, NpcfRunInfo& info) {
+    const Job& J = job_;
+    std::array<int, 3> slot{-1, -1, -1};
+    ++tick_;
+    for (int q = 0; q < count; ++q)
+      for (int s = 0; s < J.slots; ++s)
+        if (slot_win_[s] == need[q]) {
+          slot[q] = s;
+          slot_used_[s] = tick_;
+        }
+    for (int q = 0; q < count; ++q) {
+      if (slot[q] >= 0) continue;
+      for (int r = 0; r < q; ++r)
+        if (need[r] == need[q]) slot[q] = slot[r];
+      if (slot[q] >= 0) continue;
+      int victim = -1;
+      for (int s = 0; s < J.slots; ++s)
+        if (slot_used_[s] != tick_ && (victim < 0 || slot_used_[s] < slot_used_[victim])) victim = s;
+      const auto t0 = Clock::now();
+      const u64 e0 = J.g.offsets[J.win_row[need[q]]], e1 = J.g.offsets[J.win_row[need[q] + 1]];
+      slot_nb_[victim].upload(J.g.neighbour + e0, e1 - e0, s_);
+      slot_bin_[victim].upload(J.g.bin + e0, e1 - e0, s_);
+      if (!slot_pix_[victim].empty()) slot_pix_[victim].upload(J.g.pixel + e0, e1 - e0, s_);
+      CUDA_CHECK(cudaStreamSynchronize(s_));
+      info.upload_s += since(t0);
+      slot_win_[victim] = need[q];
+      slot_used_[victim] = tick_;
+      slot[q] = victim;
+    }
+    return slot;
+  }
+
+  Win window(int slot, int win) const {
+    const Job& J = job_;
+    Win w;
+    w.nb = slot_nb_[slot].data();
+    w.bin = slot_bin_[slot].data();
+    w.pix = slot_pix_[slot].empty() ? nullptr : slot_pix_[slot].data();
+    w.base = J.g.offsets[J.win_row[win]];
+    w.lo = static_cast<u32>(J.win_row[win]);
+    w.hi = static_cast<u32>(J.win_row[win + 1]);
+    return w;
+  }
+
+  Acc make_acc(int half) {
+    Acc a;
+    a.rows = job_.rows;
+    a.half = half;
+    a.G = static_cast<u32>(G_);
+    a.shared = shared_hist_;
+    a.part_cnt = part_cnt_.data();
+    a.part_sum = part_sum_.data();
+    a.part_odd = part_odd_.data();
+    a.part_deg = part_deg_.data();
+    a.acc_cnt = acc_cnt_.data();
+    a.acc_sum = acc_sum_.data();
+    a.acc_odd = acc_odd_.data();
+    a.acc_deg = acc_deg_.data();
+    return a;
+  }
+
+  Common common() const {
+    Common c;
+    c.offsets = offsets_.data();
+    c.w = w_.data();
+    c.x = x_.data();
+    c.y = y_.data();
+    c.z = z_.data();
+    c.periodic = job_.par.periodic;
+    c.box = job_.par.box;
+    c.ndata = job_.p.ndata;
+    return c;
+  }
+
+  /// Hub segments of partition `part` inside window h: [seg index].
+  std::vector<std::size_t> segments(int part, int h) const {
+    const Job& J = job_;
+    std::vector<std::size_t> out;
+    for (std::size_t s = 0; s + 1 < J.seg_row.size(); ++s) {
+      const u64 lo = J.seg_row[s], hi = J.seg_row[s + 1];
+      if (lo >= hi) continue;
+      if (lo >= J.part_row[part] && hi <= J.part_row[part + 1] && lo >= J.win_row[h] &&
+          hi <= J.win_row[h + 1])
+        out.push_back(s);
+    }
+    return out;
+  }
+
+  void launch_tile(int part, int h, const std::array<int, 3>& slot, int s1, int s2) {
+    const Job& J = job_;
+    int counter = 0;
+    CUDA_CHECK(cudaMemsetAsync(counters_.data(), 0, counters_.bytes(), s_));
+    if (J.kind == Kind::Two) {
+      TwoArgs a;
+      a.c = common();
+      a.win = window(slot[0], h);
+      a.h0 = std::max(J.part_row[part], J.win_row[h]);
+      a.h1 = std::min(J.part_row[part + 1], J.win_row[h + 1]);
+      a.acc = make_acc(0);
+      if (a.h0 < a.h1) {
+        count2_kernel<<<grid2_, 256, smem2_, s_>>>(a);
+        CUDA_CHECK_LAUNCH();
+      }
+      return;
+    }
+    for (std::size_t seg : segments(part, h)) {
+      const u64 lo = J.seg_row[seg], hi = J.seg_row[seg + 1];
+      const int half = lo >= J.p.ndata ? 1 : 0;
+      auto count_above = [&](u32 t) {  // hubs of the segment with degree > t
+        return static_cast<u32>(above_.at({seg, t}));
+      };
+      if (J.kind == Kind::Three) {
+        ThreeArgs a;
+        a.c = common();
+        a.wh = window(slot[0], h);
+        a.ws = window(slot[1], s1);
+        a.list = HubList{order_.data(), static_cast<u32>(lo), count_above(1), counters_.data() + counter++};
+        a.tri_offset = tri_.data();
+        a.nbins = J.nbins;
+        a.equilateral = J.equilateral;
+        a.dcap = dcap3_;
+        a.acc = make_acc(half);
+        if (a.list.count > 0) {
+          count3_kernel<<<std::min<int>(grid3_, a.list.count), 256, smem3_, s_>>>(a);
+          CUDA_CHECK_LAUNCH();
+        }
+        continue;
+      }
+      u32 first = static_cast<u32>(lo);
+      const u32 usable = count_above(2);  // tetrahedra need degree >= 3
+      // classes_ ascend in capacity; walk them from the largest (heaviest hubs first).
+      for (int ci = static_cast<int>(classes_.size()) - 1; ci >= 0; --ci) {
+        const Class4& c = classes_[ci];
+        const u32 lower = ci > 0 ? classes_[ci - 1].dcap : 2;
+        const u32 upto = count_above(lower);  // hubs with degree > lower in this or larger classes
+        const u32 start = first - static_cast<u32>(lo);
+        const u32 end = std::min(upto, usable);
+        if (end <= start) continue;
+        FourArgs a;
+        a.c = common();
+        a.wh = window(slot[0], h);
+        a.w1 = window(slot[1], s1);
+        a.w2 = window(slot[2], s2);
+        a.list = HubList{order_.data(), first, end - start, counters_.data() + counter++};
+        a.packed = packed_.data();
+        a.n = static_cast<u32>(J.nbins);
+        a.n2 = a.n * a.n;
+        a.n3 = a.n2 * a.n;
+        a.n4 = a.n3 * a.n;
+        a.n5 = a.n4 * a.n;
+        a.exact = J.par.exact;
+        a.pixel_unit = pixel_unit_.data();
+        a.dcap = c.dcap;
+        a.scratch = c.scratch ? scratch_.data() : nullptr;
+        a.scratch_stride = scratch_stride_;
+        a.acc = make_acc(half);
+        const int grid = std::min<int>(c.grid, static_cast<int>(a.list.count));
+        if (J.parity)
+          count4_kernel<true><<<grid, c.threads, c.smem, s_>>>(a);
+        else
+          count4_kernel<false><<<grid, c.threads, c.smem, s_>>>(a);
+        CUDA_CHECK_LAUNCH();
+        first += end - start;
+        if (counter >= 64) throw DeviceError("internal error: too many launches in one tile");
+      }
+    }
+  }
+
+  PartSums run_partition(int part, NpcfRunInfo& info) {
+    const Job& J = job_;
+    acc_cnt_.zero(s_);
+    acc_sum_.zero(s_);
+    acc_odd_.zero(s_);
+    acc_deg_.zero(s_);
+    part_cnt_.zero(s_);
+    part_sum_.zero(s_);
+    part_odd_.zero(s_);
+    part_deg_.zero(s_);
+    const int W = static_cast<int>(J.win_row.size()) - 1;
+    cudaEvent_t ev0, ev1;
+    CUDA_CHECK(cudaEventCreate(&ev0));
+    CUDA_CHECK(cudaEventCreate(&ev1));
+    struct EvGuard {
+      cudaEvent_t a, b;
+      ~EvGuard() {
+        cudaEventDestroy(a);
+        cudaEventDestroy(b);
+      }
+    } evg{ev0, ev1};
+    auto tile = [&](int h, int s1, int s2) {
+      if (J.opt->progress) {
+        std::lock_guard<std::mutex> lock(*J.progress_mu);
+        J.opt->progress(static_cast<double>(*J.tiles_done), static_cast<double>(J.tiles_total),
+                        "counting on the GPU");
+      }
+      const int count = J.kind == Kind::Two ? 1 : J.kind == Kind::Three ? 2 : 3;
+      const auto slot = ensure({h, s1, s2}, count, info);
+      CUDA_CHECK(cudaEventRecord(ev0, s_));
+      launch_tile(part, h, slot, s1, s2);
+      CUDA_CHECK(cudaEventRecord(ev1, s_));
+      CUDA_CHECK(cudaEventSynchronize(ev1));
+      float ms = 0;
+      CUDA_CHECK(cudaEventElapsedTime(&ms, ev0, ev1));
+      std::lock_guard<std::mutex> lock(*J.progress_mu);
+      info.kernel_s += ms * 1e-3;
+      ++info.tiles;
+      ++*J.tiles_done;
+    };
+    for (int h = 0; h < W; ++h) {
+      if (std::max(J.part_row[part], J.win_row[h]) >= std::min(J.part_row[part + 1], J.win_row[h + 1]))
+        continue;
+      if (J.kind == Kind::Two) {
+        tile(h, h, h);
+      } else if (J.kind == Kind::Three) {
+        for (int s = h; s < W; ++s) tile(h, s, s);
+      } else {
+        for (int s1 = h; s1 < W; ++s1)
+          for (int s2 = s1; s2 < W; ++s2) tile(h, s1, s2);
+      }
+    }
+    // Reduce partial slots in block order and download.
+    Acc a = make_acc(0);
+    const int rgrid = static_cast<int>(std::min<u64>(1024, (2ull * J.rows + 255) / 256));
+    if (!shared_hist_) a.G = 0;
+    reduce_kernel<<<rgrid, 256, 0, s_>>>(a, J.parity, out_cnt_.data(), out_sum_.data(),
+                                         out_odd_.data(), out_deg_.data());
+    CUDA_CHECK_LAUNCH();
+    PartSums ps;
+    const u64 R2 = 2ull * J.rows;
+    ps.cnt.resize(R2);
+    ps.sum.resize(R2);
+    out_cnt_.download(ps.cnt.data(), R2, s_);
+    out_sum_.download(ps.sum.data(), R2, s_);
+    if (J.parity) {
+      ps.odd.resize(R2);
+      ps.deg.resize(R2);
+      out_odd_.download(ps.odd.data(), R2, s_);
+      out_deg_.download(ps.deg.data(), R2, s_);
+    }
+    CUDA_CHECK(cudaStreamSynchronize(s_));
+    return ps;
+  }
+
+  const Job& job_;
+  int device_;
+  cudaStream_t s_ = nullptr;
+  int sms_ = 1;
+  int smem_optin_ = 48 * 1024;
+  u64 device_bytes_ = 0;
+  bool shared_hist_ = true;
+  int G_ = 1;
+  int grid2_ = 1, grid3_ = 1;
+  std::size_t smem2_ = 0, smem3_ = 0;
+  u32 dcap3_ = 0;
+  std::vector<Class4> classes_;
+  std::map<std::pair<std::size_t, u32>, u64> above_;
+  u64 scratch_stride_ = 0;
+  u64 tick_ = 0;
+  DeviceBuffer<double> w_, x_, y_, z_, pixel_unit_;
+  DeviceBuffer<u64> offsets_;
+  std::vector<DeviceBuffer<u32>> slot_nb_;
+  std::vector<DeviceBuffer<u8>> slot_bin_;
+  std::vector<DeviceBuffer<u16>> slot_pix_;
+  std::vector<int> slot_win_;
+  std::vector<u64> slot_used_;
+  DeviceBuffer<u32> tri_, packed_, order_, counters_;
+  DeviceBuffer<unsigned char> scratch_;
+  DeviceBuffer<ull> acc_cnt_, acc_deg_, out_cnt_, out_deg_, part_cnt_, part_deg_;
+  DeviceBuffer<double> acc_sum_, acc_odd_, out_sum_, out_odd_, part_sum_, part_odd_;
+};
+
+std::vector<int> devices_of(const NpcfOptions& opt) {
+  if (!opt.devices.empty()) return opt.devices;
+  int count = 0;
+  CUDA_CHECK(cudaGetDeviceCount(&count));
+  if (count <= 0) throw DeviceError("no CUDA device is available");
+  std::vector<int> d(static_cast<std::size_t>(count));
+  std::iota(d.begin(), d.end(), 0);
+  return d;
+}
+
+/// Fills windows, partitions and slots of `job`, runs every device and merges in partition order.
+NpcfSums run_job(Job& job, const NpcfOptions& opt) {
+  const auto t0 = Clock::now();
+  const NpcfGraphView& g = job.g;
+  const u64 n = job.p.size;
+  if (g.num_vertices != n) throw DeviceError("NpCF on the GPU: graph and point set differ in size");
+  if (n == 0) throw DeviceError("NpCF on the GPU: empty point set");
+  if (n > 0x7FFFFFFFull) throw DeviceError("NpCF on the GPU: more than 2^31 - 1 points");
+  const std::vector<int> devices = devices_of(opt);
+  job.opt = &opt;
+  job.slots = job.kind == Kind::Two ? 1 : job.kind == Kind::Three ? 2 : 3;
+  const int order = job.kind == Kind::Two ? 1 : job.kind == Kind::Three ? 2 : 3;
+  std::vector<double> prefix_cost(n + 1, 0.0), prefix_edges(n + 1, 0.0);
+  for (u64 i = 0; i < n; ++i) {
+    const double d = degree(g, i) + 1.0;
+    prefix_cost[i + 1] = prefix_cost[i] + (order == 1 ? d : order == 2 ? d * d : d * d * d);
+    prefix_edges[i + 1] = static_cast<double>(g.offsets[i + 1]);
+  }
+  // Windows: forced, or as few as fit the memory limit.
+  int W = opt.windows;
+  const double per_edge = 5.0 + (job.parity && !job.par.exact ? 2.0 : 0.0);
+  const double edge_bytes = per_edge * static_cast<double>(g.num_edges);
+  if (W <= 0) {
+    double limit = static_cast<double>(opt.memory_limit);
+    if (limit <= 0) {
+      DeviceGuard guard(devices.front());
+      std::size_t free_b = 0, total_b = 0;
+      CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+      limit = 0.85 * static_cast<double>(free_b);
+    }
+    const double fixed = 64.0 * static_cast<double>(n) + 4.0 * job.packed_size + 512.0 * 1024 * 1024;
+    const double avail = limit - fixed;
+    if (avail <= 0) throw DeviceOutOfMemory("NpCF on the GPU: the points alone exceed the device memory limit");
+    W = edge_bytes <= avail ? 1 : static_cast<int>(std::ceil(job.slots * edge_bytes / avail)) + 1;
+  }
+  W = static_cast<int>(std::clamp<u64>(static_cast<u64>(W), 1, n));
+  job.win_row = W == 1 ? std::vector<u64>{0, n} : balanced_rows(n, W, prefix_edges);
+  job.max_window_edges = 0;
+  for (int k = 0; k < W; ++k)
+    job.max_window_edges = std::max<u64>(job.max_window_edges,
+                                         g.offsets[job.win_row[k + 1]] - g.offsets[job.win_row[k]]);
+  const int P = static_cast<int>(std::clamp<u64>(
+      static_cast<u64>(opt.partitions > 0 ? opt.partitions : static_cast<int>(devices.size())), 1, n));
+  job.part_row = balanced_rows(n, P, prefix_cost);
+  job.seg_row = job.win_row;
+  job.seg_row.insert(job.seg_row.end(), job.part_row.begin(), job.part_row.end());
+  job.seg_row.push_back(std::min<u64>(job.p.ndata, n));
+  std::sort(job.seg_row.begin(), job.seg_row.end());
+  job.seg_row.erase(std::unique(job.seg_row.begin(), job.seg_row.end()), job.seg_row.end());
+
+  // Tiles per partition (for progress).
+  u64 tiles = 0;
+  for (int p = 0; p < P; ++p)
+    for (int h = 0; h < W; ++h) {
+      if (std::max(job.part_row[p], job.win_row[h]) >= std::min(job.part_row[p + 1], job.win_row[h + 1])) continue;
+      const u64 m = static_cast<u64>(W - h);
+      tiles += job.kind == Kind::Two ? 1 : job.kind == Kind::Three ? m : m * (m + 1) / 2;
+    }
+  std::mutex progress_mu;
+  u64 tiles_done = 0;
+  job.progress_mu = &progress_mu;
+  job.tiles_done = &tiles_done;
+  job.tiles_total = tiles;
+
+  // Partitions round robin over devices; one host thread per device.
+  const int ndev = std::min<int>(static_cast<int>(devices.size()), P);
+  std::vector<std::vector<int>> parts_of(static_cast<std::size_t>(ndev));
+  for (int p = 0; p < P; ++p) parts_of[static_cast<std::size_t>(p % ndev)].push_back(p);
+  std::vector<std::vector<PartSums>> results(static_cast<std::size_t>(ndev));
+  std::vector<NpcfRunInfo> infos(static_cast<std::size_t>(ndev));
+  std::vector<std::exception_ptr> errors(static_cast<std::size_t>(ndev));
+  auto work = [&](int k) {
+    try {
+      DeviceRunner runner(job, devices[static_cast<std::size_t>(k)]);
+      results[static_cast<std::size_t>(k)] = runner.run(parts_of[static_cast<std::size_t>(k)], infos[static_cast<std::size_t>(k)]);
+    } catch (...) {
+      errors[static_cast<std::size_t>(k)] = std::current_exception();
+    }
+  };
+  if (ndev == 1) {
+    work(0);
+  } else {
+    std::vector<std::thread> pool;
+    for (int k = 0; k < ndev; ++k) pool.emplace_back(work, k);
+    for (auto& t : pool) t.join();
+  }
+  for (auto& e : errors)
+    if (e) std::rethrow_exception(e);
+
+  // Merge in partition order.
+  NpcfSums out;
+  const u64 R = job.rows;
+  out.tuples.assign(R, 0);
+  out.random_tuples.assign(R, 0);
+  out.n.assign(R, 0.0);
+  out.r.assign(R, 0.0);
+  if (job.parity) {
+    out.n_odd.assign(R, 0.0);
+    out.r_odd.assign(R, 0.0);
+    out.degenerate.assign(R, 0);
+  }
+  std::vector<std::size_t> next(static_cast<std::size_t>(ndev), 0);
+  for (int p = 0; p < P; ++p) {
+    const PartSums& s = results[static_cast<std::size_t>(p % ndev)][next[static_cast<std::size_t>(p % ndev)]++];
+    for (u64 r = 0; r < R; ++r) {
+      out.tuples[r] += s.cnt[r] + s.cnt[R + r];
+      out.random_tuples[r] += s.cnt[R + r];
+      out.n[r] += s.sum[r] + s.sum[R + r];
+      out.r[r] += s.sum[R + r];
+      if (job.parity) {
+        out.n_odd[r] += s.odd[r] + s.odd[R + r];
+        out.r_odd[r] += s.odd[R + r];
+        out.degenerate[r] += s.deg[r] + s.deg[R + r];
+      }
+    }
+  }
+  out.info.windows = W;
+  out.info.partitions = P;
+  out.info.devices = ndev;
+  out.info.device_name = infos.front().device_name;
+  for (const auto& i : infos) {
+    out.info.tiles += i.tiles;
+    out.info.upload_s += i.upload_s;
+    out.info.kernel_s += i.kernel_s;
+    out.info.device_bytes = std::max(out.info.device_bytes, i.device_bytes);
+  }
+  out.info.total_s = since(t0);
+  return out;
+}
+
+class NpcfImpl final : public NpcfKernels {
+public:
+  NpcfSums count_2pcf(const NpcfGraphView& g, const NpcfPointsView& p, int nbins,
+                      const NpcfOptions& opt) override {
+    Job job;
+    job.kind = Kind::Two;
+    job.g = g;
+    job.p = p;
+    job.nbins = nbins;
+    job.rows = static_cast<u32>(nbins);
+    return run_job(job, opt);
+  }
+  NpcfSums count_3pcf(const NpcfGraphView& g, const NpcfPointsView& p, const NpcfTriangleRows& rows,
+                      bool equilateral, const NpcfOptions& opt) override {
+    Job job;
+    job.kind = Kind::Three;
+    job.g = g;
+    job.p = p;
+    job.nbins = rows.nbins;
+    job.tri_offset = rows.offset;
+    job.equilateral = equilateral;
+    job.rows = static_cast<u32>(equilateral ? static_cast<u64>(rows.nbins) : rows.rows);
+    return run_job(job, opt);
+  }
+  NpcfSums count_4pcf(const NpcfGraphView& g, const NpcfPointsView& p, const NpcfTetraRows& rows,
+                      const NpcfParity* parity, const NpcfOptions& opt) override {
+    Job job;
+    job.kind = Kind::Four;
+    job.g = g;
+    job.p = p;
+    job.nbins = rows.nbins;
+    job.packed = rows.packed;
+    u64 n6 = 1;
+    for (int k = 0; k < 6; ++k) n6 *= static_cast<u64>(rows.nbins);
+    job.packed_size = n6;
+    job.rows = static_cast<u32>(rows.rows);
+    job.parity = parity != nullptr;
+    if (parity) {
+      job.par = *parity;
+      if (!parity->exact && (g.pixel == nullptr || parity->pixel_unit == nullptr))
+        throw DeviceError("pixel-mode parity on the GPU needs graph pixels and pixel centres");
+    }
+    return run_job(job, opt);
+  }
+  NpcfGraphHost build_graph(const NpcfPointsView& p, const NpcfGraphSpec& spec,
+                            const NpcfOptions& opt) override {
+    return npcf_build_graph(p, spec, opt);
+  }
+};
+
+}  // namespace
+
+NpcfKernels* npcf_kernels_instance() {
+  static NpcfImpl impl;
+  return &impl;
+}
+
+}  // namespace almagest::kernels

@@ -1,0 +1,554 @@
+#pragma once
+// Counting kernels of the NpCF CUDA backend (included by npcf_count.cu only).
+//
+// Layout of the work: one block per hub (3pCF, 4pCF) taken from a list of hubs sorted by
+// decreasing degree through an atomic counter (persistent grid, heavy hubs first), or one warp
+// per hub (2pCF). Per hub the block copies the hub's half list into shared memory, walks the rows
+// of its neighbours (lanes over the row, coalesced) and binary-searches each entry in the hub
+// list: for the 3pCF every hit is a triangle; for the 4pCF the hits fill the connectivity table
+// T[a][b] = bin(j_a, j_b) + 1 and its bitsets, and tetrahedra are the set bits of
+// bits(a) & bits(b) for connected pairs (a, b), which lanes take from a per-warp queue.
+//
+// Tiling: rows live in up to three resident windows (hub window H, search windows S1 and S2); a
+// launch only walks rows of its search windows, so that over all tiles (H, S1 <= S2) every tuple
+// i < j < k < l is counted exactly once (j's row in S1, k's row in S2).
+//
+// Histograms: per block in shared memory (32-bit counts, double sums), flushed into the block's
+// own partial slot before a count could overflow and at the end; partial slots are reduced in
+// block order. Rows too many for shared memory use global atomics instead.
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "npcf_common.cuh"
+
+namespace almagest::kernels::npcf_dev {
+
+using u8 = std::uint8_t;
+using u16 = std::uint16_t;
+using u32 = std::uint32_t;
+using u64 = std::uint64_t;
+using ull = unsigned long long;
+
+/// A resident window of rows [lo, hi): their edges start at global edge index `base`.
+struct Win {
+  const u32* nb = nullptr;
+  const u8* bin = nullptr;
+  const u16* pix = nullptr;
+  u64 base = 0;
+  u32 lo = 0, hi = 0;
+};
+
+/// Accumulators of one launch. Shared mode: block histograms flushed into partial slots
+/// part_*[(half * G + block) * rows + row]; global mode: atomics into acc_*[half * rows + row].
+struct Acc {
+  u32 rows = 0;
+  int half = 0;       // 0: data hubs, 1: random hubs (all-random tuples)
+  u32 G = 0;          // partial slots per half
+  bool shared = true;
+  ull* part_cnt = nullptr;
+  double* part_sum = nullptr;
+  double* part_odd = nullptr;
+  ull* part_deg = nullptr;
+  ull* acc_cnt = nullptr;
+  double* acc_sum = nullptr;
+  double* acc_odd = nullptr;
+  ull* acc_deg = nullptr;
+};
+
+struct Common {
+  const u64* offsets = nullptr;
+  const double* w = nullptr;
+  const double *x = nullptr, *y = nullptr, *z = nullptr;
+  bool periodic = false;
+  double box = 0;
+  u64 ndata = 0;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Block histogram in shared memory (or pass-through to global atomics).
+struct BlockHist {
+  u32* cnt;
+  double* sum;
+  double* odd;
+  u32* deg;
+  bool shared;
+  u32 rows;
+
+  __device__ void add(const Acc& A, u32 row, double v) const {
+    if (shared) {
+      atomicAdd(cnt + row, 1u);
+      atomicAdd(sum + row, v);
+    } else {
+      const u64 at = static_cast<u64>(A.half) * A.rows + row;
+      atomicAdd(A.acc_cnt + at, 1ull);
+      atomicAdd(A.acc_sum + at, v);
+    }
+  }
+  __device__ void add_odd(const Acc& A, u32 row, double v) const {
+    if (shared)
+      atomicAdd(odd + row, v);
+    else
+      atomicAdd(A.acc_odd + static_cast<u64>(A.half) * A.rows + row, v);
+  }
+  __device__ void add_deg(const Acc& A, u32 row) const {
+    if (shared)
+      atomicAdd(deg + row, 1u);
+    else
+      atomicAdd(A.acc_deg + static_cast<u64>(A.half) * A.rows + row, 1ull);
+  }
+  __device__ void zero(bool parity) const {
+    if (!shared) return;
+    for (u32 r = threadIdx.x; r < rows; r += blockDim.x) {
+      cnt[r] = 0;
+      sum[r] = 0;
+      if (parity) {
+        odd[r] = 0;
+        deg[r] = 0;
+      }
+    }
+  }
+  /// Adds the block histogram to the block's partial slot and clears it (call with all threads,
+  /// between barriers).
+  __device__ void flush(const Acc& A, bool parity) const {
+    if (!shared) return;
+    const u64 slot = (static_cast<u64>(A.half) * A.G + blockIdx.x) * A.rows;
+    for (u32 r = threadIdx.x; r < rows; r += blockDim.x) {
+      A.part_cnt[slot + r] += cnt[r];
+      A.part_sum[slot + r] += sum[r];
+      cnt[r] = 0;
+      sum[r] = 0;
+      if (parity) {
+        A.part_odd[slot + r] += odd[r];
+        A.part_deg[slot + r] += deg[r];
+        odd[r] = 0;
+        deg[r] = 0;
+      }
+    }
+  }
+};
+
+/// Carves the block histogram from the front of dynamic shared memory; returns bytes used.
+__host__ __device__ inline std::size_t hist_bytes(u32 rows, bool parity) {
+  std::size_t b = static_cast<std::size_t>(rows) * 8;  // sums
+  if (parity) b += static_cast<std::size_t>(rows) * 8;
+  b += static_cast<std::size_t>(rows) * 4;  // counts
+  if (parity) b += static_cast<std::size_t>(rows) * 4;
+  return (b + 15) & ~std::size_t{15};
+}
+
+__device__ inline BlockHist make_hist(unsigned char* smem, u32 rows, bool parity, bool shared) {
+  BlockHist h{};
+  h.shared = shared;
+  h.rows = rows;
+  if (!shared) return h;
+  h.sum = reinterpret_cast<double*>(smem);
+  std::size_t at = static_cast<std::size_t>(rows) * 8;
+  if (parity) {
+    h.odd = reinterpret_cast<double*>(smem + at);
+    at += static_cast<std::size_t>(rows) * 8;
+  }
+  h.cnt = reinterpret_cast<u32*>(smem + at);
+  at += static_cast<std::size_t>(rows) * 4;
+  if (parity) h.deg = reinterpret_cast<u32*>(smem + at);
+  return h;
+}
+
+// ---------------------------------------------------------------------------------------------
+// 2pCF: one warp per hub over the hub range [h0, h1) of the resident window.
+struct TwoArgs {
+  Common c;
+  Win win;
+  u64 h0 = 0, h1 = 0;
+  Acc acc;  // rows = nbins, both halves in one launch (half chosen per hub)
+};
+
+__global__ void count2_kernel(TwoArgs a) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  const u32 R = a.acc.rows;
+  double* s_sum = reinterpret_cast<double*>(smem);        // [2][R]
+  ull* s_cnt = reinterpret_cast<ull*>(smem + 16 * R);    // [2][R]
+  for (u32 r = threadIdx.x; r < 2 * R; r += blockDim.x) {
+    s_sum[r] = 0;
+    s_cnt[r] = 0;
+  }
+  __syncthreads();
+  const u32 lane = threadIdx.x & 31;
+  const u64 warps = static_cast<u64>(gridDim.x) * (blockDim.x >> 5);
+  for (u64 i = a.h0 + static_cast<u64>(blockIdx.x) * (blockDim.x >> 5) + (threadIdx.x >> 5); i < a.h1;
+       i += warps) {
+    const int half = i >= a.c.ndata ? 1 : 0;
+    const double wi = a.c.w[i];
+    const u64 e0 = a.c.offsets[i] - a.win.base, e1 = a.c.offsets[i + 1] - a.win.base;
+    for (u64 e = e0 + lane; e < e1; e += 32) {
+      const u32 b = a.win.bin[e];
+      atomicAdd(s_cnt + half * R + b, 1ull);
+      atomicAdd(s_sum + half * R + b, wi * a.c.w[a.win.nb[e]]);
+    }
+  }
+  __syncthreads();
+  for (u32 r = threadIdx.x; r < 2 * R; r += blockDim.x) {
+    const u32 half = r / R, row = r % R;
+    const u64 slot = (static_cast<u64>(half) * a.acc.G + blockIdx.x) * R + row;
+    a.acc.part_cnt[slot] += s_cnt[r];
+    a.acc.part_sum[slot] += s_sum[r];
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Hub work list of a launch: hubs order[first .. first + count), taken through *counter.
+struct HubList {
+  const u32* order = nullptr;
+  u32 first = 0, count = 0;
+  u32* counter = nullptr;
+};
+
+/// Takes the next hub for the whole block; returns false when the list is exhausted.
+__device__ inline bool next_hub(const HubList& L, u32* s_item, u32& hub) {
+  if (threadIdx.x == 0) *s_item = atomicAdd(L.counter, 1u);
+  __syncthreads();
+  const u32 item = *s_item;
+  __syncthreads();  // everyone read s_item before thread 0 may overwrite it
+  if (item >= L.count) return false;
+  hub = L.order[L.first + item];
+  return true;
+}
+
+// ---------------------------------------------------------------------------------------------
+// 3pCF: block per hub. Hub list in shared memory when deg <= dcap, else read from global.
+struct ThreeArgs {
+  Common c;
+  Win wh, ws;   // hub window, search window (rows j)
+  HubList list;
+  const u32* tri_offset = nullptr;  // nbins * nbins
+  int nbins = 0;
+  bool equilateral = false;
+  u32 dcap = 0;  // shared list capacity
+  Acc acc;
+};
+
+__global__ void count3_kernel(ThreeArgs a) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  __shared__ u32 s_item;
+  __shared__ u32 s_range[2];
+  __shared__ u64 s_bound;
+  const BlockHist hist = make_hist(smem, a.acc.rows, false, a.acc.shared);
+  unsigned char* p = smem + (a.acc.shared ? hist_bytes(a.acc.rows, false) : 0);
+  double* l_w = reinterpret_cast<double*>(p);
+  u32* l_nb = reinterpret_cast<u32*>(p + 8ull * a.dcap);
+  u8* l_bin = reinterpret_cast<u8*>(p + 12ull * a.dcap);
+  hist.zero(false);
+  if (threadIdx.x == 0) s_bound = 0;
+  const u32 lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
+  const int n = a.nbins;
+  u32 hub;
+  while (next_hub(a.list, &s_item, hub)) {
+    const u64 e0 = a.c.offsets[hub] - a.wh.base;
+    const u32 d = static_cast<u32>(a.c.offsets[hub + 1] - a.c.offsets[hub]);
+    // Flush before a 32-bit count could overflow: a hub adds at most d(d-1)/2 triangles.
+    const u64 bound = static_cast<u64>(d) * (d - 1) / 2;
+    if (a.acc.shared && s_bound + bound >= 0xFFFFFFFFull) {
+      hist.flush(a.acc, false);
+      __syncthreads();
+      if (threadIdx.x == 0) s_bound = 0;
+    }
+    const bool in_smem = d <= a.dcap;
+    const u32* nb = in_smem ? l_nb : a.wh.nb + e0;
+    const u8* hb = in_smem ? l_bin : a.wh.bin + e0;
+    if (in_smem)
+      for (u32 q = threadIdx.x; q < d; q += blockDim.x) {
+        const u32 j = a.wh.nb[e0 + q];
+        l_nb[q] = j;
+        l_bin[q] = a.wh.bin[e0 + q];
+        l_w[q] = a.c.w[j];
+      }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      s_range[0] = lower_bound<u32>(nb, 0, d, a.ws.lo);
+      s_range[1] = lower_bound<u32>(nb, s_range[0], d, a.ws.hi);
+      s_bound += bound;
+    }
+    __syncthreads();
+    const double wi = a.c.w[hub];
+    const u32 last = nb[d - 1];
+    for (u32 q = s_range[0] + warp; q < s_range[1]; q += nwarps) {
+      const u32 j = nb[q];
+      const int bij = hb[q];
+      const double wij = wi * (in_smem ? l_w[q] : a.c.w[j]);
+      const u64 r0 = a.c.offsets[j] - a.ws.base, r1 = a.c.offsets[j + 1] - a.ws.base;
+      for (u64 e = r0 + lane; e < r1; e += 32) {
+        const u32 k = a.ws.nb[e];
+        if (k > last) break;
+        const u32 pos = lower_bound<u32>(nb, q + 1, d, k);
+        if (pos >= d || nb[pos] != k) continue;
+        const int bik = hb[pos], bjk = a.ws.bin[e];
+        u32 row;
+        if (a.equilateral) {
+          if (bij != bik || bij != bjk) continue;
+          row = static_cast<u32>(bij);
+        } else {
+          int lo = min(bij, min(bik, bjk)), hi = max(bij, max(bik, bjk));
+          int mid = bij + bik + bjk - lo - hi;
+          row = a.tri_offset[lo * n + mid] + static_cast<u32>(hi - mid);
+        }
+        hist.add(a.acc, row, wij * (in_smem ? l_w[pos] : a.c.w[k]));
+      }
+    }
+    __syncthreads();
+  }
+  __syncthreads();
+  hist.flush(a.acc, false);
+}
+
+// ---------------------------------------------------------------------------------------------
+// 4pCF: block per hub with the connectivity table of the hub's neighbourhood.
+struct FourArgs {
+  Common c;
+  Win wh, w1, w2;  // hub window; rows a (S1); rows b (S2)
+  HubList list;
+  const u32* packed = nullptr;  // n^6 canonicalisation entries
+  u32 n = 0, n2 = 0, n3 = 0, n4 = 0, n5 = 0;
+  bool exact = false;                 // parity directions from coordinates
+  const double* pixel_unit = nullptr; // parity pixel mode
+  u32 dcap = 0;
+  unsigned char* scratch = nullptr;   // per-block neighbourhood in global memory (dcap large)
+  u64 scratch_stride = 0;
+  Acc acc;
+};
+
+/// Byte layout of a neighbourhood of capacity D (shared memory or global scratch).
+struct HoodLayout {
+  std::size_t w, ux, uy, uz, nb, cb3, bits, bin, T, total;
+};
+__host__ __device__ inline HoodLayout hood_layout(u32 D, bool parity) {
+  HoodLayout L{};
+  const std::size_t d = D, nw = (D + 31) / 32;
+  std::size_t at = 0;
+  L.w = at;
+  at += 8 * d;
+  L.ux = at;
+  L.uy = at + (parity ? 8 * d : 0);
+  L.uz = at + (parity ? 16 * d : 0);
+  at += parity ? 24 * d : 0;
+  L.nb = at;
+  at += 4 * d;
+  L.cb3 = at;
+  at += 4 * d;
+  L.bits = at;
+  at += 4 * d * nw;
+  L.bin = at;
+  at += (d + 15) & ~std::size_t{15};
+  L.T = at;
+  at += (d * d + 15) & ~std::size_t{15};
+  L.total = at;
+  return L;
+}
+
+inline constexpr int kQueue = 64;  // per-warp pair queue
+
+template <bool kParity>
+__global__ void count4_kernel(FourArgs a) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  __shared__ u32 s_item;
+  __shared__ u32 s_range[4];
+  __shared__ u64 s_bound;
+  const BlockHist hist = make_hist(smem, a.acc.rows, kParity, a.acc.shared);
+  std::size_t at = a.acc.shared ? hist_bytes(a.acc.rows, kParity) : 0;
+  u32* queue_all = reinterpret_cast<u32*>(smem + at);
+  at += sizeof(u32) * kQueue * (blockDim.x >> 5);
+  unsigned char* hood = a.scratch ? a.scratch + a.scratch_stride * blockIdx.x : smem + at;
+  const HoodLayout L = hood_layout(a.dcap, kParity);
+  double* l_w = reinterpret_cast<double*>(hood + L.w);
+  double* l_ux = reinterpret_cast<double*>(hood + L.ux);
+  double* l_uy = reinterpret_cast<double*>(hood + L.uy);
+  double* l_uz = reinterpret_cast<double*>(hood + L.uz);
+  u32* l_nb = reinterpret_cast<u32*>(hood + L.nb);
+  u32* l_cb3 = reinterpret_cast<u32*>(hood + L.cb3);
+  u32* l_bits = reinterpret_cast<u32*>(hood + L.bits);
+  u8* l_bin = hood + L.bin;
+  u8* T = hood + L.T;
+
+  hist.zero(kParity);
+  if (threadIdx.x == 0) s_bound = 0;
+  const u32 lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
+  u32* queue = queue_all + kQueue * warp;
+  const u32 n = a.n;
+  const u32 bias = a.n2 + a.n + 1;
+  u32 hub;
+  while (next_hub(a.list, &s_item, hub)) {
+    const u64 e0 = a.c.offsets[hub] - a.wh.base;
+    const u32 d = static_cast<u32>(a.c.offsets[hub + 1] - a.c.offsets[hub]);
+    const u32 nw = (d + 31) / 32;
+    const u64 bound = static_cast<u64>(d) * (d - 1) * (d - 2) / 6;
+    if (a.acc.shared && s_bound + bound >= 0xFFFFFFFFull) {
+      hist.flush(a.acc, kParity);
+      __syncthreads();
+      if (threadIdx.x == 0) s_bound = 0;
+    }
+    // 1. the hub's half list
+    for (u32 q = threadIdx.x; q < d; q += blockDim.x) {
+      const u32 j = a.wh.nb[e0 + q];
+      const u32 b = a.wh.bin[e0 + q];
+      l_nb[q] = j;
+      l_bin[q] = static_cast<u8>(b);
+      l_cb3[q] = b * a.n3;
+      l_w[q] = a.c.w[j];
+      if constexpr (kParity) {
+        double ux, uy, uz;
+        if (a.exact) {
+          delta(a.c.x, a.c.y, a.c.z, hub, j, a.c.periodic, a.c.box, ux, uy, uz);
+          const double dd = sqrt(norm2(ux, uy, uz));
+          ux /= dd;
+          uy /= dd;
+          uz /= dd;
+        } else {
+          const u32 px = a.wh.pix[e0 + q];
+          ux = a.pixel_unit[3 * px];
+          uy = a.pixel_unit[3 * px + 1];
+          uz = a.pixel_unit[3 * px + 2];
+        }
+        l_ux[q] = ux;
+        l_uy[q] = uy;
+        l_uz[q] = uz;
+      }
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      s_range[0] = lower_bound<u32>(l_nb, 0, d, a.w1.lo);
+      s_range[1] = lower_bound<u32>(l_nb, s_range[0], d, a.w1.hi);
+      s_range[2] = lower_bound<u32>(l_nb, 0, d, a.w2.lo);
+      s_range[3] = lower_bound<u32>(l_nb, s_range[2], d, a.w2.hi);
+      s_bound += bound;
+    }
+    __syncthreads();
+    const u32 a0 = s_range[0], a1 = s_range[1], b0 = s_range[2], b1 = s_range[3];
+    const bool same = a0 == b0 && a1 == b1;
+    const u32 na = a1 - a0, nrows = same ? na : na + (b1 - b0);
+    auto row_of = [&](u32 t) { return t < na ? a0 + t : b0 + (t - na); };
+    // 2. clear the table rows we fill (A and B rows, all columns)
+    for (u32 t = threadIdx.x; t < nrows * d; t += blockDim.x) T[row_of(t / d) * d + t % d] = 0;
+    __syncthreads();
+    // 3. connectivity: merge rows j_r (r in A or B) against the hub list by binary search
+    const u32 last = l_nb[d - 1];
+    for (u32 t = warp; t < nrows; t += nwarps) {
+      const u32 r = row_of(t);
+      const Win& win = t < na ? a.w1 : a.w2;
+      const u32 j = l_nb[r];
+      const u64 r0 = a.c.offsets[j] - win.base, r1 = a.c.offsets[j + 1] - win.base;
+      for (u64 e = r0 + lane; e < r1; e += 32) {
+        const u32 k = win.nb[e];
+        if (k > last) break;
+        const u32 pos = lower_bound<u32>(l_nb, r + 1, d, k);
+        if (pos < d && l_nb[pos] == k) T[r * d + pos] = static_cast<u8>(win.bin[e] + 1);
+      }
+    }
+    __syncthreads();
+    // 4. bitsets of the filled rows
+    for (u32 t = warp; t < nrows; t += nwarps) {
+      const u32 r = row_of(t);
+      for (u32 q = 0; q < nw; ++q) {
+        const u32 c = q * 32 + lane;
+        const unsigned m = __ballot_sync(0xffffffffu, c < d && T[r * d + c] != 0);
+        if (lane == 0) l_bits[r * nw + q] = m;
+      }
+    }
+    __syncthreads();
+    // 5. tetrahedra: connected pairs (a in A, b in B, a < b) through the per-warp queue
+    const double wi = a.c.w[hub];
+    auto process = [&](u32 pa, u32 pb) {
+      const u8* ta = T + pa * d;
+      const u8* tb = T + pb * d;
+      const u32* ra = l_bits + pa * nw;
+      const u32* rb = l_bits + pb * nw;
+      const double wab = wi * l_w[pa] * l_w[pb];
+      const u32 code_ab = static_cast<u32>(l_bin[pa]) * a.n5 - bias +
+                          static_cast<u32>(l_bin[pb]) * a.n4 + static_cast<u32>(ta[pb]) * a.n2;
+      double cx = 0, cy = 0, cz = 0;
+      if constexpr (kParity) {
+        cx = sub(mul(l_uy[pa], l_uz[pb]), mul(l_uz[pa], l_uy[pb]));
+        cy = sub(mul(l_uz[pa], l_ux[pb]), mul(l_ux[pa], l_uz[pb]));
+        cz = sub(mul(l_ux[pa], l_uy[pb]), mul(l_uy[pa], l_ux[pb]));
+      }
+      for (u32 q = (pb + 1) >> 5; q < nw; ++q) {
+        u32 common = ra[q] & rb[q];
+        while (common) {
+          const u32 c = q * 32 + (__ffs(common) - 1);
+          common &= common - 1;
+          const u32 code = code_ab + l_cb3[c] + static_cast<u32>(ta[c]) * n + static_cast<u32>(tb[c]);
+          const u32 pk = __ldg(a.packed + code);
+          const u32 row = pk >> 1;
+          const double prod = wab * l_w[c];
+          hist.add(a.acc, row, prod);
+          if constexpr (kParity) {
+            const double v = add(add(mul(cx, l_ux[c]), mul(cy, l_uy[c])), mul(cz, l_uz[c]));
+            if (fabs(v) < 1e-9) {
+              hist.add_deg(a.acc, row);
+            } else {
+              const double sp = v > 0 ? prod : -prod;
+              hist.add_odd(a.acc, row, (pk & 1u) ? -sp : sp);
+            }
+          }
+        }
+      }
+    };
+    u32 qn = 0;
+    for (u32 pa = a0 + warp; pa < a1; pa += nwarps) {
+      const u32 bs = max(b0, pa + 1);
+      for (u32 base = bs; base < b1; base += 32) {
+        const u32 pb = base + lane;
+        const bool conn = pb < b1 && T[pa * d + pb] != 0;
+        const unsigned m = __ballot_sync(0xffffffffu, conn);
+        if (conn) queue[qn + __popc(m & ((1u << lane) - 1))] = (pa << 16) | pb;
+        qn += __popc(m);
+        __syncwarp();
+        if (qn >= 32) {
+          const u32 e = queue[qn - 32 + lane];
+          __syncwarp();
+          qn -= 32;
+          process(e >> 16, e & 0xffffu);
+          __syncwarp();
+        }
+      }
+    }
+    if (lane < qn) {
+      const u32 e = queue[lane];
+      process(e >> 16, e & 0xffffu);
+    }
+    __syncwarp();
+    __syncthreads();
+  }
+  __syncthreads();
+  hist.flush(a.acc, kParity);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reduction of the partial slots, in block order: out[half * rows + row].
+__global__ void reduce_kernel(Acc a, bool parity, ull* out_cnt, double* out_sum, double* out_odd,
+                              ull* out_deg) {
+  const u64 total = 2ull * a.rows;
+  for (u64 t = blockIdx.x * static_cast<u64>(blockDim.x) + threadIdx.x; t < total;
+       t += static_cast<u64>(gridDim.x) * blockDim.x) {
+    const u64 half = t / a.rows, row = t % a.rows;
+    ull cnt = a.acc_cnt[t];
+    double sum = a.acc_sum[t];
+    double odd = parity ? a.acc_odd[t] : 0;
+    ull deg = parity ? a.acc_deg[t] : 0;
+    for (u32 g = 0; g < a.G; ++g) {
+      const u64 s = (half * a.G + g) * a.rows + row;
+      cnt += a.part_cnt[s];
+      sum += a.part_sum[s];
+      if (parity) {
+        odd += a.part_odd[s];
+        deg += a.part_deg[s];
+      }
+    }
+    out_cnt[t] = cnt;
+    out_sum[t] = sum;
+    if (parity) {
+      out_odd[t] = odd;
+      out_deg[t] = deg;
+    }
+  }
+}
+
+}  // namespace almagest::kernels::npcf_dev

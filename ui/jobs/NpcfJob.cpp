@@ -1,0 +1,93 @@
+#include "jobs/NpcfJob.hpp"
+
+#include <chrono>
+#include <string>
+
+#include "almagest/npcf/plan.hpp"
+#include "almagest/npcf/points.hpp"
+
+namespace almagest::ui {
+
+namespace {
+
+almagest::io::Catalogue loadOne(const QString& path) {
+  almagest::io::CatalogueSpec spec;
+  spec.path = path.toStdString();
+  return almagest::io::load_catalogue(spec);
+}
+
+/// Share of the job spent building the graph, by statistic (the rest is counting): pair counts
+/// are cheap next to the tree queries, triangles and tetrahedra dominate their jobs.
+double graphShare(almagest::npcf::Statistic s) {
+  using almagest::npcf::Statistic;
+  switch (s) {
+    case Statistic::TwoPoint: return 0.6;
+    case Statistic::ThreePoint:
+    case Statistic::ThreePointEquilateral: return 0.25;
+    case Statistic::FourPoint:
+    case Statistic::FourPointParity: return 0.05;
+  }
+  return 0.5;
+}
+
+}  // namespace
+
+JobRunner::Job makeLoadJob(const QString& dataPath, const QString& randomsPath) {
+  return [dataPath, randomsPath](const almagest::JobContext& ctx) -> std::any {
+    LoadedCatalogues out;
+    const bool both = !dataPath.isEmpty() && !randomsPath.isEmpty();
+    if (!dataPath.isEmpty()) {
+      ctx.progress(0, 1, "reading data");
+      ctx.info("Reading data catalogue " + dataPath.toStdString());
+      out.data = std::make_shared<const almagest::io::Catalogue>(loadOne(dataPath));
+      ctx.info("Data: " + std::to_string(out.data->size()) + " points");
+    }
+    ctx.check_cancel();
+    if (!randomsPath.isEmpty()) {
+      ctx.progress(both ? 0.5 : 0.0, 1, "reading randoms");
+      ctx.info("Reading random catalogue " + randomsPath.toStdString());
+      out.randoms = std::make_shared<const almagest::io::Catalogue>(loadOne(randomsPath));
+      ctx.info("Randoms: " + std::to_string(out.randoms->size()) + " points");
+    }
+    ctx.check_cancel();
+    return out;
+  };
+}
+
+JobRunner::Job makeNpcfJob(CataloguePtr data, CataloguePtr randoms,
+                           const almagest::npcf::NpcfConfig& config) {
+  return [data = std::move(data), randoms = std::move(randoms),
+          config](const almagest::JobContext& ctx) -> std::any {
+    using Clock = std::chrono::steady_clock;
+    namespace npcf = almagest::npcf;
+    ALMAGEST_ASSERT(data != nullptr, "npcf job without a data catalogue");
+    npcf::NpcfConfig cfg = config;
+    if (cfg.threads == 0) cfg.threads = ctx.threads;
+
+    ctx.progress(0, 1, "preparing points");
+    npcf::PointSet points = npcf::make_point_set(*data, randoms.get());
+    if (cfg.periodic) npcf::wrap_periodic(points, cfg.box);
+    ctx.check_cancel();
+
+    const double share = graphShare(cfg.statistic);
+    auto out = std::make_shared<NpcfJobOutput>();
+    const auto t0 = Clock::now();
+    const almagest::JobContext graphCtx = JobRunner::stageContext(ctx, 0.01, share);
+    npcf::NpcfPlan plan(cfg, std::move(points), graphCtx);
+    const auto t1 = Clock::now();
+    ctx.info("Graph: " + std::to_string(plan.graph().num_edges()) + " edges in " +
+             std::to_string(std::chrono::duration<double>(t1 - t0).count()) + " s");
+    ctx.check_cancel();
+
+    const almagest::JobContext countCtx = JobRunner::stageContext(ctx, share, 1.0);
+    out->result = plan.execute(countCtx);
+    const auto t2 = Clock::now();
+    out->graphSeconds = std::chrono::duration<double>(t1 - t0).count();
+    out->countSeconds = std::chrono::duration<double>(t2 - t1).count();
+    out->backend = plan.backend_name();
+    ctx.check_cancel();
+    return NpcfOutputPtr(std::move(out));
+  };
+}
+
+}  // namespace almagest::ui

@@ -1,0 +1,40 @@
+#pragma once
+// The engine jobs the desktop window runs through JobRunner: loading catalogues and computing an
+// N-point correlation function. Both run on a worker thread and only read their inputs.
+#include <QString>
+
+#include <memory>
+
+#include "almagest/io/catalogue.hpp"
+#include "almagest/npcf/config.hpp"
+#include "almagest/npcf/result.hpp"
+#include "jobs/JobRunner.hpp"
+
+namespace almagest::ui {
+
+using CataloguePtr = std::shared_ptr<const almagest::io::Catalogue>;
+
+/// Result of makeLoadJob(): either pointer is null when its path was empty.
+struct LoadedCatalogues {
+  CataloguePtr data, randoms;
+};
+
+/// Result of makeNpcfJob().
+struct NpcfJobOutput {
+  almagest::npcf::NpcfResult result;
+  double graphSeconds = 0;  ///< neighbour-graph build
+  double countSeconds = 0;  ///< counting and estimators
+  std::string backend;      ///< "cpu" or "cuda"
+};
+using NpcfOutputPtr = std::shared_ptr<const NpcfJobOutput>;
+
+/// Reads the catalogues (format from the extension; text columns x y z [w]). The job's value is
+/// a LoadedCatalogues. Throws IoError from the engine (reported as Failed by JobRunner).
+JobRunner::Job makeLoadJob(const QString& dataPath, const QString& randomsPath);
+
+/// Computes `config.statistic` from data and randoms (randoms may be null only for a periodic
+/// box). The job's value is an NpcfOutputPtr. Cancellable between graph chunks and hub batches.
+JobRunner::Job makeNpcfJob(CataloguePtr data, CataloguePtr randoms,
+                           const almagest::npcf::NpcfConfig& config);
+
+}  // namespace almagest::ui
