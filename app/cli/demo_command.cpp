@@ -146,7 +146,7 @@ Command add_demo_command(CLI::App& parent) {
       "demo", wrap_text("Run the main job on the bundled demo catalogues: 2pCF and 3pCF from one "
                         "neighbour graph. Writes demo_2pcf.h5, demo_3pcf.h5 and a Markdown report "
                         "(demo-report.md: inputs, timings, backend, xi(r) and r^2 xi table, 3pCF "
-                        "rows) to DIR.", 90));
+                        "rows) to DIR.", 80));
   auto d = std::make_shared<DemoSettings>();
   app->add_option("--out", d->out_dir, "Output directory, created if missing.")
       ->type_name("DIR")

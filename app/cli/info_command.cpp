@@ -24,8 +24,10 @@ Command add_info_command(CLI::App& parent) {
                    const GpuStatus& g = gpu_status();
                    std::printf("GPU:       %s\n", g.summary().c_str());
                    if (!g.available) {
-                     std::printf("           reason: %s\n",
-                                 g.reason.empty() ? "unknown" : g.reason.c_str());
+                     // summary() already carries the reason when it is known.
+                     if (g.reason.empty() || g.summary().find(g.reason) == std::string::npos)
+                       std::printf("           reason: %s\n",
+                                   g.reason.empty() ? "unknown" : g.reason.c_str());
                    } else {
                      for (const auto& d : g.query.devices)
                        std::printf("           device %d: %s, sm_%d%d, %d SMs, %.1f GiB\n",

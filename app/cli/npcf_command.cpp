@@ -257,8 +257,8 @@ JobOutcome run_npcf_job(const npcf::NpcfJob& job, const RunOptions& options,
 
 Command add_npcf_command(CLI::App& parent) {
   auto* app = parent.add_subcommand(
-      "npcf", "Compute N-point correlation functions (2pCF, 3pCF, 4pCF, parity 4pCF) of a "
-              "catalogue with the GRAMSCI v2 estimator.");
+      "npcf", wrap_text("Compute N-point correlation functions (2pCF, 3pCF, 4pCF, parity 4pCF) "
+                        "of a catalogue with the GRAMSCI v2 estimator.", 80));
   auto binding = std::make_shared<SchemaBinding>();
   auto run = std::make_shared<RunOptions>();
   binding->bind(*app);
@@ -279,7 +279,7 @@ Command add_run_command(CLI::App& parent) {
                        "the npcf options without '--' (see `almagest-cli npcf --help`). Every job "
                        "is validated first; the run stops at the first failing job with its exit "
                        "code. Relative paths are resolved against the job file's directory.",
-                       90));
+                       80));
   auto path = std::make_shared<std::string>();
   auto run = std::make_shared<RunOptions>();
   app->add_option("JOBFILE", *path, "Job file (.toml or .json).")->required();

@@ -8,8 +8,12 @@
 
 #include "almagest/kernels/cuda_module.hpp"
 #include "almagest/kernels/npcf_cuda.hpp"
+#include "almagest/kernels/stack_cuda.hpp"
 #include "cuda_check.cuh"
 #include "npcf_common.cuh"
+
+// Defined in stack_module.cu.
+almagest::kernels::StackKernels* almagest_stack_kernels();
 
 namespace almagest::kernels {
 namespace {
@@ -106,6 +110,7 @@ public:
     }
   }
   NpcfKernels* npcf() override { return npcf_kernels_instance(); }
+  StackKernels* stack() override { return almagest_stack_kernels(); }
 };
 
 }  // namespace

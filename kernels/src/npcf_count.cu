@@ -236,7 +236,15 @@ private:
     auto kernel = J.parity ? count4_kernel<true> : count4_kernel<false>;
     const std::array<std::pair<u32, int>, 3> caps{{{96, 256}, {192, 256}, {384, 512}}};
     G_ = 1;
+    const u32 forced = J.opt->shared_degree_cap;
     for (auto [cap, threads] : caps) {
+      if (forced > 0 && cap > forced) {
+        if (classes_.empty() || classes_.back().dcap < forced) {
+          cap = std::max<u32>(forced, 3);
+        } else {
+          break;
+        }
+      }
       const std::size_t smem = hb + sizeof(u32) * kQueue * (threads / 32) + hood_layout(cap, J.parity).total;
       if (smem > static_cast<std::size_t>(smem_optin_)) break;
       Class4 c;

@@ -7,6 +7,7 @@
 
 #include <fitsio.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -455,6 +456,24 @@ private slots:
     write_file(path("negz.txt"), "# RA DEC Z\n10 20 0.5\n10 -20 0.5\n11 21 -0.01\n");
     s.path = path("negz.txt");
     QVERIFY(fails_with(s, {path("negz.txt"), "row 3", "column 3 (Z)", "negative"}));
+  }
+
+  void demoCatalogues() {
+    // The bundled demo inputs load with default options and hold what resources/demo/README.md says.
+    const std::string dir = std::string(ALMAGEST_SOURCE_DIR) + "/resources/demo/";
+    Catalogue data = load_catalogue(spec_for(dir + "data.txt"));
+    Catalogue randoms = load_catalogue(spec_for(dir + "randoms.txt"));
+    QCOMPARE(data.size(), std::size_t{3000});
+    QCOMPARE(randoms.size(), std::size_t{6000});
+    for (const Catalogue* c : {&data, &randoms})
+      for (std::size_t i = 0; i < c->size(); ++i) {
+        QVERIFY(c->x[i] >= 0 && c->x[i] < 200 && c->y[i] >= 0 && c->y[i] < 200 && c->z[i] >= 0 &&
+                c->z[i] < 200);
+        QVERIFY(c->w[i] >= 0.8 && c->w[i] <= 1.2);
+      }
+    QCOMPARE(randoms.w, std::vector<double>(6000, 1.0));
+    QVERIFY(*std::min_element(data.w.begin(), data.w.end()) < 0.81);
+    QVERIFY(*std::max_element(data.w.begin(), data.w.end()) > 1.19);
   }
 
   void millionRows() {

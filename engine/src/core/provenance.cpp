@@ -31,7 +31,7 @@ std::string cpu_model_name() {
 
 Provenance Provenance::current(std::string backend) {
   Provenance p;
-  p.version = version();
+  p.version = almagest::version();
   p.build = std::string(ALMAGEST_BUILD_TYPE) + ", " + ALMAGEST_COMPILER;
   std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
   std::tm tm{};

@@ -74,7 +74,9 @@ private:
 };
 
 /// Cayley-Menger realisability of a tetrahedron with the given six edge lengths (edge order
-/// 12 13 14 23 24 34): true iff the Cayley-Menger determinant (288 V^2) is positive.
+/// 12 13 14 23 24 34): true iff the Cayley-Menger determinant (288 V^2) is positive (relative
+/// tolerance 1e-12 on the scale max(d)^6) and every face satisfies the strict triangle
+/// inequality (a positive determinant alone admits some impossible length sets).
 bool cayley_menger_positive(const std::array<double, 6>& d);
 
 }  // namespace almagest::npcf

@@ -59,6 +59,10 @@ struct NpcfOptions {
   std::vector<int> devices;
   /// Device memory the job may use per device in bytes; 0 = 85% of the free memory.
   std::uint64_t memory_limit = 0;
+  /// 4pCF: largest hub degree whose neighbourhood table stays in shared memory; larger hubs use
+  /// per-block tables in global memory. 0 = automatic (384 or what shared memory allows);
+  /// tests set a small value to exercise the global-memory path on small catalogues.
+  std::uint32_t shared_degree_cap = 0;
   /// Called between kernel launches and tiles (stage text, done/total); may throw to cancel.
   std::function<void(double done, double total, const char* stage)> progress;
 };

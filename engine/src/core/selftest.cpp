@@ -1,0 +1,296 @@
+// GPU self-test: CPU oracle against the CUDA backend on seeded clustered catalogues.
+#include "almagest/core/selftest.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <string>
+
+#include "almagest/core/error.hpp"
+#include "almagest/core/gpu.hpp"
+#include "almagest/npcf/cuda.hpp"
+#include "almagest/npcf/plan.hpp"
+#include "almagest/npcf/points.hpp"
+#include "almagest/npcf/synthetic.hpp"
+
+namespace almagest {
+
+namespace {
+
+using namespace npcf;
+using Clock = std::chrono::steady_clock;
+
+double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+/// Clustered data (Neyman-Scott) and uniform randoms with weights in [0.5, 1.5].
+PointSet make_points(std::size_t total, double box, std::uint64_t seed, bool periodic,
+                     int children, double sigma) {
+  const std::size_t nd = std::max<std::size_t>(total / 3, 8);
+  const std::size_t nr = std::max<std::size_t>(total - nd, 8);
+  io::Catalogue d = synthetic::neyman_scott(nd, children, sigma, box, seed);
+  io::Catalogue r = synthetic::uniform(nr, box, seed + 1);
+  synthetic::Rng rng(seed + 2);
+  for (double& w : d.w) w = 0.5 + rng.uniform();
+  for (double& w : r.w) w = 0.5 + rng.uniform();
+  PointSet p = make_point_set(d, &r);
+  if (periodic) wrap_periodic(p, box);
+  return p;
+}
+
+template <class T>
+bool same(const std::vector<T>& a, const std::vector<T>& b) {
+  return a == b;
+}
+
+/// max |a - b| / max |a| (0 when both are empty or zero).
+double normwise(const std::vector<double>& a, const std::vector<double>& b) {
+  if (a.size() != b.size()) return INFINITY;
+  double num = 0, den = 0;
+  for (std::size_t k = 0; k < a.size(); ++k) {
+    num = std::max(num, std::fabs(a[k] - b[k]));
+    den = std::max(den, std::fabs(a[k]));
+  }
+  return den > 0 ? num / den : (num > 0 ? INFINITY : 0.0);
+}
+
+struct Runner {
+  const SelftestOptions& opt;
+  const JobContext& ctx;
+  SelftestReport& report;
+
+  bool wanted(const std::string& group) const {
+    return opt.only.empty() || std::find(opt.only.begin(), opt.only.end(), group) != opt.only.end();
+  }
+
+  void add(std::string name, bool passed, std::string detail) {
+    report.checks.push_back({std::move(name), passed, std::move(detail)});
+  }
+
+  /// Runs `gpu` and records an exception as a failed check.
+  template <class F>
+  bool guarded(const std::string& name, F&& f) {
+    try {
+      f();
+      return true;
+    } catch (const Cancelled&) {
+      throw;
+    } catch (const std::exception& e) {
+      add(name, false, std::string("exception: ") + e.what());
+      return false;
+    }
+  }
+
+  void compare(const std::string& name, const NpcfResult& cpu, const NpcfResult& gpu, double cpu_s,
+               const CudaStats& st) {
+    std::string why;
+    if (cpu.rows() != gpu.rows()) why += "row count differs; ";
+    if (!same(cpu.bins, gpu.bins)) why += "row bins differ; ";
+    if (!same(cpu.tuples, gpu.tuples)) why += "tuples differ; ";
+    if (!same(cpu.random_tuples, gpu.random_tuples)) why += "random_tuples differ; ";
+    if (!same(cpu.degenerate, gpu.degenerate)) why += "degenerate differ; ";
+    const double dn = normwise(cpu.n, gpu.n), dr = normwise(cpu.r, gpu.r);
+    const double dno = normwise(cpu.n_odd, gpu.n_odd), dro = normwise(cpu.r_odd, gpu.r_odd);
+    const double worst = std::max({dn, dr, dno, dro});
+    if (!(worst <= opt.tolerance)) why += "weighted sums differ beyond " + fmt("%.0e", opt.tolerance) + "; ";
+    std::uint64_t tuples = 0;
+    for (auto t : cpu.tuples) tuples += t;
+    std::uint64_t gt = 0;
+    for (auto t : gpu.tuples) gt += t;
+    std::string detail = "rows " + std::to_string(cpu.rows()) + ", tuples cpu " + std::to_string(tuples) +
+                         " gpu " + std::to_string(gt) + ", rel diff n " + fmt("%.2e", dn) + " r " +
+                         fmt("%.2e", dr);
+    if (!cpu.n_odd.empty()) detail += " n_odd " + fmt("%.2e", dno) + " r_odd " + fmt("%.2e", dro);
+    detail += ", windows " + std::to_string(st.windows) + " partitions " + std::to_string(st.partitions) +
+              " tiles " + std::to_string(st.tiles) + ", cpu " + fmt("%.3f", cpu_s) + " s, gpu " +
+              fmt("%.3f", st.total_s) + " s";
+    if (!why.empty()) detail = why + detail;
+    add(name, why.empty(), detail);
+  }
+
+  void graph_check(const std::string& name, const PointSet& p, const NpcfConfig& c, const Graph& cpu) {
+    guarded(name, [&] {
+      double dev_s = 0, tot_s = 0;
+      const Graph g = build_graph_cuda(p, c, ctx, {}, &dev_s, &tot_s);
+      std::string why;
+      if (g.offsets != cpu.offsets) why += "offsets differ; ";
+      if (g.neighbour != cpu.neighbour) why += "neighbours differ; ";
+      if (g.bin != cpu.bin) why += "bins differ; ";
+      if (g.pixel != cpu.pixel) why += "pixels differ; ";
+      std::string detail = "points " + std::to_string(p.size()) + ", edges cpu " +
+                           std::to_string(cpu.num_edges()) + " gpu " + std::to_string(g.num_edges()) +
+                           ", gpu build " + fmt("%.4f", dev_s) + " s (" + fmt("%.3f", tot_s) +
+                           " s with transfers)";
+      add(name, why.empty(), why + detail);
+    });
+  }
+
+  /// CPU oracle once, then the GPU in every variant.
+  void statistic(const std::string& label, Statistic s, const Graph& g, const PointSet& p,
+                 const NpcfConfig& c, std::vector<std::pair<std::string, CudaOptions>> variants) {
+    const auto t0 = Clock::now();
+    NpcfConfig cc = c;
+    cc.statistic = s;
+    NpcfResult cpu;
+    switch (s) {
+      case Statistic::TwoPoint: cpu = count_2pcf_cpu(g, p, cc, ctx); break;
+      case Statistic::ThreePoint: cpu = count_3pcf_cpu(g, p, cc, false, ctx); break;
+      case Statistic::ThreePointEquilateral: cpu = count_3pcf_cpu(g, p, cc, true, ctx); break;
+      case Statistic::FourPoint: cpu = count_4pcf_cpu(g, p, cc, false, ctx); break;
+      case Statistic::FourPointParity: cpu = count_4pcf_cpu(g, p, cc, true, ctx); break;
+    }
+    const double cpu_s = since(t0);
+    for (auto& [vname, o] : variants) {
+      const std::string name = label + " " + vname;
+      guarded(name, [&] {
+        CudaStats st;
+        const NpcfResult gpu = count_cuda(s, g, p, cc, ctx, o, &st);
+        compare(name, cpu, gpu, cpu_s, st);
+      });
+      ctx.check_cancel();
+    }
+  }
+};
+
+std::vector<std::pair<std::string, CudaOptions>> variants(bool quick, bool four) {
+  std::vector<std::pair<std::string, CudaOptions>> v;
+  auto mk = [](int w, int p, std::uint32_t cap = 0) {
+    CudaOptions o;
+    o.windows = w;
+    o.partitions = p;
+    o.shared_degree_cap = cap;
+    return o;
+  };
+  v.emplace_back("W=1 P=1", mk(1, 1));
+  v.emplace_back("W=3 P=1", mk(3, 1));
+  if (!quick) {
+    v.emplace_back("W=2 P=1", mk(2, 1));
+    v.emplace_back("W=5 P=1", mk(5, 1));
+    v.emplace_back("W=1 P=3", mk(1, 3));
+    v.emplace_back("W=3 P=2", mk(3, 2));
+  }
+  if (four) v.emplace_back("W=2 P=1 shared-cap=12 (global tables)", mk(2, 1, 12));
+  return v;
+}
+
+}  // namespace
+
+bool SelftestReport::passed() const {
+  if (!gpu_available || checks.empty()) return false;
+  return std::all_of(checks.begin(), checks.end(), [](const SelftestCheck& c) { return c.passed; });
+}
+
+std::string SelftestReport::text() const {
+  std::string s = "GPU self-test on " + device + "\n";
+  std::size_t ok = 0;
+  for (const auto& c : checks) {
+    s += (c.passed ? "PASS " : "FAIL ") + c.name + ": " + c.detail + "\n";
+    ok += c.passed;
+  }
+  if (!gpu_available) s += "SKIPPED: no usable GPU\n";
+  s += std::to_string(ok) + "/" + std::to_string(checks.size()) + " checks passed in " +
+       fmt("%.1f", seconds) + " s: " + (passed() ? "PASS" : "FAIL") + "\n";
+  return s;
+}
+
+SelftestReport run_gpu_selftest(const SelftestOptions& opt, const JobContext& ctx) {
+  const auto t0 = Clock::now();
+  SelftestReport report;
+  const GpuStatus& st = gpu_status();
+  report.gpu_available = st.available;
+  report.device = st.summary();
+  if (!st.available) return report;
+  Runner run{opt, ctx, report};
+
+  // A: clustered, not periodic, linear bins, direction pixels stored.
+  const double boxA = 220;
+  const PointSet pa = make_points(opt.points, boxA, opt.seed, false, 10, 3.0);
+  NpcfConfig ca;
+  ca.bins = Binning{1.0, 21.0, 5, BinScale::Linear};
+  ca.store_pixels = true;
+  ca.statistic = Statistic::FourPointParity;
+  const Graph ga = build_graph(pa, ca, ctx);
+  // B: periodic box, log bins (exact-direction parity, minimum-image spokes).
+  const double boxB = 120;
+  const PointSet pb = make_points(opt.points / 2, boxB, opt.seed + 10, true, 8, 2.0);
+  NpcfConfig cb;
+  cb.bins = Binning{2.0, 24.0, 4, BinScale::Log};
+  cb.periodic = true;
+  cb.box = boxB;
+  cb.directions = DirectionMode::Exact;
+  cb.statistic = Statistic::FourPointParity;
+  const Graph gb = build_graph(pb, cb, ctx);
+
+  if (run.wanted("graph")) {
+    run.graph_check("graph clustered linear+pixels", pa, ca, ga);
+    run.graph_check("graph periodic log", pb, cb, gb);
+    NpcfConfig c10 = ca;
+    c10.bins.nbins = 10;
+    c10.store_pixels = false;
+    c10.statistic = Statistic::ThreePoint;
+    run.graph_check("graph clustered 10 bins", pa, c10, build_graph(pa, c10, ctx));
+  }
+  const auto v3 = variants(opt.quick, false);
+  const auto v4 = variants(opt.quick, true);
+  if (run.wanted("2pcf")) {
+    NpcfConfig c = ca;
+    c.bins.nbins = 5;
+    run.statistic("2pcf", Statistic::TwoPoint, ga, pa, c, v3);
+    run.statistic("2pcf periodic", Statistic::TwoPoint, gb, pb, cb, {v3.front()});
+  }
+  if (run.wanted("3pcf")) {
+    NpcfConfig c10 = ca;
+    c10.bins.nbins = 10;
+    c10.store_pixels = false;
+    const Graph g10 = build_graph(pa, c10, ctx);
+    run.statistic("3pcf 10 bins", Statistic::ThreePoint, g10, pa, c10, v3);
+    run.statistic("3pcf periodic log", Statistic::ThreePoint, gb, pb, cb, {v3.front(), v3[1]});
+  }
+  if (run.wanted("3pcf-equilateral"))
+    run.statistic("3pcf-equilateral", Statistic::ThreePointEquilateral, ga, pa, ca, v3);
+  if (run.wanted("4pcf")) {
+    run.statistic("4pcf", Statistic::FourPoint, ga, pa, ca, v4);
+    run.statistic("4pcf periodic log", Statistic::FourPoint, gb, pb, cb, {v4.front(), v4.back()});
+  }
+  if (run.wanted("4pcf-parity")) {
+    NpcfConfig cp = ca;
+    cp.directions = DirectionMode::Pixel;
+    run.statistic("4pcf-parity pixel", Statistic::FourPointParity, ga, pa, cp, v4);
+    NpcfConfig ce = ca;
+    ce.directions = DirectionMode::Exact;
+    run.statistic("4pcf-parity exact", Statistic::FourPointParity, ga, pa, ce, v4);
+    run.statistic("4pcf-parity exact periodic", Statistic::FourPointParity, gb, pb, cb, {v4.front(), v4[1]});
+  }
+  if (run.wanted("mirror")) {
+    run.guarded("mirror 4pcf-parity exact", [&] {
+      PointSet pm = pa;
+      for (double& x : pm.x) x = boxA - x;
+      NpcfConfig ce = ca;
+      ce.directions = DirectionMode::Exact;
+      ce.store_pixels = false;
+      const Graph gm = build_graph_cuda(pm, ce, ctx);
+      const Graph g0 = build_graph_cuda(pa, ce, ctx);
+      const NpcfResult r0 = count_4pcf_cuda(g0, pa, ce, true, ctx);
+      const NpcfResult rm = count_4pcf_cuda(gm, pm, ce, true, ctx);
+      std::vector<double> flipped = rm.n_odd;
+      for (double& v : flipped) v = -v;
+      const double de = normwise(r0.n, rm.n), dodd = normwise(r0.n_odd, flipped);
+      const bool ok = r0.tuples == rm.tuples && r0.degenerate == rm.degenerate &&
+                      de <= opt.tolerance && dodd <= opt.tolerance;
+      run.add("mirror 4pcf-parity exact", ok,
+              std::string(r0.tuples == rm.tuples ? "" : "tuples differ; ") +
+                  "even rel diff " + fmt("%.2e", de) + ", odd + mirrored odd rel " + fmt("%.2e", dodd));
+    });
+  }
+  report.seconds = since(t0);
+  return report;
+}
+
+}  // namespace almagest

@@ -1,0 +1,215 @@
+#pragma once
+// Shared math of the CUDA SHT (host and device): HEALPix ring geometry, the scaled start values
+// and three-term recursions of the normalised Wigner-d / Legendre functions, and the spin-2
+// combinations. Compiled by nvcc for the kernels and by plain C++ for host-side twins.
+//
+// lambda_l(theta) = sqrt((2l+1)/(4 pi)) d^l_{m,s'}(theta), s' in {0, +2, -2}, for fixed m >= 0.
+// Recursion (l > l0 = max(m, |s'|)): lambda_l = (alpha_l z - beta_l) lambda_{l-1} - gamma_l
+// lambda_{l-2}, with beta of the s' = -2 chain of opposite sign. Values below 2^-600 are carried
+// as (v, e) with value = v * 2^(600 e), e <= 0, and count only once e == 0 (scale tracking).
+#include <cmath>
+#include <cstdint>
+
+#ifdef __CUDACC__
+#define SHT_HD __host__ __device__ __forceinline__
+#else
+#define SHT_HD inline
+#endif
+
+namespace almagest::kernels::sht {
+
+struct alignas(16) cplx {
+  double re, im;
+};
+
+inline constexpr int kScaleBits = 600;
+inline constexpr double kPi = 3.141592653589793238462643383279502884;
+
+/// 2^k for |k| <= 1000 without ldexp (device friendly).
+SHT_HD double pow2i(int k) {
+  // Build from the IEEE exponent field; valid for -1022 <= k <= 1023.
+  union {
+    std::int64_t i;
+    double d;
+  } u;
+  u.i = static_cast<std::int64_t>(k + 1023) << 52;
+  return u.d;
+}
+
+/// Splits x > 0 into mantissa in [0.5, 1) and exponent (frexp without library calls).
+SHT_HD void split(double x, double& mant, int& ex) {
+  union {
+    double d;
+    std::int64_t i;
+  } u;
+  u.d = x;
+  const int e = static_cast<int>((u.i >> 52) & 0x7ff);
+  ex = e - 1022;
+  u.i = (u.i & ~(static_cast<std::int64_t>(0x7ff) << 52)) | (static_cast<std::int64_t>(1022) << 52);
+  mant = u.d;
+}
+
+/// x^n for 0 < x <= 1 and n >= 0 as mant * 2^ex, mant in [0.5, 1), without underflow.
+SHT_HD void powi_scaled(double x, int n, double& mant, int& ex) {
+  double rm = 1.0;
+  int re = 0;
+  double bm;
+  int be;
+  split(x, bm, be);
+  while (n > 0) {
+    if (n & 1) {
+      double t;
+      int te;
+      split(rm * bm, t, te);
+      rm = t;
+      re += te + be;
+    }
+    n >>= 1;
+    if (n) {
+      double t;
+      int te;
+      split(bm * bm, t, te);
+      bm = t;
+      be = 2 * be + te;
+    }
+  }
+  split(rm, mant, ex);
+  ex += re;
+}
+
+/// value = mant * 2^ex  ->  (v, e) with value = v * 2^(kScaleBits e), e <= 0, |v| <= 1.
+SHT_HD void to_scaled(double mant, int ex, double& v, int& e) {
+  e = 0;
+  if (ex < 0) e = -((-ex) / kScaleBits);
+  v = mant * pow2i(ex - kScaleBits * e);
+}
+
+/// One HEALPix ring pair: north ring r (0-based from the north pole), its mirror R-1-r.
+struct RingPair {
+  double z;    ///< cos theta of the north ring (>= 0)
+  double omz;  ///< 1 - z, accurate near the pole
+  double opz;  ///< 1 + z
+  double sth;  ///< sin theta
+};
+
+/// Geometry of ring r (0-based, 0 <= r < 4 nside - 1): pixels, first pixel, phi of pixel 0,
+/// cos theta, 1 - cos theta, sin theta.
+struct RingInfo {
+  int nphi;
+  std::int64_t start;
+  double phi0, z, omz, sth;
+};
+
+SHT_HD RingInfo ring_info(int nside, int r) {
+  RingInfo g;
+  const int i = r + 1;  // 1-based ring index
+  const int nrings = 4 * nside - 1;
+  const double n = nside;
+  const std::int64_t npix = 12LL * nside * nside;
+  const std::int64_t ncap = 2LL * nside * (nside - 1);
+  if (i < nside) {  // north polar cap
+    g.nphi = 4 * i;
+    g.start = 2LL * i * (i - 1);
+    g.phi0 = kPi / (4.0 * i);
+    g.omz = static_cast<double>(i) * i / (3.0 * n * n);
+    g.z = 1.0 - g.omz;
+    g.sth = sqrt(g.omz * (2.0 - g.omz));
+  } else if (i <= 3 * nside) {  // equatorial belt
+    g.nphi = 4 * nside;
+    g.start = ncap + static_cast<std::int64_t>(i - nside) * 4 * nside;
+    g.phi0 = ((i - nside) & 1) ? 0.0 : kPi / (4.0 * n);
+    g.z = (2.0 * n - i) * 2.0 / (3.0 * n);
+    g.omz = 1.0 - g.z;
+    g.sth = sqrt((1.0 - g.z) * (1.0 + g.z));
+  } else {  // south polar cap
+    const int ii = nrings + 1 - i;  // 1-based from the south pole
+    g.nphi = 4 * ii;
+    g.start = npix - 2LL * ii * (ii + 1);
+    g.phi0 = kPi / (4.0 * ii);
+    const double omz_s = static_cast<double>(ii) * ii / (3.0 * n * n);  // 1 + z here
+    g.z = -(1.0 - omz_s);
+    g.omz = 2.0 - omz_s;
+    g.sth = sqrt(omz_s * (2.0 - omz_s));
+  }
+  return g;
+}
+
+/// ducc0's mlim: modes m above it are negligible on a ring with this sin/cos theta.
+SHT_HD int mlim_of(int lmax, int spin, double sth, double cth) {
+  double ofs = lmax * 0.01;
+  if (ofs < 100.0) ofs = 100.0;
+  const double b = -2.0 * spin * fabs(cth);
+  const double t1 = lmax * sth + ofs;
+  const double c = static_cast<double>(spin) * spin - t1 * t1;
+  const double discr = b * b - 4.0 * c;
+  if (discr <= 0) return lmax;
+  double res = (-b + sqrt(discr)) / 2.0;
+  if (res > lmax) res = lmax;
+  return static_cast<int>(res + 0.5);
+}
+
+/// Recursion coefficients for (l, m), l > l0. spin 0: alpha, gamma (beta = 0).
+/// spin 2: alpha, beta (of the +2 chain), gamma.
+SHT_HD void rec_coef(int spin, int l, int m, double& alpha, double& beta, double& gamma) {
+  const double L = l - 1, mm = m;
+  if (spin == 0) {
+    alpha = sqrt((4.0 * l * l - 1.0) / (static_cast<double>(l) * l - mm * mm));
+    const double lp = l - 1;
+    const double ap = (lp > mm) ? sqrt((4.0 * lp * lp - 1.0) / (lp * lp - mm * mm)) : 0.0;
+    gamma = (lp > mm) ? alpha / ap : 0.0;
+    beta = 0.0;
+    return;
+  }
+  const double s2 = static_cast<double>(spin) * spin;
+  const double D = L * sqrt(((L + 1) * (L + 1) - mm * mm) * ((L + 1) * (L + 1) - s2));
+  alpha = sqrt((2 * L + 3) / (2 * L + 1)) * (2 * L + 1) * L * (L + 1) / D;
+  beta = alpha * mm * spin / (L * (L + 1));
+  const double g2 = (L * L - mm * mm) * (L * L - s2);
+  gamma = g2 > 0 ? sqrt((2 * L + 3) / (2 * L - 1)) * (L + 1) * sqrt(g2) / D : 0.0;
+}
+
+/// nu_m = prod_{k=1..m} sqrt((2k-1)/(2k)) (host precomputation).
+inline double nu_of(int m) {
+  double v = 1.0;
+  for (int k = 1; k <= m; ++k) v *= sqrt((2.0 * k - 1.0) / (2.0 * k));
+  return v;
+}
+
+/// Start values at l0 for one ring pair (north ring values), scaled.
+/// spin 0: lam (v0, e). spin 2: lp (+2 chain), lm (-2 chain), shared e.
+SHT_HD int l0_of(int spin, int m) { return spin == 0 ? m : (m > 2 ? m : 2); }
+
+SHT_HD void start_spin0(int m, double nu_m, const RingPair& g, double& v, int& e) {
+  double mant;
+  int ex;
+  powi_scaled(g.sth, m, mant, ex);
+  const double pre = ((m & 1) ? -1.0 : 1.0) * sqrt((2.0 * m + 1.0) / (4.0 * kPi)) * nu_m;
+  to_scaled(mant * pre, ex, v, e);
+}
+
+SHT_HD void start_spin2(int m, double nu_m, const RingPair& g, double& vp, double& vm, int& e) {
+  const double n2 = sqrt(5.0 / (4.0 * kPi));
+  if (m == 0) {
+    vp = vm = n2 * sqrt(3.0 / 8.0) * g.sth * g.sth;
+    e = 0;
+    return;
+  }
+  if (m == 1) {
+    vp = n2 * g.sth * g.opz * 0.5;
+    vm = -n2 * g.sth * g.omz * 0.5;
+    e = 0;
+    return;
+  }
+  double mant;
+  int ex;
+  powi_scaled(g.sth, m - 2, mant, ex);
+  const double pre = ((m & 1) ? -1.0 : 1.0) * sqrt((2.0 * m + 1.0) / (4.0 * kPi)) * nu_m *
+                     sqrt((m - 1.0) * m / ((m + 1.0) * (m + 2.0)));
+  // Shared scale from the common factor; the (1 +- z)^2 factors are <= 4.
+  double v;
+  to_scaled(mant * pre, ex, v, e);
+  vp = v * g.opz * g.opz;
+  vm = v * g.omz * g.omz;
+}
+
+}  // namespace almagest::kernels::sht

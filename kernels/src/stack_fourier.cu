@@ -1,0 +1,460 @@
+// Tensor-core separable-phase Fourier path. For a Cartesian bank, velocity v = (i, j) shifts
+// exposure e by (sxi[i][e], syj[j][e]); with Psi_e(f) the 2-D spectrum of exposure e (zero padded
+// so that circular shifts never wrap valid pixels onto valid pixels),
+//   A^(f, i, j) = sum_e exp(2 pi i fx sxi[i][e] / Nx) * exp(2 pi i fy syj[j][e] / Ny) * Psi_e(f),
+// i.e. for every frequency a complex product X(f) Y(f)^T of an (nvx x n) phase table with an
+// (nvy x n) table whose rows are the other axis' phases times the spectrum. Both operands are
+// generated in shared memory as FP16 (the spectrum scaled per frequency) and multiplied on the
+// tensor cores with FP32 accumulation; nothing of size n_vel x n is materialised. Inverse real
+// FFTs (cuFFT, reading the strided products directly), then crop, score, threshold and digest in
+// one pass. Integer shifts make this the exact statistic up to FP16 rounding.
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <cufft.h>
+#include <mma.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "cuda_check.cuh"
+#include "device_buffer.cuh"
+#include "stack_fourier.cuh"
+
+#define CUFFT_CHECK(expr)                                                                          \
+  do {                                                                                             \
+    const cufftResult r_ = (expr);                                                                 \
+    if (r_ != CUFFT_SUCCESS) {                                                                     \
+      const std::string m_ = std::string("cuFFT error at ") + __FILE__ + ":" +                     \
+                             std::to_string(__LINE__) + ": " + #expr + " returned " +              \
+                             std::to_string(int(r_));                                              \
+      if (r_ == CUFFT_ALLOC_FAILED) throw ::almagest::kernels::DeviceOutOfMemory(m_);              \
+      throw ::almagest::kernels::DeviceError(m_);                                                  \
+    }                                                                                              \
+  } while (0)
+
+namespace almagest::kernels::stack_detail {
+namespace {
+
+using namespace nvcuda;
+
+constexpr double kPi = 3.14159265358979323846;
+constexpr int kGI = 80, kGJ = 80, kKC = 32, kLd = kKC + 8, kWarps = 10, kGemmThreads = kWarps * 32;
+
+int good_size(int n) {
+  for (int m = std::max(1, n);; ++m) {
+    int r = m;
+    for (int p : {2, 3, 5, 7})
+      while (r % p == 0) r /= p;
+    if (r == 1) return m;
+  }
+}
+
+template <int S>
+__global__ void pad_kernel(DevPlanes P, int nx, int ny, int e0, float* out, unsigned int* min_phi_bits) {
+  const int el = blockIdx.y, e = e0 + el;
+  const std::size_t npad = std::size_t(nx) * ny;
+  const std::size_t per_q = std::size_t(gridDim.y) * npad;
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < npad; i += std::size_t(gridDim.x) * blockDim.x) {
+    const int x = int(i % nx), y = int(i / nx);
+    float2 s = make_float2(0.f, 0.f);
+    if (x < P.width && y < P.height) s = load_sample<S>(P, e, x, y);
+    out[std::size_t(el) * npad + i] = s.x;
+    out[per_q + std::size_t(el) * npad + i] = s.y;
+    if (s.y > 0.f) atomicMin(min_phi_bits, __float_as_uint(s.y));
+  }
+}
+
+// fscale[q][f] = max_e |spec[q][e][f]| (1 where all are zero)
+__global__ void scale_kernel(const float2* __restrict__ spec, int n, int nf, float* fscale) {
+  const int f = blockIdx.x * blockDim.x + threadIdx.x, q = blockIdx.y;
+  if (f >= nf) return;
+  float m = 0.f;
+  for (int e = 0; e < n; ++e) {
+    const float2 v = spec[(std::size_t(q) * n + e) * nf + f];
+    m = fmaxf(m, fmaxf(fabsf(v.x), fabsf(v.y)));
+  }
+  fscale[std::size_t(q) * nf + f] = m > 0.f ? m : 1.f;
+}
+
+// spec[q][e][f] (float2) -> spech[q][f][e] (half2) / fscale[q][f]
+__global__ void transpose_kernel(const float2* __restrict__ spec, const float* __restrict__ fscale, int n,
+                                 int nf, __half2* spech) {
+  __shared__ float2 t[32][33];
+  const int q = blockIdx.z;
+  const int f0 = blockIdx.x * 32, e0 = blockIdx.y * 32;
+  for (int r = threadIdx.y; r < 32; r += blockDim.y) {
+    const int e = e0 + r, f = f0 + threadIdx.x;
+    t[r][threadIdx.x] = (e < n && f < nf) ? spec[(std::size_t(q) * n + e) * nf + f] : make_float2(0.f, 0.f);
+  }
+  __syncthreads();
+  for (int r = threadIdx.y; r < 32; r += blockDim.y) {
+    const int f = f0 + r, e = e0 + threadIdx.x;
+    if (f < nf && e < n) {
+      const float inv = 1.f / fscale[std::size_t(q) * nf + f];
+      const float2 v = t[threadIdx.x][r];
+      spech[(std::size_t(q) * nf + f) * n + e] = __floats2half2_rn(v.x * inv, v.y * inv);
+    }
+  }
+}
+
+__device__ __forceinline__ int wrap(long long a, int n) {
+  long long m = a % n;
+  return int(m < 0 ? m + n : m);
+}
+
+// One block per (frequency, 80-row tile of i, 80-row tile of j). Warp w: quantity w / 5 (psi,
+// phi), i tile w % 5, all five j tiles (real and imaginary accumulators).
+__global__ void __launch_bounds__(kGemmThreads, 1)
+phase_gemm_kernel(const __half2* __restrict__ spech, const float* __restrict__ fscale,
+                  const float2* __restrict__ twx_g, const float2* __restrict__ twy_g,
+                  const int* __restrict__ sxi, const int* __restrict__ syj, int n, int nx, int ny,
+                  int nfx, int nf, int nvx, int j0, int nj, float norm, float2* __restrict__ out) {
+  extern __shared__ __align__(128) unsigned char smem[];
+  __half* Xr = reinterpret_cast<__half*>(smem);
+  __half* Xi = Xr + kGI * kLd;
+  __half* Yr = Xi + kGI * kLd;       // [2][kGJ][kLd]
+  __half* Yi = Yr + 2 * kGJ * kLd;   // [2][kGJ][kLd]
+  float2* psiS = reinterpret_cast<float2*>(Yi + 2 * kGJ * kLd);  // [2][kKC]
+  float2* twx = psiS + 2 * kKC;
+  float2* twy = twx + nx;
+
+  const int f = blockIdx.x, fy = f / nfx, fx = f - fy * nfx;
+  const int ib = blockIdx.y * kGI, jb = blockIdx.z * kGJ;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int q = warp / 5, it = warp % 5;
+  for (int m = threadIdx.x; m < nx; m += blockDim.x) twx[m] = twx_g[m];
+  for (int m = threadIdx.x; m < ny; m += blockDim.x) twy[m] = twy_g[m];
+
+  wmma::fragment<wmma::accumulator, 16, 16, 16, float> re[5], im[5];
+#pragma unroll
+  for (int t = 0; t < 5; ++t) {
+    wmma::fill_fragment(re[t], 0.f);
+    wmma::fill_fragment(im[t], 0.f);
+  }
+  const bool warp_active = ib + it * 16 < nvx;
+
+  for (int e0 = 0; e0 < n; e0 += kKC) {
+    __syncthreads();
+    if (threadIdx.x < 2 * kKC) {
+      const int qq = threadIdx.x / kKC, kk = threadIdx.x % kKC, e = e0 + kk;
+      psiS[threadIdx.x] = e < n ? __half22float2(spech[(std::size_t(qq) * nf + f) * n + e]) : make_float2(0.f, 0.f);
+    }
+    for (int idx = threadIdx.x; idx < kGI * kKC; idx += blockDim.x) {
+      const int i = idx / kKC, kk = idx - i * kKC, e = e0 + kk, gi = ib + i;
+      float2 tw = make_float2(0.f, 0.f);
+      if (gi < nvx && e < n) tw = twx[wrap((long long)fx * sxi[std::size_t(gi) * n + e], nx)];
+      Xr[i * kLd + kk] = __float2half_rn(tw.x);
+      Xi[i * kLd + kk] = __float2half_rn(tw.y);
+    }
+    __syncthreads();
+    for (int idx = threadIdx.x; idx < kGJ * kKC; idx += blockDim.x) {
+      const int j = idx / kKC, kk = idx - j * kKC, e = e0 + kk, jj = jb + j;
+      float2 tw = make_float2(0.f, 0.f);
+      if (jj < nj && e < n) tw = twy[wrap((long long)fy * syj[std::size_t(j0 + jj) * n + e], ny)];
+#pragma unroll
+      for (int qq = 0; qq < 2; ++qq) {
+        const float2 p = psiS[qq * kKC + kk];
+        Yr[(qq * kGJ + j) * kLd + kk] = __float2half_rn(tw.x * p.x - tw.y * p.y);
+        Yi[(qq * kGJ + j) * kLd + kk] = __float2half_rn(tw.x * p.y + tw.y * p.x);
+      }
+    }
+    __syncthreads();
+    if (warp_active) {
+#pragma unroll
+      for (int ks = 0; ks < kKC; ks += 16) {
+        wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> ar, ai, an;
+        wmma::load_matrix_sync(ar, Xr + it * 16 * kLd + ks, kLd);
+        wmma::load_matrix_sync(ai, Xi + it * 16 * kLd + ks, kLd);
+#pragma unroll
+        for (int t = 0; t < ai.num_elements; ++t) an.x[t] = __hneg(ai.x[t]);
+#pragma unroll
+        for (int jt = 0; jt < 5; ++jt) {
+          if (jb + jt * 16 < nj) {
+            wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::col_major> br, bi;
+            wmma::load_matrix_sync(br, Yr + (q * kGJ + jt * 16) * kLd + ks, kLd);
+            wmma::load_matrix_sync(bi, Yi + (q * kGJ + jt * 16) * kLd + ks, kLd);
+            wmma::mma_sync(re[jt], ar, br, re[jt]);
+            wmma::mma_sync(re[jt], an, bi, re[jt]);
+            wmma::mma_sync(im[jt], ar, bi, im[jt]);
+            wmma::mma_sync(im[jt], ai, br, im[jt]);
+          }
+        }
+      }
+    }
+  }
+  __syncthreads();
+  // Write out: per warp a 2 x 16 x 16 float scratch inside the (now free) operand area.
+  float* scratch = reinterpret_cast<float*>(smem) + warp * 2 * 256;
+  const int nvc = nvx * nj;
+  const float sc = fscale[std::size_t(q) * nf + f] * norm;
+  float2* outq = out + (std::size_t(q) * nf + f) * nvc;
+  if (warp_active) {
+#pragma unroll
+    for (int jt = 0; jt < 5; ++jt) {
+      if (jb + jt * 16 >= nj) continue;
+      wmma::store_matrix_sync(scratch, re[jt], 16, wmma::mem_row_major);
+      wmma::store_matrix_sync(scratch + 256, im[jt], 16, wmma::mem_row_major);
+      __syncwarp();
+      for (int t = lane; t < 256; t += 32) {
+        const int c = t / 16, r = t % 16;  // r: i within tile (fastest), c: j within tile
+        const int gi = ib + it * 16 + r, jj = jb + jt * 16 + c;
+        if (gi < nvx && jj < nj)
+          outq[std::size_t(jj) * nvx + gi] = make_float2(scratch[r * 16 + c] * sc, scratch[256 + r * 16 + c] * sc);
+      }
+      __syncwarp();
+    }
+  }
+}
+
+__global__ void score_kernel(const float* __restrict__ ra, const float* __restrict__ rb, int nx, int ny,
+                             int W, int H, int v0, float bfloor, ScanArgs A) {
+  const int vl = blockIdx.y;
+  const int pix = blockIdx.x * blockDim.x + threadIdx.x;
+  ThreadDigest d;
+  if (pix < W * H) {
+    const int x = pix % W, y = pix / W;
+    const std::size_t i = (std::size_t(vl) * ny + y) * nx + x;
+    float a = ra[i], b = rb[i];
+    if (!(b >= bfloor)) {
+      a = 0.f;
+      b = 0.f;
+    }
+    finish(a, b, -1, x, y, v0 + vl, W, H, A, d, nullptr);
+  }
+  reduce_digest(d, A.partials);
+}
+
+struct Plans {
+  cufftHandle h = 0;
+  int a = -1, b = -1, c = -1;
+  ~Plans() {
+    if (h) cufftDestroy(h);
+  }
+  void reset() {
+    if (h) cufftDestroy(h);
+    h = 0;
+    a = b = c = -1;
+  }
+};
+
+}  // namespace
+
+struct FourierEngine::Impl {
+  Plans fwd, inv;
+};
+
+FourierEngine::FourierEngine() : impl_(std::make_unique<Impl>()) {}
+FourierEngine::~FourierEngine() = default;
+
+void FourierEngine::scan(const DevPlanes& P, int storage, const StackShifts& sh,
+                         const StackScanParams& prm, cudaStream_t s, StackScanResult& out) {
+  if (!sh.sxi || !sh.syj || sh.nvx <= 0 || sh.nvy <= 0 || sh.nvx * sh.nvy != sh.n_vel)
+    throw DeviceError("Fourier path: the bank is not a separable Cartesian grid");
+  if (prm.top_k_mode) throw DeviceError("Fourier path: top-k mode is not supported");
+  const int n = P.n, W = P.width, H = P.height;
+  int ax = 0, ay = 0;
+  for (std::size_t i = 0; i < std::size_t(sh.nvx) * n; ++i) ax = std::max(ax, std::abs(sh.sxi[i]));
+  for (std::size_t i = 0; i < std::size_t(sh.nvy) * n; ++i) ay = std::max(ay, std::abs(sh.syj[i]));
+  const int nx = good_size(W + ax), ny = good_size(H + ay), nfx = nx / 2 + 1, nf = ny * nfx;
+  const double norm = 1.0 / (double(nx) * ny);
+  cudaEvent_t ev[2];
+  CUDA_CHECK(cudaEventCreate(&ev[0]));
+  CUDA_CHECK(cudaEventCreate(&ev[1]));
+  auto tic = [&] { CUDA_CHECK(cudaEventRecord(ev[0], s)); };
+  auto toc = [&](const char* stage) {
+    CUDA_CHECK(cudaEventRecord(ev[1], s));
+    CUDA_CHECK(cudaEventSynchronize(ev[1]));
+    float ms = 0;
+    CUDA_CHECK(cudaEventElapsedTime(&ms, ev[0], ev[1]));
+    out.stage_seconds[stage] += ms * 1e-3;
+    out.scan_seconds += ms * 1e-3;
+  };
+  struct EvGuard {
+    cudaEvent_t* e;
+    ~EvGuard() {
+      cudaEventDestroy(e[0]);
+      cudaEventDestroy(e[1]);
+    }
+  } evg{ev};
+
+  // ---- forward: pad + decode, R2C in exposure chunks, per-frequency scale, transpose to FP16
+  DeviceBuffer<float2> spec(2 * std::size_t(n) * nf);
+  DeviceBuffer<unsigned int> minphi(1);
+  const unsigned int big = 0x7f7fffffu;
+  minphi.upload(&big, 1, s);
+  const int ec = std::max(1, std::min(n, int((std::size_t(1) << 30) / (std::size_t(nx) * ny * 8))));
+  DeviceBuffer<float> real(2 * std::size_t(ec) * nx * ny);
+  DeviceBuffer<float2> tmp(std::size_t(ec) * nf);
+  tic();
+  for (int e0 = 0; e0 < n; e0 += ec) {
+    const int ne = std::min(ec, n - e0);
+    dim3 g(unsigned(std::min<std::size_t>((std::size_t(nx) * ny + 255) / 256, 4096)), unsigned(ne));
+    if (storage == 0) pad_kernel<0><<<g, 256, 0, s>>>(P, nx, ny, e0, real.data(), minphi.data());
+    else if (storage == 1) pad_kernel<1><<<g, 256, 0, s>>>(P, nx, ny, e0, real.data(), minphi.data());
+    else pad_kernel<2><<<g, 256, 0, s>>>(P, nx, ny, e0, real.data(), minphi.data());
+    CUDA_CHECK_LAUNCH();
+    if (impl_->fwd.a != nx || impl_->fwd.b != ny || impl_->fwd.c != ne) {
+      impl_->fwd.reset();
+      int dims[2] = {ny, nx};
+      CUFFT_CHECK(cufftPlanMany(&impl_->fwd.h, 2, dims, nullptr, 1, nx * ny, nullptr, 1, nf, CUFFT_R2C, ne));
+      impl_->fwd.a = nx;
+      impl_->fwd.b = ny;
+      impl_->fwd.c = ne;
+    }
+    CUFFT_CHECK(cufftSetStream(impl_->fwd.h, s));
+    for (int q = 0; q < 2; ++q) {
+      // the real planes of quantity q for this chunk are at q * ne * nx * ny
+      CUFFT_CHECK(cufftExecR2C(impl_->fwd.h, real.data() + std::size_t(q) * ne * nx * ny,
+                               reinterpret_cast<cufftComplex*>(spec.data() + (std::size_t(q) * n + e0) * nf)));
+    }
+  }
+  DeviceBuffer<float> fscale(2 * std::size_t(nf));
+  scale_kernel<<<dim3(unsigned((nf + 255) / 256), 2), 256, 0, s>>>(spec.data(), n, nf, fscale.data());
+  CUDA_CHECK_LAUNCH();
+  DeviceBuffer<__half2> spech(2 * std::size_t(nf) * n);
+  transpose_kernel<<<dim3(unsigned((nf + 31) / 32), unsigned((n + 31) / 32), 2), dim3(32, 8), 0, s>>>(spec.data(), fscale.data(), n, nf, spech.data());
+  CUDA_CHECK_LAUNCH();
+  toc("forward_fft");
+  unsigned int minbits = 0;
+  minphi.download(&minbits, 1, s);
+  CUDA_CHECK(cudaStreamSynchronize(s));
+  float minphi_f;
+  std::memcpy(&minphi_f, &minbits, 4);
+  const float bfloor = 0.5f * minphi_f;
+  spec.release();
+  real.release();
+  tmp.release();
+
+  // ---- twiddles and shift tables
+  std::vector<float2> twx(nx), twy(ny);
+  for (int m = 0; m < nx; ++m) twx[m] = make_float2(float(std::cos(2 * kPi * m / nx)), float(std::sin(2 * kPi * m / nx)));
+  for (int m = 0; m < ny; ++m) twy[m] = make_float2(float(std::cos(2 * kPi * m / ny)), float(std::sin(2 * kPi * m / ny)));
+  auto dtwx = DeviceBuffer<float2>::from(twx, s), dtwy = DeviceBuffer<float2>::from(twy, s);
+  DeviceBuffer<int> dsxi(std::size_t(sh.nvx) * n), dsyj(std::size_t(sh.nvy) * n);
+  dsxi.upload(sh.sxi, dsxi.size(), s);
+  dsyj.upload(sh.syj, dsyj.size(), s);
+  const std::size_t smem = std::size_t(kGI) * kLd * 2 * 2 + std::size_t(kGJ) * kLd * 2 * 2 * 2 +
+                           2 * kKC * sizeof(float2) + std::size_t(nx + ny) * sizeof(float2);
+  CUDA_CHECK(cudaFuncSetAttribute(phase_gemm_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+
+  // ---- velocity chunks over j
+  std::size_t fr = 0, tot = 0;
+  CUDA_CHECK(cudaMemGetInfo(&fr, &tot));
+  const std::size_t per_vel = std::size_t(nf) * 16 + std::size_t(nx) * ny * 8;
+  int nj = sh.nvy;
+  while (nj > 1 && double(per_vel) * sh.nvx * nj * 2.0 > 0.6 * double(fr)) nj = (nj + 1) / 2;
+  const std::size_t n_org = std::size_t(W) * H;
+  DeviceBuffer<StackHit> dhits(std::max<std::size_t>(1, prm.max_hits));
+  DeviceBuffer<unsigned long long> dcount(1);
+  dcount.zero(s);
+  DeviceBuffer<float> da, db;
+  DeviceBuffer<int> dobs;
+  if (prm.dense) {
+    da.allocate(n_org * sh.n_vel);
+    db.allocate(n_org * sh.n_vel);
+    dobs.allocate(n_org * sh.n_vel);
+    CUDA_CHECK(cudaMemsetAsync(dobs.data(), 0xff, dobs.bytes(), s));
+  }
+  ScanArgs A{};
+  A.threshold = prm.threshold;
+  A.top_k = 0;
+  A.hits = dhits.data();
+  A.hit_count = dcount.data();
+  A.max_hits = std::max<std::size_t>(1, prm.max_hits);
+  A.dense_a = da.data();
+  A.dense_b = db.data();
+  A.dense_obs = nullptr;
+  A.n_vel = sh.n_vel;
+  DeviceBuffer<BlockDigest> dpart;
+  std::vector<BlockDigest> hpart;
+  double sum_a = 0, sum_b = 0, max_z = 0;
+  unsigned long long count = 0;
+  for (int j0 = 0; j0 < sh.nvy;) {
+    if (prm.cancelled && prm.cancelled()) {
+      out.cancelled = true;
+      return;
+    }
+    const int njc = std::min(nj, sh.nvy - j0);
+    const int nvc = sh.nvx * njc;
+    DeviceBuffer<float2> prod;
+    DeviceBuffer<float> rout;
+    try {
+      prod.allocate(2 * std::size_t(nf) * nvc);
+      rout.allocate(2 * std::size_t(nvc) * nx * ny);
+      if (impl_->inv.a != nx || impl_->inv.b != ny || impl_->inv.c != nvc) {
+        impl_->inv.reset();
+        int dims[2] = {ny, nx}, in_e[2] = {ny, nfx}, out_e[2] = {ny, nx};
+        CUFFT_CHECK(cufftPlanMany(&impl_->inv.h, 2, dims, in_e, nvc, 1, out_e, 1, nx * ny, CUFFT_C2R, nvc));
+        impl_->inv.a = nx;
+        impl_->inv.b = ny;
+        impl_->inv.c = nvc;
+      }
+    } catch (const DeviceOutOfMemory&) {
+      cudaGetLastError();
+      impl_->inv.reset();
+      if (nj == 1) throw;
+      nj = (nj + 1) / 2;
+      continue;
+    }
+    tic();
+    dim3 g(unsigned(nf), unsigned((sh.nvx + kGI - 1) / kGI), unsigned((njc + kGJ - 1) / kGJ));
+    phase_gemm_kernel<<<g, kGemmThreads, smem, s>>>(spech.data(), fscale.data(), dtwx.data(), dtwy.data(), dsxi.data(),
+                                                    dsyj.data(), n, nx, ny, nfx, nf, sh.nvx, j0, njc, float(norm), prod.data());
+    CUDA_CHECK_LAUNCH();
+    toc("phase_gemm");
+    tic();
+    CUFFT_CHECK(cufftSetStream(impl_->inv.h, s));
+    for (int q = 0; q < 2; ++q)
+      CUFFT_CHECK(cufftExecC2R(impl_->inv.h, reinterpret_cast<cufftComplex*>(prod.data() + std::size_t(q) * nf * nvc),
+                               rout.data() + std::size_t(q) * nvc * nx * ny));
+    toc("inverse_fft");
+    tic();
+    dim3 gs(unsigned((n_org + 255) / 256), unsigned(nvc));
+    dpart.reserve(std::size_t(gs.x) * gs.y);
+    A.partials = dpart.data();
+    score_kernel<<<gs, 256, 0, s>>>(rout.data(), rout.data() + std::size_t(nvc) * nx * ny, nx, ny, W, H,
+                                    j0 * sh.nvx, bfloor, A);
+    CUDA_CHECK_LAUNCH();
+    toc("score");
+    hpart.resize(std::size_t(gs.x) * gs.y);
+    dpart.download(hpart.data(), hpart.size(), s);
+    CUDA_CHECK(cudaStreamSynchronize(s));
+    for (const auto& b : hpart) {
+      sum_a += b.sum_a;
+      sum_b += b.sum_b;
+      max_z = std::max<double>(max_z, b.max_z);
+      count += b.count;
+    }
+    j0 += njc;
+    if (prm.progress) prm.progress(double(j0), double(sh.nvy), "search (gpu fourier)");
+  }
+  out.sum_a = sum_a;
+  out.sum_b = sum_b;
+  out.max_z = max_z;
+  out.count_above = count;
+  unsigned long long n_hits = 0;
+  dcount.download(&n_hits, 1, s);
+  CUDA_CHECK(cudaStreamSynchronize(s));
+  out.total_hits = n_hits;
+  out.hits.resize(std::min<unsigned long long>(n_hits, A.max_hits));
+  dhits.download(out.hits.data(), out.hits.size(), s);
+  if (prm.dense) {
+    out.dense_a.resize(da.size());
+    out.dense_b.resize(db.size());
+    out.dense_obs.resize(dobs.size());
+    da.download(out.dense_a.data(), da.size(), s);
+    db.download(out.dense_b.data(), db.size(), s);
+    dobs.download(out.dense_obs.data(), dobs.size(), s);
+  }
+  CUDA_CHECK(cudaStreamSynchronize(s));
+  std::sort(out.hits.begin(), out.hits.end(), [](const StackHit& a, const StackHit& b) {
+    if (a.y != b.y) return a.y < b.y;
+    if (a.x != b.x) return a.x < b.x;
+    return a.v < b.v;
+  });
+}
+
+}  // namespace almagest::kernels::stack_detail

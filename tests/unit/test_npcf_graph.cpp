@@ -1,0 +1,393 @@
+// Neighbour graph against an O(N^2) brute-force neighbour list (bins, pixels, periodic box, log
+// bins), thread-count independence of the graph, the graph-size estimate, binning formulas,
+// point-set construction and configuration validation messages.
+#include <QtTest>
+
+#include <algorithm>
+#include <cmath>
+#include <numbers>
+#include <string>
+#include <vector>
+
+#include "almagest/core/error.hpp"
+#include "almagest/npcf/config.hpp"
+#include "almagest/npcf/graph.hpp"
+#include "almagest/npcf/points.hpp"
+#include "almagest/npcf/synthetic.hpp"
+
+using namespace almagest;
+using namespace almagest::npcf;
+
+namespace {
+
+struct BruteEdge {
+  std::uint32_t j;
+  int bin;
+  int pixel;
+};
+
+/// O(N^2) half neighbour lists. Periodic: minimum image per axis over the shifts {-L, 0, +L},
+/// written independently of Geometry::delta.
+std::vector<std::vector<BruteEdge>> brute_force(const PointSet& p, const NpcfConfig& c, bool pixels) {
+  const std::size_t n = p.size();
+  std::vector<std::vector<BruteEdge>> out(n);
+  const double rmin2 = c.bins.rmin * c.bins.rmin, rmax2 = c.bins.rmax * c.bins.rmax;
+  auto axis = [&](double a, double b) {
+    double d = b - a;
+    if (!c.periodic) return d;
+    double best = d;
+    for (double s : {-c.box, c.box})
+      if (std::fabs(d + s) < std::fabs(best)) best = d + s;
+    return best;
+  };
+  for (std::size_t i = 0; i < n; ++i)
+    for (std::size_t j = i + 1; j < n; ++j) {
+      const double dx = axis(p.x[i], p.x[j]), dy = axis(p.y[i], p.y[j]), dz = axis(p.z[i], p.z[j]);
+      const double d2 = dx * dx + dy * dy + dz * dz;
+      if (!(d2 > rmin2 && d2 < rmax2)) continue;
+      int pix = -1;
+      if (pixels) {
+        // theta = acos(dz/d) in ntheta bins of [0, pi]; phi = atan2(dy, dx) in nphi bins of [-pi, pi).
+        const double d = std::sqrt(d2);
+        const double th = std::acos(std::clamp(dz / d, -1.0, 1.0));
+        const double ph = std::atan2(dy, dx);
+        int it = std::min(c.pixel_ntheta - 1, static_cast<int>(th / std::numbers::pi * c.pixel_ntheta));
+        int ip = std::min(c.pixel_nphi - 1,
+                          static_cast<int>((ph + std::numbers::pi) / (2 * std::numbers::pi) * c.pixel_nphi));
+        pix = it * c.pixel_nphi + ip;
+      }
+      out[i].push_back({static_cast<std::uint32_t>(j), c.bins.bin_of(std::sqrt(d2)), pix});
+    }
+  return out;
+}
+
+void compare(const Graph& g, const std::vector<std::vector<BruteEdge>>& ref, bool pixels) {
+  QCOMPARE(g.num_vertices(), static_cast<std::uint64_t>(ref.size()));
+  std::uint64_t e = 0;
+  for (std::size_t i = 0; i < ref.size(); ++i) {
+    QCOMPARE(g.offsets[i], e);
+    QCOMPARE(g.offsets[i + 1] - g.offsets[i], static_cast<std::uint64_t>(ref[i].size()));
+    for (const auto& be : ref[i]) {
+      QCOMPARE(g.neighbour[e], be.j);
+      QCOMPARE(static_cast<int>(g.bin[e]), be.bin);
+      if (pixels) QCOMPARE(static_cast<int>(g.pixel[e]), be.pixel);
+      ++e;
+    }
+  }
+  QCOMPARE(g.num_edges(), e);
+  QVERIFY(e > 0);
+  if (!pixels) QVERIFY(g.pixel.empty());
+}
+
+PointSet clustered(std::size_t ndata, std::size_t nrand, double box, std::uint64_t seed) {
+  auto d = synthetic::neyman_scott(ndata, 8, 3.0, box, seed);
+  auto r = synthetic::uniform(nrand, box, seed + 1);
+  return make_point_set(d, &r);
+}
+
+bool contains(const std::vector<std::string>& v, const std::string& s) {
+  return std::any_of(v.begin(), v.end(), [&](const std::string& m) { return m.find(s) != std::string::npos; });
+}
+
+}  // namespace
+
+class TestNpcfGraph : public QObject {
+  Q_OBJECT
+private slots:
+  void binning_formulas() {
+    Binning b;
+    b.rmin = 2;
+    b.rmax = 12;
+    b.nbins = 5;  // dr = 2
+    QCOMPARE(b.bin_of(2.5), 0);
+    QCOMPARE(b.bin_of(4.0), 1);  // floor((4-2)/2)+1 = 2 (1-based)
+    QCOMPARE(b.bin_of(11.99), 4);
+    QCOMPARE(b.edge(0), 2.0);
+    QCOMPARE(b.edge(3), 8.0);
+    QCOMPARE(b.edge(5), 12.0);
+    QCOMPARE(b.centre(1), 5.0);
+    b.scale = BinScale::Log;
+    b.rmin = 1;
+    b.rmax = 1000;
+    b.nbins = 3;  // decades
+    QCOMPARE(b.bin_of(5.0), 0);
+    QCOMPARE(b.bin_of(50.0), 1);
+    QCOMPARE(b.bin_of(999.0), 2);
+    QVERIFY(std::fabs(b.edge(1) - 10.0) < 1e-12);
+    QVERIFY(std::fabs(b.edge(2) - 100.0) < 1e-10);
+    QCOMPARE(b.edge(3), 1000.0);
+    QVERIFY(std::fabs(b.centre(0) - std::sqrt(10.0)) < 1e-12);
+  }
+
+  void graph_equals_brute_force() {
+    const PointSet p = clustered(500, 700, 100.0, 11);
+    NpcfConfig c;
+    c.statistic = Statistic::ThreePoint;
+    c.bins = {1.0, 12.0, 7, BinScale::Linear};
+    c.threads = 2;
+    compare(build_graph(p, c, JobContext{}), brute_force(p, c, false), false);
+  }
+
+  void graph_with_pixels() {
+    const PointSet p = clustered(400, 500, 80.0, 12);
+    NpcfConfig c;
+    c.statistic = Statistic::FourPointParity;  // pixel directions: pixels are stored
+    c.bins = {0.5, 10.0, 4, BinScale::Linear};
+    c.pixel_ntheta = 6;
+    c.pixel_nphi = 10;
+    c.threads = 2;
+    compare(build_graph(p, c, JobContext{}), brute_force(p, c, true), true);
+    const Graph g = build_graph(p, c, JobContext{});
+    QCOMPARE(g.ntheta, 6);
+    QCOMPARE(g.nphi, 10);
+  }
+
+  void graph_log_bins() {
+    const PointSet p = clustered(600, 600, 100.0, 13);
+    NpcfConfig c;
+    c.bins = {0.3, 15.0, 9, BinScale::Log};
+    c.store_pixels = true;
+    compare(build_graph(p, c, JobContext{}), brute_force(p, c, true), true);
+  }
+
+  void graph_periodic_box() {
+    // Points crowd the faces and corners so that many edges cross the boundary.
+    PointSet p = clustered(700, 500, 60.0, 14);
+    for (std::size_t i = 0; i < p.size(); i += 3) p.x[i] = std::fmod(p.x[i] * 0.05 + 59.0, 60.0);
+    NpcfConfig c;
+    c.statistic = Statistic::ThreePoint;
+    c.periodic = true;
+    c.box = 60.0;
+    c.bins = {0.0, 15.0, 5, BinScale::Linear};
+    const auto ref = brute_force(p, c, false);
+    const Graph g = build_graph(p, c, JobContext{});
+    compare(g, ref, false);
+    // Edges that wrap exist (direct separation >= rmax).
+    std::size_t wrapped = 0;
+    for (std::size_t i = 0; i < ref.size(); ++i)
+      for (const auto& e : ref[i])
+        if (std::fabs(p.x[e.j] - p.x[i]) > 15.0) ++wrapped;
+    QVERIFY2(wrapped > 50, qPrintable(QString("only %1 wrapped edges").arg(wrapped)));
+  }
+
+  void graph_independent_of_threads() {
+    const PointSet p = clustered(3000, 3000, 150.0, 15);
+    NpcfConfig c;
+    c.bins = {1.0, 14.0, 6, BinScale::Linear};
+    c.store_pixels = true;
+    c.threads = 1;
+    const Graph g1 = build_graph(p, c, JobContext{});
+    c.threads = 2;
+    const Graph g2 = build_graph(p, c, JobContext{});
+    c.threads = 3;
+    const Graph g3 = build_graph(p, c, JobContext{});
+    QVERIFY(g1.num_edges() > 10000);
+    QVERIFY(g1.offsets == g2.offsets && g1.neighbour == g2.neighbour && g1.bin == g2.bin && g1.pixel == g2.pixel);
+    QVERIFY(g1.offsets == g3.offsets && g1.neighbour == g3.neighbour && g1.bin == g3.bin && g1.pixel == g3.pixel);
+    QCOMPARE(g1.memory_bytes(), 8 * (p.size() + 1) + g1.num_edges() * 7);
+  }
+
+  void estimate_within_ten_percent() {
+    // Clustered data plus randoms, as in the benchmark recipe.
+    const auto cats = synthetic::benchmark_catalogues(30000, 7, 300.0);
+    const PointSet p = make_point_set(cats.data, &cats.randoms);
+    NpcfConfig c;
+    c.bins = {1.0, 20.0, 10, BinScale::Linear};
+    const GraphEstimate est = estimate_graph(p, c, 2000, 99);
+    const Graph g = build_graph(p, c, JobContext{});
+    const double actual = static_cast<double>(g.num_edges());
+    QVERIFY(est.sampled >= 1999);
+    QVERIFY2(std::fabs(est.edges - actual) < 0.1 * actual,
+             qPrintable(QString("estimate %1 actual %2").arg(est.edges).arg(actual)));
+    QVERIFY(std::fabs(est.bytes - static_cast<double>(g.memory_bytes())) < 0.1 * g.memory_bytes());
+    QVERIFY(std::fabs(est.mean_neighbours - 2 * actual / p.size()) < 0.1 * 2 * actual / p.size());
+    // Deterministic for a seed.
+    QCOMPARE(estimate_graph(p, c, 2000, 99).edges, est.edges);
+  }
+
+  void pixel_functions() {
+    // +z is in the first theta ring, -z in the last; pixel centres point into their pixel.
+    QCOMPARE(static_cast<int>(direction_pixel(0, 0, 1, 8, 32)) / 32, 0);
+    QCOMPARE(static_cast<int>(direction_pixel(0, 0, -1, 8, 32)) / 32, 7);
+    QCOMPARE(static_cast<int>(direction_pixel(1, 0, 0, 8, 32)), 4 * 32 + 16);  // theta = pi/2, phi = 0
+    for (int pix = 0; pix < 8 * 32; ++pix) {
+      double ux, uy, uz;
+      pixel_centre(pix, 8, 32, ux, uy, uz);
+      QVERIFY(std::fabs(ux * ux + uy * uy + uz * uz - 1) < 1e-12);
+      QCOMPARE(static_cast<int>(direction_pixel(3 * ux, 3 * uy, 3 * uz, 8, 32)), pix);
+    }
+  }
+
+  void point_set_normalisation() {
+    io::Catalogue d;
+    d.x = {1, 2, 3};
+    d.y = {0, 0, 0};
+    d.z = {0, 0, 0};
+    d.w = {1, 2, 5};
+    d.source = "data.txt";
+    io::Catalogue r = synthetic::uniform(10, 5.0, 1);
+    for (auto& w : r.w) w = 3;
+    const PointSet p = make_point_set(d, &r);
+    QCOMPARE(p.ndata, std::size_t(3));
+    QCOMPARE(p.size(), std::size_t(13));
+    QCOMPARE(p.data_weight_sum, 8.0);
+    QCOMPARE(p.random_weight_sum, 30.0);
+    double sd = 0, sr = 0;
+    for (std::size_t i = 0; i < 3; ++i) sd += p.w[i];
+    for (std::size_t i = 3; i < 13; ++i) sr += p.w[i];
+    QVERIFY(std::fabs(sd - 1) < 1e-15 && std::fabs(sr + 1) < 1e-15);
+    QVERIFY(std::fabs(p.data_w2_sum - (1.0 + 4.0 + 25.0) / 64.0) < 1e-15);
+    QCOMPARE(p.x[3], r.x[0]);  // data first, then randoms
+  }
+
+  void point_set_errors() {
+    io::Catalogue d = synthetic::uniform(5, 10.0, 2);
+    d.source = "galaxies.fits";
+    io::Catalogue empty;
+    empty.source = "empty.txt";
+    try {
+      make_point_set(empty, nullptr);
+      QFAIL("empty data accepted");
+    } catch (const IoError& e) {
+      QVERIFY(std::string(e.what()).find("empty.txt") != std::string::npos);
+      QVERIFY(std::string(e.what()).find("empty") != std::string::npos);
+    }
+    io::Catalogue bad = d;
+    bad.y[3] = std::nan("");
+    try {
+      make_point_set(bad, nullptr);
+      QFAIL("NaN accepted");
+    } catch (const IoError& e) {
+      const std::string m = e.what();
+      QVERIFY2(m.find("galaxies.fits") != std::string::npos && m.find("row 4") != std::string::npos &&
+                   e.field() == "y",
+               m.c_str());
+    }
+    bad = d;
+    bad.w[1] = INFINITY;
+    QVERIFY_THROWS_EXCEPTION(IoError, make_point_set(bad, nullptr));
+    bad = d;
+    bad.w = {1, -1, 2, -2, 0};
+    try {
+      make_point_set(d, &bad);
+      QFAIL("zero weight sum accepted");
+    } catch (const IoError& e) {
+      QVERIFY2(std::string(e.what()).find("sum to zero") != std::string::npos, e.what());
+      QVERIFY(std::string(e.what()).find("galaxies.fits") != std::string::npos);
+    }
+  }
+
+  void wrap_into_box() {
+    PointSet p = make_point_set(synthetic::uniform(4, 10.0, 3), nullptr);
+    p.x = {-1.0, 10.0, 25.0, 3.0};
+    wrap_periodic(p, 10.0);
+    QCOMPARE(p.x[0], 9.0);
+    QCOMPARE(p.x[1], 0.0);
+    QCOMPARE(p.x[2], 5.0);
+    QCOMPARE(p.x[3], 3.0);
+    QVERIFY_THROWS_EXCEPTION(ConfigError, wrap_periodic(p, 0.0));
+  }
+
+  void config_validation_messages() {
+    NpcfConfig ok;
+    QVERIFY(ok.validate().empty());
+    ok.check();
+
+    NpcfConfig c;
+    c.bins.rmin = -1;
+    c.bins.rmax = -2;
+    c.bins.nbins = 0;
+    c.threads = -3;
+    c.pixel_nphi = 7;
+    auto v = c.validate();
+    QVERIFY(contains(v, "rmin: must be >= 0"));
+    QVERIFY(contains(v, "rmax: must be greater than rmin"));
+    QVERIFY(contains(v, "nbins: must be in 1..255"));
+    QVERIFY(contains(v, "threads:"));
+    QVERIFY(contains(v, "pixel_nphi: must be even"));
+    try {
+      c.check();
+      QFAIL("invalid config accepted");
+    } catch (const ConfigError& e) {
+      const std::string m = e.what();
+      for (const char* f : {"rmin", "rmax", "nbins", "threads", "pixel_nphi"})
+        QVERIFY2(m.find(f) != std::string::npos, m.c_str());
+    }
+
+    NpcfConfig four;
+    four.statistic = Statistic::FourPoint;
+    four.bins.nbins = 17;
+    QVERIFY(contains(four.validate(), "nbins: must be in 1..16"));
+    four.bins.nbins = 256;
+    QVERIFY(contains(four.validate(), "nbins: must be in 1..255"));
+
+    NpcfConfig lg;
+    lg.bins.scale = BinScale::Log;
+    lg.bins.rmin = 0;
+    QVERIFY(contains(lg.validate(), "rmin: logarithmic bins need rmin > 0"));
+
+    NpcfConfig per;
+    per.periodic = true;
+    per.box = 0;
+    QVERIFY(contains(per.validate(), "box:"));
+    per.box = 100;
+    per.bins.rmax = 50;  // not < box/2
+    QVERIFY(contains(per.validate(), "rmax: must be less than box/2"));
+    per.bins.rmax = 49.9;
+    QVERIFY(per.validate().empty());
+    per.statistic = Statistic::ThreePoint;
+    QVERIFY(contains(per.validate(), "rmax: must be at most box/4"));
+    per.bins.rmax = 25;
+    QVERIFY(per.validate().empty());
+
+    NpcfConfig pix;
+    pix.pixel_ntheta = 512;
+    pix.pixel_nphi = 256;
+    QVERIFY(contains(pix.validate(), "exceeds 65536"));
+    try {
+      pix.check();
+      QFAIL("pixel grid accepted");
+    } catch (const ConfigError& e) {
+      QCOMPARE(e.field(), std::string("pixel_nphi"));
+    }
+
+    QCOMPARE(statistic_from_string("4pcf-parity"), Statistic::FourPointParity);
+    QCOMPARE(std::string(to_string(Statistic::ThreePointEquilateral)), std::string("3pcf-equilateral"));
+    QVERIFY_THROWS_EXCEPTION(ConfigError, statistic_from_string("5pcf"));
+    QCOMPARE(backend_from_string("auto"), Backend::Auto);
+    QVERIFY(ok.to_json().find("\"nbins\":10") != std::string::npos);
+  }
+
+  void synthetic_is_reproducible() {
+    const auto a = synthetic::neyman_scott(1000, 10, 5.0, 100.0, 42);
+    const auto b = synthetic::neyman_scott(1000, 10, 5.0, 100.0, 42);
+    const auto c = synthetic::neyman_scott(1000, 10, 5.0, 100.0, 43);
+    QCOMPARE(a.size(), std::size_t(1000));
+    QVERIFY(a.x == b.x && a.y == b.y && a.z == b.z);
+    QVERIFY(a.x != c.x);
+    for (std::size_t i = 0; i < a.size(); ++i) QVERIFY(a.x[i] >= 0 && a.x[i] < 100.0);
+    // Children of one parent are close: consecutive groups of 10 have a small spread.
+    double spread = 0;
+    for (int k = 1; k < 10; ++k) spread += std::fabs(a.z[k] - a.z[0]);
+    QVERIFY(spread / 9 < 20.0);
+    // The portable generator: mt19937_64's 10000th output is fixed by the C++ standard.
+    synthetic::Rng rng(5489u);
+    std::uint64_t v = 0;
+    for (int i = 0; i < 10000; ++i) v = rng.next();
+    QCOMPARE(v, std::uint64_t(9981545732273789042ull));
+    // Normals: mean ~ 0, variance ~ 1.
+    double s = 0, s2 = 0;
+    for (int i = 0; i < 200000; ++i) {
+      const double g = rng.normal();
+      s += g;
+      s2 += g * g;
+    }
+    QVERIFY(std::fabs(s / 200000) < 0.01 && std::fabs(s2 / 200000 - 1) < 0.02);
+    const auto bench = synthetic::benchmark_catalogues(3000);
+    QCOMPARE(bench.data.size(), std::size_t(1000));
+    QCOMPARE(bench.randoms.size(), std::size_t(2000));
+  }
+};
+
+QTEST_GUILESS_MAIN(TestNpcfGraph)
+#include "test_npcf_graph.moc"

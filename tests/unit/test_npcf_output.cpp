@@ -1,0 +1,237 @@
+// Result files: HDF5 round trip, GRAMSCI text layout (header columns, row counts, values), and a
+// cancelled job that throws Cancelled and leaves no output file.
+#include <QtTest>
+
+#include <QTemporaryDir>
+#include <cmath>
+#include <filesystem>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "almagest/core/error.hpp"
+#include "almagest/io/hdf5_file.hpp"
+#include "almagest/npcf/plan.hpp"
+#include "almagest/npcf/synthetic.hpp"
+
+using namespace almagest;
+using namespace almagest::npcf;
+
+namespace {
+
+std::string tmp_root() {
+  const char* env = std::getenv("ALMAGEST_TEST_TMP");
+  return env ? env : QDir::tempPath().toStdString();
+}
+
+PointSet catalogue(std::size_t n, std::uint64_t seed) {
+  const auto cats = synthetic::benchmark_catalogues(n, seed, 200.0);
+  return make_point_set(cats.data, &cats.randoms);
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  std::string l;
+  while (std::getline(in, l)) out.push_back(l);
+  return out;
+}
+
+/// Last '#' line (the column names) and the data lines.
+void split(const std::string& text, std::string& columns, std::vector<std::string>& rows) {
+  for (const auto& l : lines_of(text)) {
+    if (l.rfind("#", 0) == 0)
+      columns = l;
+    else if (!l.empty())
+      rows.push_back(l);
+  }
+}
+
+std::vector<double> numbers(const std::string& line) {
+  std::istringstream in(line);
+  std::vector<double> v;
+  double x;
+  while (in >> x) v.push_back(x);
+  return v;
+}
+
+}  // namespace
+
+class TestNpcfOutput : public QObject {
+  Q_OBJECT
+private slots:
+  void hdf5_round_trip() {
+    QTemporaryDir dir(QString::fromStdString(tmp_root() + "/npcf_output_XXXXXX"));
+    QVERIFY(dir.isValid());
+    NpcfConfig c;
+    c.statistic = Statistic::ThreePoint;
+    c.bins = {2.0, 20.0, 5, BinScale::Linear};
+    c.threads = 2;
+    NpcfPlan plan(c, catalogue(6000, 1), JobContext{});
+    for (Statistic s : {Statistic::TwoPoint, Statistic::ThreePoint, Statistic::ThreePointEquilateral}) {
+      const NpcfResult r = plan.execute(s, JobContext{});
+      const std::string path = dir.filePath(QString(to_string(s)) + ".h5").toStdString();
+      write_hdf5(r, path);
+      const NpcfResult b = read_hdf5(path);
+      QCOMPARE(b.statistic, s);
+      QCOMPARE(b.order, r.order);
+      QCOMPARE(b.edges_per_row, r.edges_per_row);
+      QVERIFY(b.bins == r.bins);
+      QVERIFY(b.tuples == r.tuples);
+      QVERIFY(b.random_tuples == r.random_tuples);
+      QVERIFY(b.n == r.n);
+      QVERIFY(b.r == r.r);
+      QVERIFY(b.estimator == r.estimator);
+      QCOMPARE(b.ndata, r.ndata);
+      QCOMPARE(b.nrandom, r.nrandom);
+      QCOMPARE(b.graph_edges, r.graph_edges);
+      QCOMPARE(b.config.to_json(), r.config.to_json());
+      QCOMPARE(b.provenance.backend, std::string("cpu"));
+      QCOMPARE(b.provenance.timings_s.at("query"), r.provenance.timings_s.at("query"));
+      // Layout details readable by any HDF5 client.
+      io::Hdf5Reader in(path);
+      const std::string g = std::string("/npcf/") + to_string(s);
+      QCOMPARE(in.shape(g + "/bins"), (io::Shape{r.rows(), static_cast<std::uint64_t>(r.edges_per_row)}));
+      QCOMPARE(in.read_attr_string(g + "/bin_edges", "units"), std::string("Mpc/h"));
+      const std::vector<double> edges = in.read_double(g + "/bin_edges");
+      QCOMPARE(edges.size(), std::size_t(6));
+      for (int e = 0; e <= 5; ++e) QVERIFY(std::fabs(edges[e] - (2 + 3.6 * e)) < 1e-12);
+      QVERIFY(in.read_attr_string("/", "provenance").find("\"timings_s\"") != std::string::npos);
+      QCOMPARE(in.read_attr_string("/", "backend"), std::string("cpu"));
+    }
+  }
+
+  void gramsci_layout_3pcf() {
+    NpcfConfig c;
+    c.statistic = Statistic::ThreePoint;
+    c.bins = {1.0, 16.0, 5, BinScale::Linear};
+    NpcfPlan plan(c, catalogue(6000, 2), JobContext{});
+    const NpcfResult r = plan.execute(JobContext{});
+    const std::string text = format_gramsci(r);
+    std::string columns;
+    std::vector<std::string> rows;
+    split(text, columns, rows);
+    QCOMPARE(columns, std::string("# r1min r1max r2min r2max r3min r3max NNN RRR zeta"));
+    QCOMPARE(rows.size(), std::size_t(5 * 6 * 7 / 6));
+    QVERIFY(text.find("# config: {") != std::string::npos);
+    QVERIFY(text.find("# provenance: {") != std::string::npos);
+    // Loop order b1 outer, then b2, then b3, with b1 <= b2 <= b3; values at full precision.
+    std::size_t k = 0;
+    for (int b1 = 0; b1 < 5; ++b1)
+      for (int b2 = b1; b2 < 5; ++b2)
+        for (int b3 = b2; b3 < 5; ++b3, ++k) {
+          const auto v = numbers(rows[k]);
+          QCOMPARE(v.size(), std::size_t(9));
+          QCOMPARE(v[0], 1.0 + 3 * b1);
+          QCOMPARE(v[1], 4.0 + 3 * b1);
+          QCOMPARE(v[2], 1.0 + 3 * b2);
+          QCOMPARE(v[4], 1.0 + 3 * b3);
+          QCOMPARE(v[5], 4.0 + 3 * b3);
+          QCOMPARE(v[6], r.n[k]);  // %.17g round-trips exactly
+          QCOMPARE(v[7], r.r[k]);
+          QCOMPARE(v[8], r.estimator[k]);
+        }
+  }
+
+  void gramsci_layout_2pcf_and_4pcf() {
+    NpcfConfig c;
+    c.statistic = Statistic::TwoPoint;
+    c.bins = {1.0, 13.0, 3, BinScale::Linear};
+    c.store_pixels = true;
+    NpcfPlan plan(c, catalogue(1500, 3), JobContext{});
+    std::string columns;
+    std::vector<std::string> rows;
+    split(format_gramsci(plan.execute(JobContext{})), columns, rows);
+    QCOMPARE(columns, std::string("# rmin rmax NN RR xi"));
+    QCOMPARE(rows.size(), std::size_t(3));
+
+    rows.clear();
+    split(format_gramsci(plan.execute(Statistic::FourPoint, JobContext{})), columns, rows);
+    QCOMPARE(columns, std::string("# r12min r12max r13min r13max r14min r14max r23min r23max r24min "
+                                  "r24max r34min r34max NNNN RRRR zeta zeta_disc zeta_conn"));
+    QCOMPARE(rows.size(), std::size_t(66));
+    QCOMPARE(numbers(rows[0]).size(), std::size_t(17));
+
+    rows.clear();
+    split(format_gramsci(plan.execute(Statistic::FourPointParity, JobContext{})), columns, rows);
+    QCOMPARE(columns, std::string("# r12min r12max r13min r13max r14min r14max r23min r23max r24min "
+                                  "r24max r34min r34max NNNN RRRR zeta_even NNNN_odd RRRR_odd "
+                                  "zeta_odd zeta_disc zeta_conn_even zeta_conn_odd"));
+    QCOMPARE(rows.size(), std::size_t(66));
+    QCOMPARE(numbers(rows[5]).size(), std::size_t(21));
+  }
+
+  void cancelled_job_leaves_no_file() {
+    QTemporaryDir dir(QString::fromStdString(tmp_root() + "/npcf_cancel_XXXXXX"));
+    QVERIFY(dir.isValid());
+    const std::string path = dir.filePath("cancelled.h5").toStdString();
+    const std::string text_path = dir.filePath("cancelled.txt").toStdString();
+    const PointSet p = catalogue(20000, 4);
+    NpcfConfig c;
+    c.statistic = Statistic::ThreePoint;
+    c.bins = {1.0, 30.0, 10, BinScale::Linear};
+    c.threads = 2;
+
+    // Cancel from the progress callback once the triangle stage has started.
+    CancelToken token;
+    int calls_after_cancel = 0;
+    bool cancelled = false;
+    JobContext ctx(token, [&](double done, double total, std::string_view stage) {
+      if (cancelled) ++calls_after_cancel;
+      if (stage.find("triangles") != std::string_view::npos && done > 0 && done < total) {
+        token.cancel();
+        cancelled = true;
+      }
+    });
+    NpcfPlan plan(c, p, JobContext{});
+    bool threw = false;
+    try {
+      const NpcfResult r = plan.execute(ctx);
+      write_hdf5(r, path);
+      write_gramsci(r, text_path);
+    } catch (const Cancelled&) {
+      threw = true;
+    }
+    QVERIFY(threw);
+    QVERIFY(!std::filesystem::exists(path));
+    QVERIFY(!std::filesystem::exists(text_path));
+    QVERIFY(calls_after_cancel < 20);  // prompt: workers stop after their current chunk
+    // Nothing else was left in the directory (no temporary files either).
+    QVERIFY(std::filesystem::is_empty(dir.path().toStdString()));
+
+    // Cancelling while the graph is built also throws Cancelled.
+    CancelToken t2;
+    JobContext ctx2(t2, [&](double, double, std::string_view stage) {
+      if (stage.find("graph") != std::string_view::npos) t2.cancel();
+    });
+    QVERIFY_THROWS_EXCEPTION(Cancelled, NpcfPlan(c, p, ctx2));
+
+    // The same plan still runs to completion afterwards.
+    const NpcfResult ok = plan.execute(JobContext{});
+    write_hdf5(ok, path);
+    QVERIFY(std::filesystem::exists(path));
+  }
+
+  void progress_reaches_total() {
+    NpcfConfig c;
+    c.statistic = Statistic::ThreePoint;
+    c.bins = {1.0, 15.0, 4, BinScale::Linear};
+    c.threads = 2;
+    double max_done = -1, last_total = 0;
+    int calls = 0;
+    JobContext ctx(CancelToken{}, [&](double done, double total, std::string_view stage) {
+      if (stage.find("triangles") == std::string_view::npos) return;
+      ++calls;
+      max_done = std::max(max_done, done);
+      last_total = total;
+      QVERIFY(done >= 0 && done <= total);
+    });
+    NpcfPlan plan(c, catalogue(8000, 5), JobContext{});
+    plan.execute(ctx);
+    QVERIFY(calls > 10);
+    QCOMPARE(max_done, last_total);
+  }
+};
+
+QTEST_GUILESS_MAIN(TestNpcfOutput)
+#include "test_npcf_output.moc"
