@@ -48,7 +48,7 @@ QString catalogueInfo(const almagest::io::Catalogue& c) {
   for (double w : c.w) wsum += w;
   const QLocale loc;
   QString s = QObject::tr("%1 points").arg(loc.toString(qulonglong(c.size())));
-  if (!c.w.empty()) s += QObject::tr(", weights sum %1").arg(loc.toString(wsum, 'g', 6));
+  if (!c.w.empty()) s += QObject::tr(" · Σw = %1").arg(QString::number(wsum, 'g', 6));
   return s;
 }
 
@@ -74,6 +74,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   splitter_->addWidget(chart_);
   splitter_->setStretchFactor(0, 1);
   splitter_->setStretchFactor(1, 1);
+  splitter_->setSizes({560, 440});
   splitter_->setChildrenCollapsible(false);
   setCentralWidget(splitter_);
   scene_ = std::make_unique<PointCloudScene>(view_);
@@ -358,7 +359,7 @@ void MainWindow::onJobFinished(JobRunner* runner) {
                 .arg(QString::fromStdString(result_->backend));
         log_->info(summary);
         panel_->setStatusText(summary);
-        scene_->setStatusText(summary);
+        scene_->setStatusText(tr("%1 computed in %2").arg(runner->name(), seconds(runner->elapsedSeconds())));
         backendLabel_->setText(tr("Backend: %1").arg(QString::fromStdString(result_->backend).toUpper()));
       }
       break;

@@ -64,7 +64,7 @@ std::string report_markdown(const npcf::NpcfJob& job, const JobOutcome& o,
     int b = xi.bins[i];
     double rc = xi.config.bins.centre(b);
     s += fmt::format("| {:.3f} | {:.3f} | {:.3f} | {} | {:.6e} | {:.6e} | {:.6f} | {:.4f} |\n",
-                     xi.bin_lo(b), xi.bin_hi(b), rc, xi.tuples[i], xi.n[i], xi.r[i],
+                     xi.bin_lo(b), xi.bin_hi(b), rc, xi.tuples[i], xi.n[i] + 0.0, xi.r[i] + 0.0,
                      xi.estimator[i], rc * rc * xi.estimator[i]);
   }
   s += "\n## Three-point correlation function (selected rows)\n\n";
@@ -78,7 +78,8 @@ std::string report_markdown(const npcf::NpcfJob& job, const JobOutcome& o,
     if (i >= 5 && !equilateral) continue;
     auto mid = [&](int b) { return zeta.config.bins.centre(b); };
     s += fmt::format("| {:.2f} | {:.2f} | {:.2f} | {} | {:.6e} | {:.6e} | {:.6f} |\n", mid(b1),
-                     mid(b2), mid(b3), zeta.tuples[i], zeta.n[i], zeta.r[i], zeta.estimator[i]);
+                     mid(b2), mid(b3), zeta.tuples[i], zeta.n[i] + 0.0, zeta.r[i] + 0.0,
+                     zeta.estimator[i] + 0.0);
     if (++shown >= 20) break;
   }
   s += "\n## Files\n\n";
@@ -99,8 +100,8 @@ int run_demo(const DemoSettings& d) {
   }
   const fs::path demo = fs::path(res) / "demo";
 
-  // Scales from the demo catalogue's extent: rmax a tenth of the smallest side (at most 40
-  // Mpc/h), 10 linear bins from rmax/20.
+  // Scales from the demo catalogue's extent: rmax a tenth of the smallest side, rounded, at most
+  // 20 Mpc/h (the bundled 200 Mpc/h box gives 1 < r < 20 Mpc/h), 10 linear bins from rmax/20.
   io::CatalogueSpec spec;
   spec.path = (demo / "data.txt").string();
   io::Catalogue data = io::load_catalogue(spec);
@@ -109,7 +110,7 @@ int run_demo(const DemoSettings& d) {
     return v.empty() ? 0.0 : *hi - *lo;
   };
   double extent = std::min({side(data.x), side(data.y), side(data.z)});
-  double rmax = std::min(40.0, std::floor(extent / 10.0));
+  double rmax = std::min(20.0, std::round(extent / 10.0));
   if (!(rmax >= 2.0)) rmax = std::max(extent / 10.0, 1e-3);
   double rmin = rmax / 20.0;
 

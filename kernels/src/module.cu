@@ -8,6 +8,7 @@
 
 #include "almagest/kernels/cuda_module.hpp"
 #include "almagest/kernels/npcf_cuda.hpp"
+#include "almagest/kernels/sht_cuda.hpp"
 #include "almagest/kernels/stack_cuda.hpp"
 #include "cuda_check.cuh"
 #include "npcf_common.cuh"
@@ -111,6 +112,7 @@ public:
   }
   NpcfKernels* npcf() override { return npcf_kernels_instance(); }
   StackKernels* stack() override { return almagest_stack_kernels(); }
+  ShtKernels* sht() override { return almagest_sht_kernels(); }
 };
 
 }  // namespace

@@ -625,6 +625,7 @@ NpcfSums run_job(Job& job, const NpcfOptions& opt) {
     W = edge_bytes <= avail ? 1 : static_cast<int>(std::ceil(job.slots * edge_bytes / avail)) + 1;
   }
   W = static_cast<int>(std::clamp<u64>(static_cast<u64>(W), 1, n));
+  job.slots = std::min(job.slots, W);  // all-resident: one slot holds every row
   job.win_row = W == 1 ? std::vector<u64>{0, n} : balanced_rows(n, W, prefix_edges);
   job.max_window_edges = 0;
   for (int k = 0; k < W; ++k)

@@ -257,7 +257,7 @@ NpcfGraphHost npcf_build_graph(const NpcfPointsView& pv, const NpcfGraphSpec& sp
       side[a] = std::max(hi - lo, 1e-300);
     }
   }
-  const double cap = std::min(2147483648.0, std::max(64.0, 4.0 * n));
+  const double cap = std::min(1073741824.0, std::max(64.0, 4.0 * n));
   double width = rmax;
   for (;;) {
     double total = 1;

@@ -209,11 +209,10 @@ __global__ void psiphi_kernel(const float* __restrict__ sci, const float* __rest
   const int K = psf_size[e], r = K / 2;
   const float* k = psf + psf_off[e];
   const std::size_t base = std::size_t(el) * W * H;
-  double s1 = 0, p1 = 0, s2 = 0, p2 = 0, k2tot = 0;
+  double s1 = 0, p1 = 0, s2 = 0;
   for (int v = -r; v <= r; ++v)
     for (int u = -r; u <= r; ++u) {
       const double kk = k[(v + r) * K + (u + r)];
-      k2tot += kk * kk;
       const int xx = x + u, yy = y + v;
       if (xx < 0 || xx >= W || yy < 0 || yy >= H) continue;
       const std::size_t i = base + std::size_t(yy) * W + xx;
@@ -222,13 +221,12 @@ __global__ void psiphi_kernel(const float* __restrict__ sci, const float* __rest
       s1 += kk * (double(sv) / double(vv));
       p1 += kk;
       s2 += kk * kk * (1.0 / double(vv));
-      p2 += kk * kk;
     }
   const double a = weight ? weight[e] : 1.0;
   const std::size_t o = base + std::size_t(y) * W + x;
-  if (p1 > 0 && p2 > 0) {
+  if (p1 > 0) {
     psi[o] = float(a * s1 / p1);
-    phi[o] = float(a * a * s2 * k2tot / p2);
+    phi[o] = float(a * a * s2 / (p1 * p1));
   } else {
     psi[o] = 0.f;
     phi[o] = 0.f;

@@ -260,14 +260,20 @@ private slots:
     QTest::newRow("empty catalogue") << job({"--data", q(dir_ / "empty.txt")}) << 3 << "empty";
     QTest::newRow("weights summing to zero") << job({"--data", q(dir_ / "zero_weights.txt")}) << 3 << "zero_weights.txt";
     QTest::newRow("rmax <= rmin") << (QStringList{"npcf", "--stat", "2pcf", "--data", d, "--randoms", rn, "--rmin", "20", "--rmax", "20", "--nbins", "6", "-o", out}) << 2 << "--rmax: must be greater than rmin";
-    QTest::newRow("nbins 0") << job({"--data", d, "--nbins", "0"}) << 2 << "--nbins: must be in 1..255";
-    QTest::newRow("nbins 256") << job({"--data", d, "--nbins", "256"}) << 2 << "--nbins: must be in 1..255";
+    auto binned = [&](const QString& rmin, const QString& nbins) {
+      return QStringList{"npcf", "--stat", "2pcf", "--data", d, "--randoms", rn, "--rmin", rmin,
+                         "--rmax", "20", "--nbins", nbins, "-o", out};
+    };
+    QTest::newRow("nbins 0") << binned("2", "0") << 2 << "--nbins: must be in 1..255";
+    QTest::newRow("nbins 256") << binned("2", "256") << 2 << "--nbins: must be in 1..255";
+    QTest::newRow("nbins not an integer") << binned("2", "7.5") << 2 << "--nbins: '7.5' is not an integer";
     QTest::newRow("nbins > 16 for 4pcf") << (QStringList{"npcf", "--stat", "4pcf", "--data", d, "--randoms", rn, "--rmin", "2", "--rmax", "20", "--nbins", "17", "-o", out}) << 2 << "1..16";
     QTest::newRow("rmax too large for periodic box") << (QStringList{"npcf", "--stat", "2pcf", "--data", d, "--periodic", "--box", "200", "--rmin", "1", "--rmax", "100", "--nbins", "6", "-o", out}) << 2 << "box/2";
     QTest::newRow("rmax too large for periodic 3pcf") << (QStringList{"npcf", "--stat", "3pcf", "--data", d, "--periodic", "--box", "200", "--rmin", "1", "--rmax", "60", "--nbins", "6", "-o", out}) << 2 << "box/4";
     QTest::newRow("unknown statistic") << job({"--data", d, "--stat", "5pcf"}) << 2 << "unknown statistic '5pcf'";
     QTest::newRow("output directory missing") << (QStringList{"npcf", "--stat", "2pcf", "--data", d, "--randoms", rn, "--rmin", "2", "--rmax", "20", "--nbins", "6", "-o", q(dir_ / "b-out" / "no-such-dir" / "out.h5")}) << 5 << "does not exist";
-    QTest::newRow("not a number") << job({"--data", d, "--rmin", "two"}) << 2 << "'two' is not a number";
+    QTest::newRow("not a number") << binned("two", "6") << 2 << "--rmin: 'two' is not a number";
+    QTest::newRow("option given twice") << job({"--data", d, "--nbins", "7"}) << 2 << "--nbins";
     QTest::newRow("missing required option") << (QStringList{"npcf", "--stat", "2pcf", "--randoms", rn, "--rmin", "2", "--rmax", "20", "--nbins", "6", "-o", out}) << 2 << "--data: is required";
     QTest::newRow("no randoms, not periodic") << (QStringList{"npcf", "--stat", "2pcf", "--data", d, "--rmin", "2", "--rmax", "20", "--nbins", "6", "-o", out}) << 2 << "random catalogue is required";
     QTest::newRow("unknown flag") << job({"--data", d, "--colour", "red"}) << 2 << "--colour";

@@ -75,8 +75,10 @@ JobRunner::Job makeNpcfJob(CataloguePtr data, CataloguePtr randoms,
     const almagest::JobContext graphCtx = JobRunner::stageContext(ctx, 0.01, share);
     npcf::NpcfPlan plan(cfg, std::move(points), graphCtx);
     const auto t1 = Clock::now();
-    ctx.info("Graph: " + std::to_string(plan.graph().num_edges()) + " edges in " +
-             std::to_string(std::chrono::duration<double>(t1 - t0).count()) + " s");
+    ctx.info(QStringLiteral("Graph: %1 edges in %2 s")
+                 .arg(plan.graph().num_edges())
+                 .arg(std::chrono::duration<double>(t1 - t0).count(), 0, 'f', 2)
+                 .toStdString());
     ctx.check_cancel();
 
     const almagest::JobContext countCtx = JobRunner::stageContext(ctx, share, 1.0);

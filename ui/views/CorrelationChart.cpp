@@ -291,8 +291,10 @@ void CorrelationChart::rebuild() {
     s->attachAxis(yAxis);
   }
 
-  QString text = tr("%n point(s)", nullptr, static_cast<int>(plotted_.size()));
-  if (skipped_ > 0) text += tr(" · %n row(s) without randoms left out", nullptr, skipped_);
+  QString text = plotted_.size() == 1 ? tr("1 point") : tr("%1 points").arg(plotted_.size());
+  if (skipped_ > 0)
+    text += skipped_ == 1 ? tr(" · 1 row without randoms left out")
+                          : tr(" · %1 rows without randoms left out").arg(skipped_);
   if (plotted_.isEmpty()) text = tr("No configuration has random tuples: nothing to plot.");
   caption_->setText(text);
 }

@@ -100,7 +100,7 @@ struct PointCloudScene::Impl {
   vtkNew<vtkPolyDataMapper> outlineMapper;
   vtkNew<vtkActor> outlineActor;
   vtkNew<vtkCubeAxesActor> axes;
-  vtkNew<vtkTextActor> title, dataCaption, randomCaption, status;
+  vtkNew<vtkTextActor> title, dataCaption, randomCaption, extent, status;
   bool randomsVisible = true;
 
   void placeCaption(vtkTextActor* a, double y) {
@@ -115,9 +115,10 @@ struct PointCloudScene::Impl {
       title->SetInput("No catalogue loaded");
       dataCaption->SetInput("File > Open demo data, or File > Open data...");
       randomCaption->SetInput("");
+      extent->SetInput("");
       return;
     }
-    title->SetInput("Catalogue (Mpc/h)");
+    title->SetInput("Catalogue");
     auto caption = [&loc](const char* what, const Cloud& c) {
       QString s = QStringLiteral("%1  %2 points").arg(QLatin1String(what), loc.toString(qulonglong(c.total)));
       if (c.shown < c.total) s += QStringLiteral(" (%1 shown)").arg(loc.toString(qulonglong(c.shown)));
@@ -136,7 +137,14 @@ struct PointCloudScene::Impl {
     const bool any = b[0] <= b[1];
     outlineActor->SetVisibility(any);
     axes->SetVisibility(any);
-    if (!any) return;
+    if (!any) {
+      extent->SetInput("");
+      return;
+    }
+    extent->SetInput(QStringLiteral("x %1 .. %2   y %3 .. %4   z %5 .. %6  Mpc/h")
+                         .arg(b[0], 0, 'f', 1).arg(b[1], 0, 'f', 1).arg(b[2], 0, 'f', 1)
+                         .arg(b[3], 0, 'f', 1).arg(b[4], 0, 'f', 1).arg(b[5], 0, 'f', 1)
+                         .toStdString().c_str());
     for (int k = 0; k < 3; ++k)  // a flat catalogue still gets a visible box
       if (b[2 * k + 1] - b[2 * k] < 1e-9) {
         b[2 * k] -= 0.5;
@@ -193,14 +201,20 @@ PointCloudScene::PointCloudScene(VtkView* view) : d_(std::make_unique<Impl>()) {
   ax->XAxisMinorTickVisibilityOff();
   ax->YAxisMinorTickVisibilityOff();
   ax->ZAxisMinorTickVisibilityOff();
+  // Tick labels crowd each other at typical window sizes: the extent goes into the caption.
+  ax->XAxisLabelVisibilityOff();
+  ax->YAxisLabelVisibilityOff();
+  ax->ZAxisLabelVisibilityOff();
 
   styleText(d_->title->GetTextProperty(), 16, kTextColour, true);
   styleText(d_->dataCaption->GetTextProperty(), 14, kDataColour);
   styleText(d_->randomCaption->GetTextProperty(), 14, kRandomColour);
   styleText(d_->status->GetTextProperty(), 13, kFrameColour);
+  styleText(d_->extent->GetTextProperty(), 13, kFrameColour);
   d_->placeCaption(d_->title, 0.975);
   d_->placeCaption(d_->dataCaption, 0.925);
   d_->placeCaption(d_->randomCaption, 0.885);
+  d_->placeCaption(d_->extent, 0.845);
   d_->status->GetPositionCoordinate()->SetCoordinateSystemToNormalizedViewport();
   d_->status->SetPosition(0.015, 0.02);
 
@@ -211,6 +225,7 @@ PointCloudScene::PointCloudScene(VtkView* view) : d_(std::make_unique<Impl>()) {
   ren->AddActor2D(d_->title);
   ren->AddActor2D(d_->dataCaption);
   ren->AddActor2D(d_->randomCaption);
+  ren->AddActor2D(d_->extent);
   ren->AddActor2D(d_->status);
 
   d_->data.set(nullptr, kMaxShownPoints);
@@ -229,6 +244,7 @@ PointCloudScene::~PointCloudScene() {
   ren->RemoveActor2D(d_->title);
   ren->RemoveActor2D(d_->dataCaption);
   ren->RemoveActor2D(d_->randomCaption);
+  ren->RemoveActor2D(d_->extent);
   ren->RemoveActor2D(d_->status);
 }
 

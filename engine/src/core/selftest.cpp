@@ -289,6 +289,61 @@ SelftestReport run_gpu_selftest(const SelftestOptions& opt, const JobContext& ct
                   "even rel diff " + fmt("%.2e", de) + ", odd + mirrored odd rel " + fmt("%.2e", dodd));
     });
   }
+  if (run.wanted("injection")) {
+    // N isolated copies of one scalene tetrahedron, a fraction x of them mirrored, randomly
+    // rotated (proper rotations), data weights 1/n: sum of NNNN_odd * n^4 / N = eps (2x - 1).
+    const double right[4][3] = {{0, 0, 0}, {6.1, 0, 0}, {1.3, 7.2, 0}, {2.2, 1.9, 8.4}};
+    for (double x : {1.0, 0.7, 0.5}) {
+      const std::string name = "injection chiral x=" + fmt("%.1f", x);
+      run.guarded(name, [&] {
+        const int nstruct = 200, nleft = static_cast<int>(std::lround(x * nstruct));
+        synthetic::Rng rng(opt.seed + 77);
+        PointSet p;
+        for (int s = 0; s < nstruct; ++s) {
+          double q[4], norm = 0;
+          for (double& v : q) {
+            v = rng.normal();
+            norm += v * v;
+          }
+          norm = std::sqrt(norm);
+          for (double& v : q) v /= norm;
+          const double a = q[0], b = q[1], c = q[2], d = q[3];
+          const double R[3][3] = {{a * a + b * b - c * c - d * d, 2 * (b * c - a * d), 2 * (b * d + a * c)},
+                                  {2 * (b * c + a * d), a * a - b * b + c * c - d * d, 2 * (c * d - a * b)},
+                                  {2 * (b * d - a * c), 2 * (c * d + a * b), a * a - b * b - c * c + d * d}};
+          const double o[3] = {50.0 + 100.0 * (s % 10), 50.0 + 100.0 * ((s / 10) % 10), 50.0 + 100.0 * (s / 100)};
+          for (const auto& v0 : right) {
+            const double v[3] = {s < nleft ? -v0[0] : v0[0], v0[1], v0[2]};
+            p.x.push_back(o[0] + R[0][0] * v[0] + R[0][1] * v[1] + R[0][2] * v[2]);
+            p.y.push_back(o[1] + R[1][0] * v[0] + R[1][1] * v[1] + R[1][2] * v[2]);
+            p.z.push_back(o[2] + R[2][0] * v[0] + R[2][1] * v[1] + R[2][2] * v[2]);
+          }
+        }
+        const double n = static_cast<double>(p.x.size());
+        p.w.assign(p.x.size(), 1.0 / n);
+        p.ndata = p.x.size();
+        NpcfConfig c;
+        c.statistic = Statistic::FourPointParity;
+        c.bins = Binning{2.0, 14.0, 4, BinScale::Linear};
+        c.directions = DirectionMode::Exact;
+        const Graph g = build_graph_cuda(p, c, ctx);
+        const NpcfResult r = count_4pcf_cuda(g, p, c, true, ctx);
+        const NpcfResult rc = count_4pcf_cpu(g, p, c, true, ctx);
+        double odd = 0;
+        std::uint64_t tuples = 0;
+        for (std::size_t k = 0; k < r.rows(); ++k) {
+          odd += r.n_odd[k];
+          tuples += r.tuples[k];
+        }
+        const double measured = odd * n * n * n * n / nstruct;
+        const bool ok = tuples == static_cast<std::uint64_t>(nstruct) &&
+                        std::fabs(std::fabs(measured) - std::fabs(2 * x - 1)) < 1e-9 &&
+                        r.tuples == rc.tuples && normwise(rc.n_odd, r.n_odd) <= opt.tolerance;
+        run.add(name, ok, "tetrahedra " + std::to_string(tuples) + ", NNNN_odd n^4/N = " +
+                              fmt("%.12f", measured) + " (expected +-" + fmt("%.1f", 2 * x - 1) + ")");
+      });
+    }
+  }
   report.seconds = since(t0);
   return report;
 }

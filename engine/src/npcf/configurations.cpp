@@ -141,6 +141,8 @@ TetraTable::TetraTable(int nbins) : n_(nbins) {
       image[r] = code;
       if (code == t) stab |= 1u << r;
     }
+    // The orbit's entries are scattered over the table: fetch them together.
+    for (int r = 0; r < 24; ++r) __builtin_prefetch(&table_[image[r]], 1);
     const auto row = static_cast<std::uint32_t>(canonical_.size());
     std::array<std::uint8_t, 6> canon{};
     for (int e = 0; e < 6; ++e) canon[e] = static_cast<std::uint8_t>(digits[e]);

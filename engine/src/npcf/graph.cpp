@@ -78,7 +78,7 @@ public:
     rmin2_ = c.bins.rmin * c.bins.rmin;
     rmax2_ = c.bins.rmax * c.bins.rmax;
     query2_ = rmax2_ * (1.0 + 1e-9);
-    tree_ = std::make_unique<Tree>(3, pts_, nanoflann::KDTreeSingleIndexAdaptorParams(16));
+    tree_ = std::make_unique<Tree>(3, pts_, nanoflann::KDTreeSingleIndexAdaptorParams(32));
   }
 
   /// Candidates j > min_index near hub i (all images when periodic), sorted and unique, into out.

@@ -8,6 +8,8 @@
 // are exactly those whose hub is a random). Chunks are merged in chunk order.
 #include <algorithm>
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <vector>
 
 #include "almagest/npcf/configurations.hpp"
@@ -178,6 +180,8 @@ NpcfResult count_3pcf_cpu(const Graph& g, const PointSet& p, const NpcfConfig& c
   const int threads = resolve_threads(c.threads > 0 ? c.threads : ctx.threads);
   const std::uint64_t ndata = p.ndata;
 
+  std::mutex pool_mu;
+  std::vector<std::unique_ptr<Scratch>> pool;
   // Parts fill count/sum for their hub class; the total keeps both classes (rcount/rsum).
   auto make = [cells] {
     TriAcc a;
@@ -192,12 +196,25 @@ NpcfResult count_3pcf_cpu(const Graph& g, const PointSet& p, const NpcfConfig& c
       std::vector<double> wsame;
       triangles_equilateral(g, p, h0, h1, nb, a, same, wsame, start);
     } else {
-      Scratch sc;
-      sc.mark.assign(p.size(), 0);
+      // Connectivity tables are N bytes: reuse them across chunks (at most one per worker).
+      std::unique_ptr<Scratch> sc;
+      {
+        std::lock_guard<std::mutex> lock(pool_mu);
+        if (!pool.empty()) {
+          sc = std::move(pool.back());
+          pool.pop_back();
+        }
+      }
+      if (!sc) {
+        sc = std::make_unique<Scratch>();
+        sc->mark.assign(p.size(), 0);
+      }
       if (cube)
-        triangles_all(g, p, h0, h1, CubeIndex{nb, nb * nb}, a, sc);
+        triangles_all(g, p, h0, h1, CubeIndex{nb, nb * nb}, a, *sc);
       else
-        triangles_all(g, p, h0, h1, RowIndex{&table}, a, sc);
+        triangles_all(g, p, h0, h1, RowIndex{&table}, a, *sc);
+      std::lock_guard<std::mutex> lock(pool_mu);
+      pool.push_back(std::move(sc));  // the table is all zeros again after every hub
     }
   };
   auto merge = [cells](TriAcc& total, const TriAcc& part) {

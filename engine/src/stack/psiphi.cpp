@@ -5,6 +5,8 @@
 #include <cstring>
 
 #include "almagest/core/error.hpp"
+#include "almagest/core/gpu.hpp"
+#include "almagest/kernels/stack_cuda.hpp"
 #include "parallel.hpp"
 
 namespace almagest::stack {
@@ -99,11 +101,9 @@ PsiPhi compute_psiphi(const ExposureStack& stack, const JobContext& ctx) {
     double ksum = 0;
     for (float k : psf.kernel) ksum += k;
     std::vector<double> k1(psf.kernel.size()), k2(psf.kernel.size());
-    double k2sum = 0;
     for (std::size_t i = 0; i < k1.size(); ++i) {
       k1[i] = psf.kernel[i] / ksum;
       k2[i] = k1[i] * k1[i];
-      k2sum += k2[i];
     }
     const std::size_t base = e * np;
     std::vector<double> w1(np), w2(np);
@@ -118,7 +118,7 @@ PsiPhi compute_psiphi(const ExposureStack& stack, const JobContext& ctx) {
     const double a = stack.weight.empty() ? 1.0 : stack.weight[e];
     for (int y = 0; y < H; ++y) {
       for (int x = 0; x < W; ++x) {
-        double s1 = 0, p1 = 0, s2 = 0, p2 = 0;
+        double s1 = 0, p1 = 0, s2 = 0;
         for (int v = -r; v <= r; ++v) {
           const int yy = y + v;
           if (yy < 0 || yy >= H) continue;
@@ -131,17 +131,55 @@ PsiPhi compute_psiphi(const ExposureStack& stack, const JobContext& ctx) {
             s1 += k1[k] * w1[i];
             p1 += k1[k];
             s2 += k2[k] * w2[i];
-            p2 += k2[k];
           }
         }
         const std::size_t o = base + std::size_t(y) * W + x;
-        if (p1 > 0 && p2 > 0) {
+        if (p1 > 0) {
           out.psi[o] = static_cast<float>(a * s1 / p1);
-          out.phi[o] = static_cast<float>(a * a * s2 * k2sum / p2);
+          out.phi[o] = static_cast<float>(a * a * s2 / (p1 * p1));
         }
       }
     }
   });
+  return out;
+}
+
+PsiPhi compute_psiphi_gpu(const ExposureStack& stack, int device, const JobContext& ctx) {
+  stack.validate();
+  kernels::StackKernels* k = cuda_module().stack();
+  if (!k) throw BackendUnavailable("the CUDA module was built without the shift-and-stack kernels");
+  PsiPhi out;
+  out.width = stack.width;
+  out.height = stack.height;
+  out.n = static_cast<int>(stack.size());
+  out.mjd = stack.mjd;
+  out.psi.resize(stack.pixels() * out.n);
+  out.phi.resize(stack.pixels() * out.n);
+  std::vector<float> psf;
+  std::vector<std::size_t> off(out.n);
+  std::vector<int> size(out.n);
+  for (int e = 0; e < out.n; ++e) {
+    off[e] = psf.size();
+    size[e] = stack.psf[e].size;
+    psf.insert(psf.end(), stack.psf[e].kernel.begin(), stack.psf[e].kernel.end());
+  }
+  kernels::PsiPhiInputs in;
+  in.n = out.n;
+  in.width = out.width;
+  in.height = out.height;
+  in.sci = stack.sci.data();
+  in.var = stack.var.data();
+  in.mask = stack.mask.data();
+  in.psf = psf.data();
+  in.psf_offset = off.data();
+  in.psf_size = size.data();
+  in.weight = stack.weight.empty() ? nullptr : stack.weight.data();
+  ctx.check_cancel();
+  with_cuda_errors([&] {
+    k->psiphi(in, out.psi.data(), out.phi.data(), device);
+    return 0;
+  });
+  ctx.progress(1, 1, "psi/phi (gpu)");
   return out;
 }
 

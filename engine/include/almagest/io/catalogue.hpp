@@ -30,6 +30,10 @@ struct CatalogueSpec {
   CatalogueFormat format = CatalogueFormat::Auto;  ///< Auto: by extension (.fits/.fit/.fits.gz, .h5/.hdf5)
   /// Coordinate columns: {x, y, z} (Cartesian) or {ra, dec, redshift} when `sky` is true.
   /// Text files: 1-based column numbers as strings ("1","2","3"), or names from a '#' header line.
+  /// The header is the last '#' line before the first data row whose fields are all non-numeric
+  /// and as many as that row's fields ("# x y z w", "# RA,DEC,Z,WEIGHT"), or a first data line
+  /// with no numeric field (bare CSV header). Names match exactly, else case-insensitively.
+  /// Fields are split on commas when a line holds one, else on whitespace.
   /// Empty: defaults (text: columns 1 2 3; FITS/HDF5: "x","y","z" or "RA","DEC","Z" for sky).
   std::vector<std::string> columns;
   /// Weight columns, multiplied together (e.g. {"WEIGHT", "WEIGHT_FKP"}). Text default: column 4

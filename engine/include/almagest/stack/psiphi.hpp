@@ -5,9 +5,12 @@
 //
 // K_e is the exposure's PSF normalised to sum 1; correlation does not flip the kernel:
 // psi(x, y) = sum_{u,v} K[v + r][u + r] * w(x + u, y + v). Invalid input pixels (mask != 0,
-// non-finite sci or var, var <= 0) contribute nothing; each output is renormalised by the fraction
-// of its kernel's weight (K for psi, K^2 for phi) that fell on valid pixels, as KBMOD does. An
-// output pixel with no valid weight is invalid. Per-exposure weights a_e are folded in
+// non-finite sci or var, var <= 0) contribute nothing. Near edges and masked neighbours psi is
+// renormalised by the fraction f = sum_valid K of PSF weight that fell on valid pixels (as KBMOD
+// does) and phi by f^2, so that phi stays the true variance of psi (KBMOD divides phi by the K^2
+// fraction instead, which under-states the variance of A there; see docs/stack.md):
+//   psi = sum_valid K w / f,   phi = sum_valid K^2 / var / f^2.
+// An output pixel with no valid weight (f = 0) is invalid. Per-exposure weights a_e are folded in
 // (psi *= a_e, phi *= a_e^2).
 //
 // Invalid samples are stored as psi = 0, phi = 0 (FP32/FP16) or psi code -128 (INT8), so they
@@ -36,6 +39,9 @@ struct PsiPhi {
 
 /// Computes psi/phi on the CPU (multithreaded over exposures; cancellable).
 PsiPhi compute_psiphi(const ExposureStack& stack, const JobContext& ctx);
+/// The same on CUDA device `device` (double accumulation; agrees with the CPU to float rounding).
+/// Throws BackendUnavailable without a usable device, CudaError on device failures.
+PsiPhi compute_psiphi_gpu(const ExposureStack& stack, int device, const JobContext& ctx);
 
 /// Stored planes. FP32: psi32/phi32. FP16: IEEE half bits psi16/phi16 holding psi / s_e and
 /// phi / s_e^2 with s_e = sqrt(median valid phi_e) (per-image noise scaling keeps values near 1).

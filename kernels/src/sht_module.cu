@@ -1,0 +1,352 @@
+// The CUDA SHT plans behind kernels::ShtKernels: persistent device state (ring-pair tables,
+// Bluestein chirp spectra, cuFFT plans per column count, work buffers) and the launch sequence
+// of synthesis and adjoint. Each plan owns its stream; plans of different nside coexist (no
+// process-wide kernel attributes are cached or changed).
+#include <cuda_runtime.h>
+#include <cufft.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "almagest/kernels/sht_cuda.hpp"
+#include "cuda_check.cuh"
+#include "device_buffer.cuh"
+#include "sht_kernels.cuh"
+
+namespace almagest::kernels {
+namespace {
+
+using sht::cplx;
+
+void cufft_check(cufftResult r, const char* expr, const char* file, int line) {
+  if (r == CUFFT_SUCCESS) return;
+  const std::string msg = std::string("cuFFT error at ") + file + ":" + std::to_string(line) +
+                          ": " + expr + " returned " + std::to_string(static_cast<int>(r));
+  if (r == CUFFT_ALLOC_FAILED) throw DeviceOutOfMemory(msg);
+  throw DeviceError(msg);
+}
+#define CUFFT_CHECK(expr) cufft_check((expr), #expr, __FILE__, __LINE__)
+
+class FftPlan {
+public:
+  FftPlan() = default;
+  FftPlan(int n, int batch, cufftType type, int idist, int odist, cudaStream_t s) {
+    int dims[1] = {n};
+    CUFFT_CHECK(cufftPlanMany(&h_, 1, dims, nullptr, 1, idist, nullptr, 1, odist, type, batch));
+    CUFFT_CHECK(cufftSetStream(h_, s));
+    ok_ = true;
+  }
+  ~FftPlan() {
+    if (ok_) cufftDestroy(h_);
+  }
+  FftPlan(const FftPlan&) = delete;
+  FftPlan& operator=(const FftPlan&) = delete;
+  cufftHandle get() const { return h_; }
+
+private:
+  cufftHandle h_ = 0;
+  bool ok_ = false;
+};
+
+struct ColumnPlans {
+  std::unique_ptr<FftPlan> belt_c2r, belt_r2c, polar;
+};
+
+class DevicePlan final : public ShtDevicePlan {
+public:
+  explicit DevicePlan(const ShtDeviceDesc& d) : d_(d) {
+    if (d.nside < 1 || d.lmax < 0 || (d.spin != 0 && d.spin != 2) || d.max_cols < 1)
+      throw DeviceError("sht: invalid device plan description");
+    DeviceGuard guard(d.device);
+    stream_ = std::make_unique<Stream>();
+    cudaDeviceProp prop{};
+    CUDA_CHECK(cudaGetDeviceProperties(&prop, d.device));
+    name_ = prop.name;
+    ns_ = d.nside;
+    lmax_ = d.lmax;
+    ncomp_ = d.spin == 0 ? 1 : 2;
+    nrings_ = 4 * ns_ - 1;
+    npix_ = 12LL * ns_ * ns_;
+    nalm_ = static_cast<std::size_t>(lmax_ + 1) * (lmax_ + 2) / 2;
+    msize_ = d.observed_pixels.empty() ? npix_ : static_cast<std::int64_t>(d.observed_pixels.size());
+    const int nbelt = 2 * ns_ + 1, npolar = 2 * (ns_ - 1), N = 4 * ns_;
+    M_ = 1;
+    if (ns_ > 1)
+      while (M_ < 2 * 4 * (ns_ - 1) - 1) M_ *= 2;
+    cudaStream_t s = *stream_;
+
+    // Ring pairs: mlim and the active list (pairs with an observed pixel), pole -> equator.
+    const int npairs = 2 * ns_;
+    std::vector<int> mlim(npairs), active;
+    std::vector<char> observed_ring(nrings_, d.observed_pixels.empty() ? 1 : 0);
+    for (auto p : d.observed_pixels) observed_ring[ring_of(p)] = 1;
+    for (int p = 0; p < npairs; ++p) {
+      const sht::RingInfo g = sht::ring_info(ns_, p);
+      mlim[p] = sht::mlim_of(lmax_, d.spin, g.sth, g.z);
+      if (observed_ring[p] || observed_ring[nrings_ - 1 - p]) active.push_back(p);
+    }
+    std::vector<int> first(lmax_ + 1, static_cast<int>(active.size()));
+    for (int m = 0; m <= lmax_; ++m)
+      for (std::size_t i = 0; i < active.size(); ++i)
+        if (mlim[active[i]] >= m) {
+          first[m] = static_cast<int>(i);
+          break;
+        }
+    std::vector<double> nu(lmax_ + 1);
+    nu[0] = 1.0;
+    for (int m = 1; m <= lmax_; ++m) nu[m] = nu[m - 1] * std::sqrt((2.0 * m - 1.0) / (2.0 * m));
+    nactive_ = static_cast<int>(active.size());
+    active_ = DeviceBuffer<int>::from(active.empty() ? std::vector<int>{0} : active, s);
+    first_ = DeviceBuffer<int>::from(first, s);
+    mlim_ = DeviceBuffer<int>::from(mlim, s);
+    nu_ = DeviceBuffer<double>::from(nu, s);
+    if (!d.observed_pixels.empty()) pixels_ = DeviceBuffer<std::int64_t>::from(d.observed_pixels, s);
+
+    // FP64 operation counts of the Legendre stage per column (see docs/sht.md).
+    double steps = 0.0;
+    for (int m = 0; m <= lmax_; ++m) {
+      const int l0 = d.spin == 0 ? m : std::max(m, 2);
+      if (l0 > lmax_) continue;
+      for (int i = first[m]; i < nactive_; ++i)
+        if (mlim[active[i]] >= m) steps += lmax_ - l0 + 1;
+    }
+    const double per = d.spin == 0 ? 5.0 + 4.0 : 9.0 + 2.0 + 16.0;
+    counts_.legendre_flops_synthesis = steps * per;
+    counts_.legendre_flops_adjoint = steps * per;
+
+    // Work buffers for max_cols columns.
+    const std::size_t ncc = static_cast<std::size_t>(d.max_cols) * ncomp_;
+    alm_.allocate(ncc * nalm_);
+    map_.allocate(ncc * static_cast<std::size_t>(msize_));
+    if (!d.observed_pixels.empty()) full_.allocate(ncc * static_cast<std::size_t>(npix_));
+    F_.allocate(ncc * nrings_ * static_cast<std::size_t>(lmax_ + 1));
+    F_.zero(s);  // rings never written (unobserved pairs) stay zero
+    BH_.allocate(ncc * nbelt * static_cast<std::size_t>(N / 2 + 1));
+    BR_.allocate(ncc * nbelt * static_cast<std::size_t>(N));
+    if (npolar > 0) {
+      PU_.allocate(ncc * npolar * static_cast<std::size_t>(M_));
+      // Bluestein: FFT of the wrapped chirp (adjoint) and of its conjugate (synthesis), / M.
+      chirp_adj_.allocate(static_cast<std::size_t>(ns_ - 1) * M_);
+      chirp_syn_.allocate(static_cast<std::size_t>(ns_ - 1) * M_);
+      sht::launch_chirp_rows(ns_, M_, chirp_adj_.data(), chirp_syn_.data(), s);
+      FftPlan p(M_, ns_ - 1, CUFFT_Z2Z, M_, M_, s);
+      for (auto* b : {&chirp_adj_, &chirp_syn_}) {
+        auto* z = reinterpret_cast<cufftDoubleComplex*>(b->data());
+        CUFFT_CHECK(cufftExecZ2Z(p.get(), z, z, CUFFT_FORWARD));
+        sht::launch_scale(b->data(), b->size(), 1.0 / M_, s);
+      }
+      stream_->sync();
+    }
+    CUDA_CHECK(cudaEventCreate(&ev0_));
+    CUDA_CHECK(cudaEventCreate(&ev1_));
+    stream_->sync();
+  }
+
+  ~DevicePlan() override {
+    if (ev0_) cudaEventDestroy(ev0_);
+    if (ev1_) cudaEventDestroy(ev1_);
+  }
+
+  std::string device_name() const override { return name_; }
+  ShtWorkCounts counts() const override {
+    ShtWorkCounts c = counts_;
+    c.device_bytes = alm_.bytes() + map_.bytes() + full_.bytes() + F_.bytes() + BH_.bytes() +
+                     BR_.bytes() + PU_.bytes() + chirp_adj_.bytes() + chirp_syn_.bytes();
+    return c;
+  }
+
+  void synthesis(const double* alm, double* map, int ncols) override {
+    upload_alm(alm, ncols);
+    run(ShtOp::Synthesis, ncols);
+    download_map(map, ncols);
+    synchronize();
+  }
+  void adjoint(const double* map, double* alm, int ncols) override {
+    upload_map(map, ncols);
+    run(ShtOp::Adjoint, ncols);
+    download_alm(alm, ncols);
+    synchronize();
+  }
+  void upload_alm(const double* alm, int ncols) override {
+    check_cols(ncols);
+    alm_.upload(reinterpret_cast<const cplx*>(alm), cc(ncols) * nalm_, *stream_);
+  }
+  void upload_map(const double* map, int ncols) override {
+    check_cols(ncols);
+    map_.upload(map, cc(ncols) * static_cast<std::size_t>(msize_), *stream_);
+  }
+  void download_alm(double* alm, int ncols) override {
+    check_cols(ncols);
+    alm_.download(reinterpret_cast<cplx*>(alm), cc(ncols) * nalm_, *stream_);
+  }
+  void download_map(double* map, int ncols) override {
+    check_cols(ncols);
+    map_.download(map, cc(ncols) * static_cast<std::size_t>(msize_), *stream_);
+  }
+  void synchronize() override { stream_->sync(); }
+
+  void run(ShtOp op, int ncols) override {
+    check_cols(ncols);
+    DeviceGuard g(d_.device);
+    if (op == ShtOp::Synthesis)
+      run_synthesis(ncols);
+    else
+      run_adjoint(ncols);
+  }
+
+  std::vector<double> time(ShtOp op, int ncols, int reps) override {
+    std::vector<double> out;
+    for (int i = 0; i < reps; ++i) {
+      CUDA_CHECK(cudaEventRecord(ev0_, *stream_));
+      run(op, ncols);
+      CUDA_CHECK(cudaEventRecord(ev1_, *stream_));
+      CUDA_CHECK(cudaEventSynchronize(ev1_));
+      float ms = 0.f;
+      CUDA_CHECK(cudaEventElapsedTime(&ms, ev0_, ev1_));
+      out.push_back(ms);
+    }
+    return out;
+  }
+
+private:
+  std::size_t cc(int ncols) const { return static_cast<std::size_t>(ncols) * ncomp_; }
+  void check_cols(int ncols) const {
+    if (ncols < 1 || ncols > d_.max_cols)
+      throw DeviceError("sht: " + std::to_string(ncols) + " columns requested, plan holds " +
+                        std::to_string(d_.max_cols));
+  }
+  int ring_of(std::int64_t p) const {
+    const std::int64_t ncap = 2LL * ns_ * (ns_ - 1);
+    if (p < ncap) {
+      std::int64_t i = static_cast<std::int64_t>(0.5 * (1.0 + std::sqrt(1.0 + 2.0 * p)));
+      while (2 * i * (i - 1) > p) --i;
+      while (2 * (i + 1) * i <= p) ++i;
+      return static_cast<int>(i - 1);
+    }
+    if (p < npix_ - ncap) return static_cast<int>((p - ncap) / (4LL * ns_) + ns_ - 1);
+    const std::int64_t pp = npix_ - 1 - p;
+    std::int64_t i = static_cast<std::int64_t>(0.5 * (1.0 + std::sqrt(1.0 + 2.0 * pp)));
+    while (2 * i * (i - 1) > pp) --i;
+    while (2 * (i + 1) * i <= pp) ++i;
+    return static_cast<int>(4LL * ns_ - 1 - i);
+  }
+
+  ColumnPlans& plans(int ncols) {
+    auto it = plans_.find(ncols);
+    if (it != plans_.end()) return it->second;
+    const int N = 4 * ns_, nh = N / 2 + 1, nbelt = 2 * ns_ + 1, npolar = 2 * (ns_ - 1);
+    const int b = static_cast<int>(cc(ncols));
+    ColumnPlans p;
+    p.belt_c2r = std::make_unique<FftPlan>(N, b * nbelt, CUFFT_Z2D, nh, N, *stream_);
+    p.belt_r2c = std::make_unique<FftPlan>(N, b * nbelt, CUFFT_D2Z, N, nh, *stream_);
+    if (npolar > 0) p.polar = std::make_unique<FftPlan>(M_, b * npolar, CUFFT_Z2Z, M_, M_, *stream_);
+    return plans_.emplace(ncols, std::move(p)).first->second;
+  }
+
+  sht::LegendreArgs legendre_args(int ncols) {
+    sht::LegendreArgs a{};
+    a.nside = ns_;
+    a.lmax = lmax_;
+    a.spin = d_.spin;
+    a.ncols = ncols;
+    a.nactive = nactive_;
+    a.active = active_.data();
+    a.first_active = first_.data();
+    a.mlim = mlim_.data();
+    a.nu = nu_.data();
+    a.alm = alm_.data();
+    a.F = F_.data();
+    return a;
+  }
+  sht::FftArgs fft_args(int ncols) {
+    sht::FftArgs f{};
+    f.nside = ns_;
+    f.lmax = lmax_;
+    f.ncc = static_cast<int>(cc(ncols));
+    f.M = M_;
+    f.npix = npix_;
+    f.F = F_.data();
+    f.BH = BH_.data();
+    f.BR = BR_.data();
+    f.PU = PU_.data();
+    f.chirp_fft_syn = chirp_syn_.data();
+    f.chirp_fft_adj = chirp_adj_.data();
+    return f;
+  }
+
+  void run_synthesis(int ncols) {
+    cudaStream_t s = *stream_;
+    ColumnPlans& p = plans(ncols);
+    sht::launch_legendre_synthesis(legendre_args(ncols), s);
+    const auto f = fft_args(ncols);
+    sht::launch_alias_synthesis(f, s);
+    CUFFT_CHECK(cufftExecZ2D(p.belt_c2r->get(), reinterpret_cast<cufftDoubleComplex*>(BH_.data()),
+                             BR_.data()));
+    if (p.polar) {
+      auto* z = reinterpret_cast<cufftDoubleComplex*>(PU_.data());
+      CUFFT_CHECK(cufftExecZ2Z(p.polar->get(), z, z, CUFFT_FORWARD));
+      sht::launch_polar_multiply(f, chirp_syn_.data(), s);
+      CUFFT_CHECK(cufftExecZ2Z(p.polar->get(), z, z, CUFFT_INVERSE));
+    }
+    sht::launch_assemble_map(f, map_.data(), pixels_.empty() ? nullptr : pixels_.data(), msize_, s);
+  }
+
+  void run_adjoint(int ncols) {
+    cudaStream_t s = *stream_;
+    ColumnPlans& p = plans(ncols);
+    const double* src = map_.data();
+    if (!pixels_.empty()) {
+      CUDA_CHECK(cudaMemsetAsync(full_.data(), 0, cc(ncols) * npix_ * sizeof(double), s));
+      sht::launch_scatter(map_.data(), pixels_.data(), msize_, npix_, static_cast<int>(cc(ncols)),
+                          full_.data(), s);
+      src = full_.data();
+    }
+    const auto f = fft_args(ncols);
+    sht::launch_load_map(f, src, s);
+    CUFFT_CHECK(cufftExecD2Z(p.belt_r2c->get(), BR_.data(),
+                             reinterpret_cast<cufftDoubleComplex*>(BH_.data())));
+    if (p.polar) {
+      auto* z = reinterpret_cast<cufftDoubleComplex*>(PU_.data());
+      CUFFT_CHECK(cufftExecZ2Z(p.polar->get(), z, z, CUFFT_FORWARD));
+      sht::launch_polar_multiply(f, chirp_adj_.data(), s);
+      CUFFT_CHECK(cufftExecZ2Z(p.polar->get(), z, z, CUFFT_INVERSE));
+    }
+    sht::launch_unalias_adjoint(f, s);
+    CUDA_CHECK(cudaMemsetAsync(alm_.data(), 0, cc(ncols) * nalm_ * sizeof(cplx), s));
+    sht::launch_legendre_adjoint(legendre_args(ncols), s);
+  }
+
+  ShtDeviceDesc d_;
+  std::unique_ptr<Stream> stream_;
+  std::string name_;
+  int ns_ = 0, lmax_ = 0, ncomp_ = 1, nrings_ = 0, M_ = 1, nactive_ = 0;
+  std::int64_t npix_ = 0, msize_ = 0;
+  std::size_t nalm_ = 0;
+  ShtWorkCounts counts_;
+  DeviceBuffer<int> active_, first_, mlim_;
+  DeviceBuffer<double> nu_;
+  DeviceBuffer<std::int64_t> pixels_;
+  DeviceBuffer<cplx> alm_, F_, BH_, PU_, chirp_adj_, chirp_syn_;
+  DeviceBuffer<double> map_, full_, BR_;
+  std::map<int, ColumnPlans> plans_;
+  cudaEvent_t ev0_ = nullptr, ev1_ = nullptr;
+};
+
+class Kernels final : public ShtKernels {
+public:
+  std::unique_ptr<ShtDevicePlan> make_plan(const ShtDeviceDesc& desc) override {
+    return std::make_unique<DevicePlan>(desc);
+  }
+};
+
+}  // namespace
+}  // namespace almagest::kernels
+
+almagest::kernels::ShtKernels* almagest_sht_kernels() {
+  static almagest::kernels::Kernels k;
+  return &k;
+}

@@ -1,0 +1,165 @@
+// Benchmark of the CPU N-point engine on the reference workload of npcf-conventions.md:
+// data N/3 Neyman-Scott points (10 children per parent, sigma 5 Mpc/h) + randoms 2N/3 uniform in
+// a 1000 Mpc/h box (not periodic), rmin 1.
+//
+//   bench_npcf [--n N] [--rmax R] [--nbins B] [--stat 3pcf,4pcf,4pcf-parity] [--threads T]
+//              [--seed S] [--box L] [--exact]
+//
+// Reports the graph build time, for each statistic the query time (wall, and process CPU seconds
+// divided by the thread count, the reference's measure), the number of stored edges, the graph's
+// bytes per edge and the peak resident memory (total and per edge). Not a test: numbers go to
+// docs/benchmarks.md.
+#include <sys/resource.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <exception>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "almagest/core/error.hpp"
+#include "almagest/core/provenance.hpp"
+#include "almagest/npcf/plan.hpp"
+#include "almagest/npcf/synthetic.hpp"
+
+using namespace almagest;
+using namespace almagest::npcf;
+
+namespace {
+
+double wall_now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+double cpu_now() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+double peak_rss_mib() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return static_cast<double>(ru.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB on Linux
+}
+
+double current_rss_mib() {
+  std::FILE* f = std::fopen("/proc/self/statm", "r");
+  if (!f) return 0;
+  long pages = 0, resident = 0;
+  if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
+  std::fclose(f);
+  return static_cast<double>(resident) * 4096.0 / (1024.0 * 1024.0);
+}
+
+void usage() {
+  std::puts(
+      "bench_npcf [--n N] [--rmax R] [--nbins B] [--stat LIST] [--threads T] [--seed S] [--box L] "
+      "[--exact]\n"
+      "  --n        total points (data N/3 Neyman-Scott + randoms 2N/3 uniform), default 100000\n"
+      "  --rmax     maximum separation in Mpc/h (rmin = 1), default 71.0\n"
+      "  --nbins    radial bins, default 10 (use 5 for the 4pCF)\n"
+      "  --stat     comma-separated statistics: 2pcf 3pcf 3pcf-equilateral 4pcf 4pcf-parity\n"
+      "  --threads  worker threads, default 2\n"
+      "  --seed     catalogue seed, default 20240601\n"
+      "  --box      box side in Mpc/h, default 1000\n"
+      "  --exact    parity directions from coordinates instead of pixels");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::size_t n = 100000;
+  double rmax = 71.0, box = synthetic::kBenchmarkBox;
+  int nbins = 10, threads = 2;
+  std::uint64_t seed = 20240601;
+  bool exact = false;
+  std::vector<Statistic> stats;
+  try {
+    for (int i = 1; i < argc; ++i) {
+      const std::string a = argv[i];
+      auto value = [&]() -> std::string {
+        if (i + 1 >= argc) throw ConfigError(a, "needs a value");
+        return argv[++i];
+      };
+      if (a == "--n")
+        n = std::stoull(value());
+      else if (a == "--rmax")
+        rmax = std::stod(value());
+      else if (a == "--nbins")
+        nbins = std::stoi(value());
+      else if (a == "--threads")
+        threads = std::stoi(value());
+      else if (a == "--seed")
+        seed = std::stoull(value());
+      else if (a == "--box")
+        box = std::stod(value());
+      else if (a == "--exact")
+        exact = true;
+      else if (a == "--stat") {
+        std::stringstream ss(value());
+        std::string s;
+        while (std::getline(ss, s, ',')) stats.push_back(statistic_from_string(s));
+      } else if (a == "--help" || a == "-h") {
+        usage();
+        return 0;
+      } else {
+        usage();
+        return 2;
+      }
+    }
+    if (stats.empty()) stats.push_back(Statistic::ThreePoint);
+
+    NpcfConfig c;
+    c.statistic = stats.front();
+    c.bins = {1.0, rmax, nbins, BinScale::Linear};
+    c.threads = threads;
+    c.directions = exact ? DirectionMode::Exact : DirectionMode::Pixel;
+    for (Statistic s : stats)
+      if (s == Statistic::FourPointParity && !exact) c.store_pixels = true;
+    c.check();
+
+    std::printf("# bench_npcf  Almagest %s  %s  threads %d\n", almagest::version().c_str(),
+                cpu_model_name().c_str(), threads);
+    std::printf("# workload: N = %zu (data %zu Neyman-Scott 10 children sigma 5, randoms %zu uniform), "
+                "box %g, rmin 1, rmax %g, %d bins, seed %llu\n",
+                n, n / 3, n - n / 3, box, rmax, nbins, static_cast<unsigned long long>(seed));
+    const auto cats = synthetic::benchmark_catalogues(n, seed, box);
+    PointSet points = make_point_set(cats.data, &cats.randoms);
+    const double rss_points = current_rss_mib();
+
+    const GraphEstimate est = estimate_graph(points, c);
+    const double w0 = wall_now(), c0 = cpu_now();
+    NpcfPlan plan(c, std::move(points), JobContext{});
+    const double graph_wall = wall_now() - w0, graph_cpu = (cpu_now() - c0) / threads;
+    const Graph& g = plan.graph();
+    const double edges = static_cast<double>(g.num_edges());
+    const double rss_graph = current_rss_mib();
+    std::printf("graph: edges %.0f (estimate %.0f), mean neighbours m %.1f, build %.3f s wall, "
+                "%.3f s CPU/thread, %.2f bytes/edge (graph arrays %.1f MiB, estimate %.1f MiB)\n",
+                edges, est.edges, 2 * edges / static_cast<double>(n), graph_wall, graph_cpu,
+                static_cast<double>(g.memory_bytes()) / edges, g.memory_bytes() / 1048576.0,
+                est.bytes / 1048576.0);
+
+    for (Statistic s : stats) {
+      const double qw0 = wall_now(), qc0 = cpu_now();
+      const NpcfResult r = plan.execute(s, JobContext{});
+      const double qwall = wall_now() - qw0, qcpu = (cpu_now() - qc0) / threads;
+      std::uint64_t tuples = 0;
+      for (auto t : r.tuples) tuples += t;
+      const double peak = peak_rss_mib();
+      std::printf("%-16s rows %6zu  tuples %14llu  query %8.3f s wall  %8.3f s CPU/thread  "
+                  "peak RSS %8.1f MiB  (%.1f bytes/edge above the points, %.1f total)\n",
+                  to_string(s), r.rows(), static_cast<unsigned long long>(tuples), qwall, qcpu, peak,
+                  (peak - rss_points) * 1048576.0 / edges, peak * 1048576.0 / edges);
+    }
+    std::printf("# RSS after points %.1f MiB, after graph %.1f MiB\n", rss_points, rss_graph);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench_npcf: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
