@@ -65,6 +65,17 @@ struct Common {
   u64 ndata = 0;
 };
 
+// Reductions into shared memory through explicit shared-space instructions (the histogram
+// pointers are generic, so the compiler would otherwise emit generic atomics).
+__device__ __forceinline__ void red_shared(u32* p, u32 v) {
+  const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(p));
+  asm volatile("red.shared.add.u32 [%0], %1;" ::"r"(a), "r"(v) : "memory");
+}
+__device__ __forceinline__ void red_shared(double* p, double v) {
+  const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(p));
+  asm volatile("red.shared.add.f64 [%0], %1;" ::"r"(a), "d"(v) : "memory");
+}
+
 // ---------------------------------------------------------------------------------------------
 // Block histogram in shared memory (or pass-through to global atomics).
 struct BlockHist {
@@ -77,8 +88,8 @@ struct BlockHist {
 
   __device__ void add(const Acc& A, u32 row, double v) const {
     if (shared) {
-      atomicAdd(cnt + row, 1u);
-      atomicAdd(sum + row, v);
+      red_shared(cnt + row, 1u);
+      red_shared(sum + row, v);
     } else {
       const u64 at = static_cast<u64>(A.half) * A.rows + row;
       atomicAdd(A.acc_cnt + at, 1ull);
@@ -87,13 +98,13 @@ struct BlockHist {
   }
   __device__ void add_odd(const Acc& A, u32 row, double v) const {
     if (shared)
-      atomicAdd(odd + row, v);
+      red_shared(odd + row, v);
     else
       atomicAdd(A.acc_odd + static_cast<u64>(A.half) * A.rows + row, v);
   }
   __device__ void add_deg(const Acc& A, u32 row) const {
     if (shared)
-      atomicAdd(deg + row, 1u);
+      red_shared(deg + row, 1u);
     else
       atomicAdd(A.acc_deg + static_cast<u64>(A.half) * A.rows + row, 1ull);
   }

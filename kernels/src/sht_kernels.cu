@@ -79,6 +79,40 @@ __device__ __forceinline__ RingPair pair_geometry(int nside, int p) {
   return {g.z, g.omz, 1.0 + g.z, g.sth};
 }
 
+/// One step of the three-term recursion (both chains for spin 2).
+template <int SPIN>
+__device__ __forceinline__ void step(double al, double be, double ga, double z, double& v0,
+                                     double& v1, double& w0, double& w1) {
+  const double t = al * z;
+  if (SPIN == 0) {
+    const double vn = fma(t, v1, -ga * v0);
+    v0 = v1;
+    v1 = vn;
+  } else {
+    const double vn = fma(t - be, v1, -ga * v0);
+    const double wn = fma(t + be, w1, -ga * w0);
+    v0 = v1;
+    v1 = vn;
+    w0 = w1;
+    w1 = wn;
+  }
+}
+
+/// Scale tracking, checked every few steps (growth between checks stays far below 2^700).
+template <int SPIN>
+__device__ __forceinline__ void rescale(int& e, double& v0, double& v1, double& w0, double& w1) {
+  if (e < 0) {
+    const double big = SPIN ? fmax(fabs(v1), fabs(w1)) : fabs(v1);
+    if (big > kBig) {
+      v1 *= kDown;
+      v0 *= kDown;
+      w1 *= kDown;
+      w0 *= kDown;
+      ++e;
+    }
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Legendre synthesis: block (m, column group), threads over active ring pairs, P pairs each.
 template <int SPIN, int P, int NC>
@@ -165,24 +199,7 @@ __global__ void __launch_bounds__(kThreads) k_legendre_synthesis(LegendreArgs a)
         const double al = s_a[li], be = s_b[li], ga = s_g[li];
 #pragma unroll
         for (int k = 0; k < P; ++k) {
-          if (l != l0) {
-            const double t = al * z[k];
-            const double vn = (t - be) * v1[k] - ga * v0[k];
-            v0[k] = v1[k];
-            v1[k] = vn;
-            if (SPIN) {
-              const double wn = (t + be) * w1[k] - ga * w0[k];
-              w0[k] = w1[k];
-              w1[k] = wn;
-            }
-            if (e[k] < 0 && fmax(fabs(v1[k]), fabs(w1[k])) > kBig) {
-              v1[k] *= kDown;
-              v0[k] *= kDown;
-              w1[k] *= kDown;
-              w0[k] *= kDown;
-              ++e[k];
-            }
-          }
+          if (l != l0) step<SPIN>(al, be, ga, z[k], v0[k], v1[k], w0[k], w1[k]);
           if (SPIN == 0) {
             const double lam = e[k] == 0 ? v1[k] : 0.0;
 #pragma unroll
@@ -210,6 +227,10 @@ __global__ void __launch_bounds__(kThreads) k_legendre_synthesis(LegendreArgs a)
           }
         }
       }
+        if ((li2 & 6) == 6) {
+#pragma unroll
+          for (int k = 0; k < P; ++k) rescale<SPIN>(e[k], v0[k], v1[k], w0[k], w1[k]);
+        }
       }
     }
 #pragma unroll
@@ -363,24 +384,7 @@ __global__ void __launch_bounds__(kThreads) k_legendre_adjoint(LegendreArgs a) {
         for (int q = 0; q < NCC; ++q) sum[q] = {0.0, 0.0};
 #pragma unroll
         for (int k = 0; k < P; ++k) {
-          if (l != l0) {
-            const double t = al * z[k];
-            const double vn = (t - be) * v1[k] - ga * v0[k];
-            v0[k] = v1[k];
-            v1[k] = vn;
-            if (SPIN) {
-              const double wn = (t + be) * w1[k] - ga * w0[k];
-              w0[k] = w1[k];
-              w1[k] = wn;
-            }
-            if (e[k] < 0 && fmax(fabs(v1[k]), fabs(w1[k])) > kBig) {
-              v1[k] *= kDown;
-              v0[k] *= kDown;
-              w1[k] *= kDown;
-              w0[k] *= kDown;
-              ++e[k];
-            }
-          }
+          if (l != l0) step<SPIN>(al, be, ga, z[k], v0[k], v1[k], w0[k], w1[k]);
           if (SPIN == 0) {
             const double lam = e[k] == 0 ? v1[k] : 0.0;
 #pragma unroll
@@ -407,6 +411,10 @@ __global__ void __launch_bounds__(kThreads) k_legendre_adjoint(LegendreArgs a) {
         }
 #pragma unroll
         for (int q = 0; q < NCC; ++q) red[li * NCC + q][threadIdx.x] = sum[q];
+        if ((li & 7) == 7 || li == LC - 1) {
+#pragma unroll
+          for (int k = 0; k < P; ++k) rescale<SPIN>(e[k], v0[k], v1[k], w0[k], w1[k]);
+        }
       }
       __syncthreads();
       {

@@ -212,6 +212,25 @@ public:
     return out;
   }
 
+  std::vector<double> time_legendre(ShtOp op, int ncols, int reps) override {
+    check_cols(ncols);
+    DeviceGuard g(d_.device);
+    std::vector<double> out;
+    for (int i = 0; i < reps; ++i) {
+      CUDA_CHECK(cudaEventRecord(ev0_, *stream_));
+      if (op == ShtOp::Synthesis)
+        sht::launch_legendre_synthesis(legendre_args(ncols), *stream_);
+      else
+        sht::launch_legendre_adjoint(legendre_args(ncols), *stream_);
+      CUDA_CHECK(cudaEventRecord(ev1_, *stream_));
+      CUDA_CHECK(cudaEventSynchronize(ev1_));
+      float ms = 0.f;
+      CUDA_CHECK(cudaEventElapsedTime(&ms, ev0_, ev1_));
+      out.push_back(ms);
+    }
+    return out;
+  }
+
 private:
   std::size_t cc(int ncols) const { return static_cast<std::size_t>(ncols) * ncomp_; }
   void check_cols(int ncols) const {

@@ -247,12 +247,15 @@ void TestUiMainWindow::cancelledJobLeavesNoResult() {
   QVERIFY2(finished.isEmpty(), "the job finished before it could be cancelled");
   QVERIFY(w.jobPanel()->cancelButton()->isEnabled());
 
+  const int percentAtCancel = job->percent();
+  const QString stageAtCancel = job->stage();
   QElapsedTimer latency;
   latency.start();
   QTest::mouseClick(w.jobPanel()->cancelButton(), Qt::LeftButton);
   QVERIFY(finished.count() == 1 || finished.wait(5000));
   const qint64 ms = latency.elapsed();
-  qInfo("cancel latency %lld ms", static_cast<long long>(ms));
+  qInfo("cancel latency %lld ms (cancelled at %d %%, stage '%s')", static_cast<long long>(ms),
+        percentAtCancel, qPrintable(stageAtCancel));
   QVERIFY2(ms < 1000, qPrintable(QStringLiteral("cancel took %1 ms").arg(ms)));
   QCOMPARE(finished.at(0).at(0).value<State>(), State::Cancelled);
   QCOMPARE(job->state(), State::Cancelled);

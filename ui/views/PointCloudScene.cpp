@@ -214,9 +214,11 @@ PointCloudScene::PointCloudScene(VtkView* view) : d_(std::make_unique<Impl>()) {
   d_->placeCaption(d_->title, 0.975);
   d_->placeCaption(d_->dataCaption, 0.925);
   d_->placeCaption(d_->randomCaption, 0.885);
-  d_->placeCaption(d_->extent, 0.845);
+  d_->extent->GetPositionCoordinate()->SetCoordinateSystemToNormalizedViewport();
+  d_->extent->SetPosition(0.015, 0.02);
   d_->status->GetPositionCoordinate()->SetCoordinateSystemToNormalizedViewport();
-  d_->status->SetPosition(0.015, 0.02);
+  d_->status->SetPosition(0.985, 0.02);
+  d_->status->GetTextProperty()->SetJustificationToRight();
 
   ren->AddActor(d_->randoms.actor);
   ren->AddActor(d_->data.actor);
@@ -282,7 +284,7 @@ void PointCloudScene::resetCamera() {
   d_->outline->GetBounds(b);
   if (d_->outlineActor->GetVisibility()) ren->ResetCamera(b);
   else ren->ResetCamera();
-  cam->Zoom(1.15);
+  cam->Zoom(1.05);
   ren->ResetCameraClippingRange();
   d_->view->requestRender();
 }

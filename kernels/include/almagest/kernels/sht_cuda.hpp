@@ -53,6 +53,8 @@ public:
   virtual void synchronize() = 0;
   /// Runs op `reps` times, each bracketed by CUDA events; returns the milliseconds of each.
   virtual std::vector<double> time(ShtOp op, int ncols, int reps) = 0;
+  /// The same for the Legendre kernel of op alone (on the current buffers; for profiling).
+  virtual std::vector<double> time_legendre(ShtOp op, int ncols, int reps) = 0;
 };
 
 class ShtKernels {

@@ -1,0 +1,430 @@
+// Exposure-stack readers and writers: KBMOD WorkUnit FITS, one MEF file per exposure, and the
+// Almagest HDF5 cube (layout in stack_io.hpp / docs/stack.md).
+#include "almagest/stack/stack_io.hpp"
+
+#include <fitsio.h>
+#include <hdf5.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+
+#include "almagest/core/atomic_file.hpp"
+#include "almagest/core/error.hpp"
+
+namespace almagest::stack {
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string fits_msg(int status) {
+  char buf[FLEN_STATUS] = {0};
+  fits_get_errstatus(status, buf);
+  return buf;
+}
+
+struct Fits {
+  fitsfile* f = nullptr;
+  std::string path;
+  Fits(const std::string& p, int mode) : path(p) {
+    int st = 0;
+    if (mode == READONLY) fits_open_file(&f, p.c_str(), READONLY, &st);
+    else fits_create_file(&f, ("!" + p).c_str(), &st);
+    if (st) throw IoError(p, "", "cannot open FITS file: " + fits_msg(st));
+  }
+  ~Fits() {
+    int st = 0;
+    if (f) fits_close_file(f, &st);
+  }
+  void close() {
+    int st = 0;
+    fits_close_file(f, &st);
+    f = nullptr;
+    if (st) throw IoError(path, "", "cannot close FITS file: " + fits_msg(st));
+  }
+  bool move_to(const std::string& extname) {
+    int st = 0;
+    fits_movnam_hdu(f, ANY_HDU, const_cast<char*>(extname.c_str()), 0, &st);
+    return st == 0;
+  }
+  /// Reads the current image HDU as float; returns (width, height).
+  std::pair<int, int> read_image(std::vector<float>& out, const std::string& field) {
+    int st = 0, naxis = 0;
+    long dims[3] = {0, 0, 0};
+    fits_get_img_dim(f, &naxis, &st);
+    fits_get_img_size(f, 3, dims, &st);
+    if (st) throw IoError(path, field, "cannot read image size: " + fits_msg(st));
+    if (naxis != 2) throw IoError(path, field, "expected a 2-D image, found " + std::to_string(naxis) + " axes");
+    out.resize(std::size_t(dims[0]) * dims[1]);
+    float nul = std::nanf("");
+    int anynul = 0;
+    long first[2] = {1, 1};
+    fits_read_pix(f, TFLOAT, first, LONGLONG(out.size()), &nul, out.data(), &anynul, &st);
+    if (st) throw IoError(path, field, "cannot read image: " + fits_msg(st));
+    return {int(dims[0]), int(dims[1])};
+  }
+  bool read_double_key(const char* key, double& v) {
+    int st = 0;
+    fits_read_key(f, TDOUBLE, key, &v, nullptr, &st);
+    return st == 0;
+  }
+  std::string header_cards() {
+    int st = 0, n = 0;
+    char* h = nullptr;
+    fits_hdr2str(f, 1, nullptr, 0, &h, &n, &st);
+    std::string s = (st == 0 && h) ? std::string(h) : std::string();
+    if (h) fits_free_memory(h, &st);
+    return s;
+  }
+  void write_image(const float* data, int w, int h, const std::string& extname, int bitpix = FLOAT_IMG, int type = TFLOAT) {
+    int st = 0;
+    long naxes[2] = {w, h};
+    fits_create_img(f, bitpix, 2, naxes, &st);
+    if (!extname.empty()) fits_write_key(f, TSTRING, "EXTNAME", const_cast<char*>(extname.c_str()), nullptr, &st);
+    fits_write_img(f, type, 1, LONGLONG(w) * h, const_cast<float*>(data), &st);
+    if (st) throw IoError(path, extname, "cannot write image: " + fits_msg(st));
+  }
+};
+
+Psf psf_from(const std::vector<float>& k, int w, int h, const std::string& file, const std::string& field) {
+  if (w != h || w % 2 == 0)
+    throw IoError(file, field, "PSF must be an odd square kernel, got " + std::to_string(w) + " x " + std::to_string(h));
+  Psf p;
+  p.size = w;
+  p.kernel = k;
+  return p;
+}
+
+void append_exposure(ExposureStack& s, const std::vector<float>& sci, int w, int h, const std::vector<float>& var,
+                     int vw, int vh, const std::vector<float>& msk, int mw, int mh, const std::string& file,
+                     const std::string& tag) {
+  if (s.size() == 0) {
+    s.width = w;
+    s.height = h;
+  }
+  if (w != s.width || h != s.height)
+    throw IoError(file, "SCI" + tag, "image is " + std::to_string(w) + " x " + std::to_string(h) + ", earlier exposures are " +
+                                         std::to_string(s.width) + " x " + std::to_string(s.height));
+  if (vw != w || vh != h) throw IoError(file, "VAR" + tag, "variance plane shape differs from the science plane");
+  if (!msk.empty() && (mw != w || mh != h)) throw IoError(file, "MSK" + tag, "mask plane shape differs from the science plane");
+  s.sci.insert(s.sci.end(), sci.begin(), sci.end());
+  s.var.insert(s.var.end(), var.begin(), var.end());
+  if (msk.empty()) s.mask.insert(s.mask.end(), sci.size(), 0);
+  else for (float m : msk) s.mask.push_back(m > 0 ? 1 : 0);
+}
+
+}  // namespace
+
+ExposureStack read_workunit(const std::string& path, const StackReadOptions& opt) {
+  Fits f(path, READONLY);
+  ExposureStack s;
+  s.source = path;
+  double numimg = 0;
+  if (!f.read_double_key("NUMIMG", numimg) || numimg < 1) throw IoError(path, "NUMIMG", "primary header has no positive NUMIMG");
+  const int n = int(numimg);
+  const std::string primary = f.header_cards();
+  if (primary.find("CTYPE1") != std::string::npos) s.wcs_header = primary;
+  const int base = f.move_to("SCI_0") ? 0 : 1;
+  for (int k = 0; k < n; ++k) {
+    const int e = k + base;
+    const std::string tag = "_" + std::to_string(e);
+    if (!f.move_to("SCI" + tag)) throw IoError(path, "SCI" + tag, "HDU missing (NUMIMG = " + std::to_string(n) + ")");
+    std::vector<float> sci, var, msk, psf;
+    auto [w, h] = f.read_image(sci, "SCI" + tag);
+    double mjd = NAN;
+    if (!f.read_double_key("MJD", mjd) && !f.read_double_key("MJD-OBS", mjd)) throw IoError(path, "SCI" + tag + ": MJD", "observation time key missing");
+    if (s.wcs_header.empty() && k == 0) {
+      const std::string hdr = f.header_cards();
+      if (hdr.find("CTYPE1") != std::string::npos) s.wcs_header = hdr;
+    }
+    if (!f.move_to("VAR" + tag)) throw IoError(path, "VAR" + tag, "HDU missing");
+    auto [vw, vh] = f.read_image(var, "VAR" + tag);
+    int mw = 0, mh = 0;
+    if (f.move_to("MSK" + tag)) std::tie(mw, mh) = f.read_image(msk, "MSK" + tag);
+    append_exposure(s, sci, w, h, var, vw, vh, msk, mw, mh, path, tag);
+    s.mjd.push_back(mjd);
+    s.origin.push_back(path + "[SCI" + tag + "]");
+    if (opt.psf_sigma > 0) s.psf.push_back(Psf::gaussian(opt.psf_sigma));
+    else if (f.move_to("PSF" + tag)) {
+      auto [pw, ph] = f.read_image(psf, "PSF" + tag);
+      s.psf.push_back(psf_from(psf, pw, ph, path, "PSF" + tag));
+    } else if (opt.fallback_psf_sigma > 0) s.psf.push_back(Psf::gaussian(opt.fallback_psf_sigma));
+    else throw IoError(path, "PSF" + tag, "HDU missing and no PSF sigma given");
+  }
+  s.validate();
+  return s;
+}
+
+ExposureStack read_exposure_files(const std::vector<std::string>& paths, const StackReadOptions& opt) {
+  if (paths.empty()) throw IoError("", "files", "no exposure files given");
+  ExposureStack s;
+  s.source = paths.size() == 1 ? paths[0] : fs::path(paths[0]).parent_path().string();
+  for (std::size_t k = 0; k < paths.size(); ++k) {
+    const std::string& p = paths[k];
+    Fits f(p, READONLY);
+    double mjd = NAN;
+    f.read_double_key("MJD", mjd) || f.read_double_key("MJD-OBS", mjd);
+    std::vector<float> sci, var, msk, psf;
+    int w = 0, h = 0;
+    if (f.move_to("SCI") || f.move_to("IMAGE")) {
+      std::tie(w, h) = f.read_image(sci, "SCI");
+    } else {
+      int st = 0, nhdu = 0;
+      fits_get_num_hdus(f.f, &nhdu, &st);
+      for (int i = 1; i <= nhdu && sci.empty(); ++i) {
+        int type = 0, naxis = 0;
+        fits_movabs_hdu(f.f, i, &type, &st);
+        fits_get_img_dim(f.f, &naxis, &st);
+        if (st == 0 && type == IMAGE_HDU && naxis == 2) std::tie(w, h) = f.read_image(sci, "HDU " + std::to_string(i));
+      }
+      if (sci.empty()) throw IoError(p, "SCI", "no science image HDU");
+    }
+    if (std::isnan(mjd) && !f.read_double_key("MJD", mjd) && !f.read_double_key("MJD-OBS", mjd)) throw IoError(p, "MJD", "observation time key missing");
+    if (k == 0) {
+      const std::string hdr = f.header_cards();
+      if (hdr.find("CTYPE1") != std::string::npos) s.wcs_header = hdr;
+    }
+    if (!f.move_to("VAR") && !f.move_to("VARIANCE")) throw IoError(p, "VAR", "variance HDU missing");
+    auto [vw, vh] = f.read_image(var, "VAR");
+    int mw = 0, mh = 0;
+    if (f.move_to("MSK") || f.move_to("MASK")) std::tie(mw, mh) = f.read_image(msk, "MSK");
+    append_exposure(s, sci, w, h, var, vw, vh, msk, mw, mh, p, "");
+    s.mjd.push_back(mjd);
+    s.origin.push_back(p);
+    if (opt.psf_sigma > 0) s.psf.push_back(Psf::gaussian(opt.psf_sigma));
+    else if (f.move_to("PSF")) {
+      auto [pw, ph] = f.read_image(psf, "PSF");
+      s.psf.push_back(psf_from(psf, pw, ph, p, "PSF"));
+    } else if (opt.fallback_psf_sigma > 0) s.psf.push_back(Psf::gaussian(opt.fallback_psf_sigma));
+    else throw IoError(p, "PSF", "HDU missing and no PSF sigma given");
+  }
+  s.validate();
+  return s;
+}
+
+ExposureStack read_exposure_folder(const std::string& folder, const StackReadOptions& opt) {
+  std::error_code ec;
+  if (!fs::is_directory(folder, ec)) throw IoError(folder, "", "not a folder");
+  std::vector<std::string> files;
+  for (const auto& ent : fs::directory_iterator(folder)) {
+    const std::string n = ent.path().filename().string();
+    auto ends = [&](const char* suf) { return n.size() >= std::strlen(suf) && n.compare(n.size() - std::strlen(suf), std::string::npos, suf) == 0; };
+    if (ent.is_regular_file() && (ends(".fits") || ends(".fit") || ends(".fits.fz"))) files.push_back(ent.path().string());
+  }
+  std::sort(files.begin(), files.end());
+  if (files.empty()) throw IoError(folder, "", "no FITS files in the folder");
+  ExposureStack s = read_exposure_files(files, opt);
+  s.source = folder;
+  return s;
+}
+
+// ---------------------------------------------------------------------------------------------
+namespace {
+struct H5 {
+  hid_t id = -1;
+  explicit H5(hid_t i) : id(i) {}
+  ~H5() {
+    if (id >= 0) {
+      const H5I_type_t t = H5Iget_type(id);
+      if (t == H5I_FILE) H5Fclose(id);
+      else if (t == H5I_DATASET) H5Dclose(id);
+      else if (t == H5I_DATASPACE) H5Sclose(id);
+      else if (t == H5I_ATTR) H5Aclose(id);
+      else if (t == H5I_DATATYPE) H5Tclose(id);
+    }
+  }
+};
+
+template <class T>
+void h5_write(hid_t file, const std::string& path, const std::string& name, hid_t type, const std::vector<T>& v,
+              std::vector<hsize_t> dims) {
+  H5 sp(H5Screate_simple(int(dims.size()), dims.data(), nullptr));
+  H5 ds(H5Dcreate2(file, name.c_str(), type, sp.id, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+  if (ds.id < 0 || H5Dwrite(ds.id, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data()) < 0) throw IoError(path, name, "cannot write dataset");
+}
+
+template <class T>
+std::vector<T> h5_read(hid_t file, const std::string& path, const std::string& name, hid_t type, std::vector<hsize_t>& dims) {
+  if (H5Lexists(file, name.c_str(), H5P_DEFAULT) <= 0) throw IoError(path, name, "dataset missing");
+  H5 ds(H5Dopen2(file, name.c_str(), H5P_DEFAULT));
+  H5 sp(H5Dget_space(ds.id));
+  const int nd = H5Sget_simple_extent_ndims(sp.id);
+  dims.assign(std::max(nd, 0), 0);
+  H5Sget_simple_extent_dims(sp.id, dims.data(), nullptr);
+  hsize_t total = 1;
+  for (auto d : dims) total *= d;
+  std::vector<T> v(total);
+  if (H5Dread(ds.id, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data()) < 0) throw IoError(path, name, "cannot read dataset");
+  return v;
+}
+
+void h5_attr_string(hid_t obj, const std::string& path, const char* name, const std::string& value) {
+  H5 t(H5Tcopy(H5T_C_S1));
+  H5Tset_size(t.id, std::max<std::size_t>(1, value.size()));
+  H5 sp(H5Screate(H5S_SCALAR));
+  H5 a(H5Acreate2(obj, name, t.id, sp.id, H5P_DEFAULT, H5P_DEFAULT));
+  if (a.id < 0 || H5Awrite(a.id, t.id, value.empty() ? "" : value.c_str()) < 0) throw IoError(path, name, "cannot write attribute");
+}
+
+std::string h5_read_attr_string(hid_t obj, const char* name) {
+  if (H5Aexists(obj, name) <= 0) return {};
+  H5 a(H5Aopen(obj, name, H5P_DEFAULT));
+  H5 t(H5Aget_type(a.id));
+  if (H5Tis_variable_str(t.id) > 0) {
+    char* s = nullptr;
+    H5 mt(H5Tcopy(H5T_C_S1));
+    H5Tset_size(mt.id, H5T_VARIABLE);
+    H5Aread(a.id, mt.id, &s);
+    std::string r = s ? s : "";
+    H5free_memory(s);
+    return r;
+  }
+  const std::size_t n = H5Tget_size(t.id);
+  std::string r(n, '\0');
+  H5Aread(a.id, t.id, r.data());
+  r.erase(std::find(r.begin(), r.end(), '\0'), r.end());
+  return r;
+}
+}  // namespace
+
+void write_stack_hdf5(const std::string& path, const ExposureStack& s) {
+  s.validate();
+  AtomicFile af(path);
+  {
+    H5 f(H5Fcreate(af.temp_path().c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT));
+    if (f.id < 0) throw IoError(path, "", "cannot create HDF5 file");
+    const hsize_t n = s.size(), H = s.height, W = s.width;
+    h5_write(f.id, path, "sci", H5T_NATIVE_FLOAT, s.sci, {n, H, W});
+    h5_write(f.id, path, "var", H5T_NATIVE_FLOAT, s.var, {n, H, W});
+    h5_write(f.id, path, "mask", H5T_NATIVE_UINT8, s.mask, {n, H, W});
+    h5_write(f.id, path, "mjd", H5T_NATIVE_DOUBLE, s.mjd, {n});
+    int K = 1;
+    for (const auto& p : s.psf) K = std::max(K, p.size);
+    std::vector<float> psf(std::size_t(n) * K * K, 0.0f);
+    for (std::size_t e = 0; e < n; ++e) {
+      const int o = (K - s.psf[e].size) / 2;
+      for (int v = 0; v < s.psf[e].size; ++v)
+        for (int u = 0; u < s.psf[e].size; ++u)
+          psf[(e * K + v + o) * K + u + o] = s.psf[e].kernel[std::size_t(v) * s.psf[e].size + u];
+    }
+    h5_write(f.id, path, "psf", H5T_NATIVE_FLOAT, psf, {n, hsize_t(K), hsize_t(K)});
+    if (!s.weight.empty()) h5_write(f.id, path, "weight", H5T_NATIVE_DOUBLE, s.weight, {n});
+    h5_attr_string(f.id, path, "format", "almagest-stack-cube-1");
+    if (!s.wcs_header.empty()) h5_attr_string(f.id, path, "wcs_header", s.wcs_header);
+  }
+  af.commit();
+}
+
+ExposureStack read_stack_hdf5(const std::string& path, const StackReadOptions& opt) {
+  H5 f(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
+  if (f.id < 0) throw IoError(path, "", "cannot open HDF5 file");
+  ExposureStack s;
+  s.source = path;
+  std::vector<hsize_t> d, dv, dm, dt, dp;
+  s.sci = h5_read<float>(f.id, path, "sci", H5T_NATIVE_FLOAT, d);
+  if (d.size() != 3) throw IoError(path, "sci", "expected a [n][height][width] dataset");
+  s.var = h5_read<float>(f.id, path, "var", H5T_NATIVE_FLOAT, dv);
+  if (dv != d) throw IoError(path, "var", "shape differs from /sci");
+  s.mask = h5_read<std::uint8_t>(f.id, path, "mask", H5T_NATIVE_UINT8, dm);
+  if (dm != d) throw IoError(path, "mask", "shape differs from /sci");
+  s.mjd = h5_read<double>(f.id, path, "mjd", H5T_NATIVE_DOUBLE, dt);
+  if (dt.size() != 1 || dt[0] != d[0]) throw IoError(path, "mjd", "expected one MJD per exposure");
+  s.width = int(d[2]);
+  s.height = int(d[1]);
+  if (opt.psf_sigma > 0) {
+    s.psf.assign(d[0], Psf::gaussian(opt.psf_sigma));
+  } else if (H5Lexists(f.id, "psf", H5P_DEFAULT) > 0) {
+    const auto k = h5_read<float>(f.id, path, "psf", H5T_NATIVE_FLOAT, dp);
+    if (dp.size() != 3 || dp[0] != d[0] || dp[1] != dp[2] || dp[1] % 2 == 0) throw IoError(path, "psf", "expected [n][K][K] with odd K");
+    for (hsize_t e = 0; e < d[0]; ++e) {
+      Psf p;
+      p.size = int(dp[1]);
+      p.kernel.assign(k.begin() + e * dp[1] * dp[1], k.begin() + (e + 1) * dp[1] * dp[1]);
+      s.psf.push_back(std::move(p));
+    }
+  } else if (opt.fallback_psf_sigma > 0) {
+    s.psf.assign(d[0], Psf::gaussian(opt.fallback_psf_sigma));
+  } else {
+    throw IoError(path, "psf", "dataset missing and no PSF sigma given");
+  }
+  if (H5Lexists(f.id, "weight", H5P_DEFAULT) > 0) s.weight = h5_read<double>(f.id, path, "weight", H5T_NATIVE_DOUBLE, dt);
+  s.wcs_header = h5_read_attr_string(f.id, "wcs_header");
+  s.validate();
+  return s;
+}
+
+ExposureStack read_stack(const std::string& path, const StackReadOptions& opt) {
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) return read_exposure_folder(path, opt);
+  const std::string ext = fs::path(path).extension().string();
+  if (ext == ".h5" || ext == ".hdf5") return read_stack_hdf5(path, opt);
+  return read_workunit(path, opt);
+}
+
+void write_workunit(const std::string& path, const ExposureStack& s) {
+  s.validate();
+  AtomicFile af(path);
+  {
+    Fits f(af.temp_path(), READWRITE);
+    int st = 0;
+    fits_create_img(f.f, BYTE_IMG, 0, nullptr, &st);
+    int n = int(s.size());
+    fits_write_key(f.f, TINT, "NUMIMG", &n, "number of exposures", &st);
+    if (!s.wcs_header.empty())
+      for (std::size_t i = 0; i + 80 <= s.wcs_header.size(); i += 80) {
+        const std::string card = s.wcs_header.substr(i, 80);
+        const std::string key = card.substr(0, 8);
+        if (key.rfind("CTYPE", 0) == 0 || key.rfind("CRPIX", 0) == 0 || key.rfind("CRVAL", 0) == 0 || key.rfind("CD", 0) == 0 ||
+            key.rfind("CDELT", 0) == 0 || key.rfind("CUNIT", 0) == 0 || key.rfind("PC", 0) == 0 || key.rfind("RADESYS", 0) == 0 ||
+            key.rfind("EQUINOX", 0) == 0 || key.rfind("LONPOLE", 0) == 0 || key.rfind("LATPOLE", 0) == 0)
+          fits_write_record(f.f, card.c_str(), &st);
+      }
+    if (st) throw IoError(path, "primary", "cannot write header: " + fits_msg(st));
+    const std::size_t np = s.pixels();
+    std::vector<float> m(np);
+    for (int e = 0; e < n; ++e) {
+      const std::string tag = "_" + std::to_string(e);
+      f.write_image(s.sci.data() + e * np, s.width, s.height, "SCI" + tag);
+      double mjd = s.mjd[e];
+      fits_write_key(f.f, TDOUBLE, "MJD", &mjd, "observation time", &st);
+      f.write_image(s.var.data() + e * np, s.width, s.height, "VAR" + tag);
+      for (std::size_t i = 0; i < np; ++i) m[i] = s.mask[e * np + i];
+      f.write_image(m.data(), s.width, s.height, "MSK" + tag, BYTE_IMG, TFLOAT);
+      f.write_image(s.psf[e].kernel.data(), s.psf[e].size, s.psf[e].size, "PSF" + tag);
+      if (st) throw IoError(path, "SCI" + tag, "cannot write: " + fits_msg(st));
+    }
+    f.close();
+  }
+  af.commit();
+}
+
+void write_exposure_files(const std::string& folder, const ExposureStack& s) {
+  s.validate();
+  std::error_code ec;
+  if (!fs::is_directory(folder, ec)) throw IoError(folder, "", "output folder does not exist");
+  const std::size_t np = s.pixels();
+  std::vector<float> m(np);
+  for (std::size_t e = 0; e < s.size(); ++e) {
+    char name[64];
+    std::snprintf(name, sizeof name, "exposure_%04zu.fits", e);
+    const std::string path = (fs::path(folder) / name).string();
+    AtomicFile af(path);
+    {
+      Fits f(af.temp_path(), READWRITE);
+      int st = 0;
+      fits_create_img(f.f, BYTE_IMG, 0, nullptr, &st);
+      double mjd = s.mjd[e];
+      fits_write_key(f.f, TDOUBLE, "MJD", &mjd, "observation time", &st);
+      f.write_image(s.sci.data() + e * np, s.width, s.height, "SCI");
+      f.write_image(s.var.data() + e * np, s.width, s.height, "VAR");
+      for (std::size_t i = 0; i < np; ++i) m[i] = s.mask[e * np + i];
+      f.write_image(m.data(), s.width, s.height, "MSK", BYTE_IMG, TFLOAT);
+      f.write_image(s.psf[e].kernel.data(), s.psf[e].size, s.psf[e].size, "PSF");
+      f.close();
+    }
+    af.commit();
+  }
+}
+
+}  // namespace almagest::stack
