@@ -12,6 +12,7 @@ namespace almagest::kernels::detail {
 
 [[noreturn]] inline void throw_cuda_error(cudaError_t err, const char* expr, const char* file,
                                           int line) {
+  cudaGetLastError();  // reset the thread's last-error state so later launch checks start clean
   std::string msg = std::string("CUDA error at ") + file + ":" + std::to_string(line) + ": " +
                     expr + " returned " + cudaGetErrorName(err) + " (" +
                     cudaGetErrorString(err) + ")";

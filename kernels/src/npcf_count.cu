@@ -157,8 +157,16 @@ private:
       tri_.upload(J.tri_offset, tri_.size(), s_);
     }
     if (J.kind == Kind::Four) {
-      alloc(packed_, J.packed_size);
-      packed_.upload(J.packed, J.packed_size, s_);
+      if (2ull * J.rows + 1 < 65536) {  // compact copy: the lookups stay in L1
+        std::vector<u16> compact(J.packed_size);
+        for (u64 k = 0; k < J.packed_size; ++k) compact[k] = static_cast<u16>(J.packed[k]);
+        alloc(packed16_, J.packed_size);
+        packed16_.upload(compact.data(), J.packed_size, s_);
+        CUDA_CHECK(cudaStreamSynchronize(s_));  // `compact` leaves scope
+      } else {
+        alloc(packed_, J.packed_size);
+        packed_.upload(J.packed, J.packed_size, s_);
+      }
       if (pix) {
         alloc(pixel_unit_, 3ull * J.par.npixels);
         pixel_unit_.upload(J.par.pixel_unit, pixel_unit_.size(), s_);
@@ -219,6 +227,11 @@ private:
     if (J.kind == Kind::Three) {
       dcap3_ = 1024;
       smem3_ = hb + 13ull * dcap3_;
+      cudaFuncAttributes fa{};
+      CUDA_CHECK(cudaFuncGetAttributes(&fa, count3_kernel));
+      if (smem3_ + fa.sharedSizeBytes > static_cast<std::size_t>(smem_optin_))
+        throw DeviceError("3pCF on the GPU: " + std::to_string(J.rows) +
+                          " rows do not fit the shared-memory histogram");
       if (smem3_ > 48 * 1024)
         CUDA_CHECK(cudaFuncSetAttribute(count3_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                         static_cast<int>(smem3_)));
@@ -234,6 +247,11 @@ private:
       throw DeviceError("4pCF on the GPU: a hub has " + std::to_string(maxdeg) +
                         " neighbours, more than the 65535 this backend supports");
     auto kernel = J.parity ? count4_kernel<true> : count4_kernel<false>;
+    cudaFuncAttributes fa{};
+    CUDA_CHECK(cudaFuncGetAttributes(&fa, kernel));
+    const std::size_t max_dyn = static_cast<std::size_t>(smem_optin_) - fa.sharedSizeBytes;
+    CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    static_cast<int>(max_dyn)));
     const std::array<std::pair<u32, int>, 3> caps{{{96, 256}, {192, 256}, {384, 512}}};
     G_ = 1;
     const u32 forced = J.opt->shared_degree_cap;
@@ -246,13 +264,11 @@ private:
         }
       }
       const std::size_t smem = hb + sizeof(u32) * kQueue * (threads / 32) + hood_layout(cap, J.parity).total;
-      if (smem > static_cast<std::size_t>(smem_optin_)) break;
+      if (smem > max_dyn) break;
       Class4 c;
       c.dcap = cap;
       c.threads = threads;
       c.smem = smem;
-      CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                      static_cast<int>(smem_optin_)));
       CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, kernel, threads, smem));
       if (occ < 1) break;
       c.grid = occ * sms_;
@@ -453,6 +469,7 @@ private:
         a.w2 = window(slot[2], s2);
         a.list = HubList{order_.data(), first, end - start, counters_.data() + counter++};
         a.packed = packed_.data();
+        a.packed16 = packed16_.data();
         a.n = static_cast<u32>(J.nbins);
         a.n2 = a.n * a.n;
         a.n3 = a.n2 * a.n;
@@ -574,6 +591,7 @@ private:
   std::vector<int> slot_win_;
   std::vector<u64> slot_used_;
   DeviceBuffer<u32> tri_, packed_, order_, counters_;
+  DeviceBuffer<u16> packed16_;
   DeviceBuffer<unsigned char> scratch_;
   DeviceBuffer<ull> acc_cnt_, acc_deg_, out_cnt_, out_deg_, part_cnt_, part_deg_;
   DeviceBuffer<double> acc_sum_, acc_odd_, out_sum_, out_odd_, part_sum_, part_odd_;

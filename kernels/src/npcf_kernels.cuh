@@ -317,7 +317,8 @@ struct FourArgs {
   Common c;
   Win wh, w1, w2;  // hub window; rows a (S1); rows b (S2)
   HubList list;
-  const u32* packed = nullptr;  // n^6 canonicalisation entries
+  const u32* packed = nullptr;    // n^6 canonicalisation entries
+  const u16* packed16 = nullptr;  // the same as 16 bits when every entry fits (n <= 8): less cache
   u32 n = 0, n2 = 0, n3 = 0, n4 = 0, n5 = 0;
   bool exact = false;                 // parity directions from coordinates
   const double* pixel_unit = nullptr; // parity pixel mode
@@ -486,7 +487,7 @@ __global__ void count4_kernel(FourArgs a) {
           const u32 c = q * 32 + (__ffs(common) - 1);
           common &= common - 1;
           const u32 code = code_ab + l_cb3[c] + static_cast<u32>(ta[c]) * n + static_cast<u32>(tb[c]);
-          const u32 pk = __ldg(a.packed + code);
+          const u32 pk = a.packed16 ? static_cast<u32>(__ldg(a.packed16 + code)) : __ldg(a.packed + code);
           const u32 row = pk >> 1;
           const double prod = wab * l_w[c];
           hist.add(a.acc, row, prod);

@@ -79,18 +79,18 @@ __device__ __forceinline__ RingPair pair_geometry(int nside, int p) {
   return {g.z, g.omz, 1.0 + g.z, g.sth};
 }
 
-/// One step of the three-term recursion (both chains for spin 2).
+/// One step of the normalised recursion mu_l = (A z -+ B) mu_{l-1} - mu_{l-2} (ga unused).
 template <int SPIN>
 __device__ __forceinline__ void step(double al, double be, double ga, double z, double& v0,
                                      double& v1, double& w0, double& w1) {
   const double t = al * z;
   if (SPIN == 0) {
-    const double vn = fma(t, v1, -ga * v0);
+    const double vn = fma(t, v1, -v0);
     v0 = v1;
     v1 = vn;
   } else {
-    const double vn = fma(t - be, v1, -ga * v0);
-    const double wn = fma(t + be, w1, -ga * w0);
+    const double vn = fma(t - be, v1, -v0);
+    const double wn = fma(t + be, w1, -w0);
     v0 = v1;
     v1 = vn;
     w0 = w1;
@@ -175,18 +175,25 @@ __global__ void __launch_bounds__(kThreads) k_legendre_synthesis(LegendreArgs a)
       __syncthreads();
       for (int i = threadIdx.x; i < LC; i += kThreads) {
         const int l = lc + i;
-        double al = 0, be = 0, ga = 0;
-        if (l > l0 && l <= lmax) rec_coef(SPIN, l, m, al, be, ga);
+        double al = 0, be = 0, nl = 0;
+        if (l <= lmax) {
+          al = a.tabA[mst + l];
+          be = SPIN ? a.tabB[mst + l] : 0.0;
+          nl = a.tabN[mst + l];
+        }
         s_a[i] = al;
         s_b[i] = be;
-        s_g[i] = ga;
+        s_g[i] = nl;
       }
+      __syncthreads();
       for (int i = threadIdx.x; i < NCC * LC; i += kThreads) {
         const int cc = i / LC, li = i % LC, l = lc + li;
         cplx v = {0.0, 0.0};
         if (l <= lmax && col0 + cc / NCOMP < a.ncols) {
           v = a.alm[(static_cast<std::size_t>(col0) * NCOMP + cc) * nalm + mst + l];
           if (m == 0) v.im = 0.0;
+          v.re *= s_g[li];  // lambda_l = N_l mu_l: fold N_l into the coefficient
+          v.im *= s_g[li];
         }
         s_alm[cc][li] = v;
       }
@@ -210,19 +217,18 @@ __global__ void __launch_bounds__(kThreads) k_legendre_synthesis(LegendreArgs a)
             }
           } else {
             const double P_ = e[k] == 0 ? v1[k] : 0.0, M_ = e[k] == 0 ? w1[k] : 0.0;
-            const double W = P_ + M_, X = M_ - P_;  // times 1/2, applied at the end
 #pragma unroll
             for (int c = 0; c < NC; ++c) {
               const cplx aE = s_alm[2 * c][li], aB = s_alm[2 * c + 1][li];
-              // acc[0+par] += aE W, [2+par] += aB X, [4+par] += aB W, [6+par] += aE X
-              acc[k][c][0 + par].re = fma(aE.re, W, acc[k][c][0 + par].re);
-              acc[k][c][0 + par].im = fma(aE.im, W, acc[k][c][0 + par].im);
-              acc[k][c][2 + par].re = fma(aB.re, X, acc[k][c][2 + par].re);
-              acc[k][c][2 + par].im = fma(aB.im, X, acc[k][c][2 + par].im);
-              acc[k][c][4 + par].re = fma(aB.re, W, acc[k][c][4 + par].re);
-              acc[k][c][4 + par].im = fma(aB.im, W, acc[k][c][4 + par].im);
-              acc[k][c][6 + par].re = fma(aE.re, X, acc[k][c][6 + par].re);
-              acc[k][c][6 + par].im = fma(aE.im, X, acc[k][c][6 + par].im);
+              // acc[0+par] += aE P, [2+par] += aE M, [4+par] += aB P, [6+par] += aB M
+              acc[k][c][0 + par].re = fma(aE.re, P_, acc[k][c][0 + par].re);
+              acc[k][c][0 + par].im = fma(aE.im, P_, acc[k][c][0 + par].im);
+              acc[k][c][2 + par].re = fma(aE.re, M_, acc[k][c][2 + par].re);
+              acc[k][c][2 + par].im = fma(aE.im, M_, acc[k][c][2 + par].im);
+              acc[k][c][4 + par].re = fma(aB.re, P_, acc[k][c][4 + par].re);
+              acc[k][c][4 + par].im = fma(aB.im, P_, acc[k][c][4 + par].im);
+              acc[k][c][6 + par].re = fma(aB.re, M_, acc[k][c][6 + par].re);
+              acc[k][c][6 + par].im = fma(aB.im, M_, acc[k][c][6 + par].im);
             }
           }
         }
@@ -251,14 +257,21 @@ __global__ void __launch_bounds__(kThreads) k_legendre_synthesis(LegendreArgs a)
           Fat(c, rn) = {E.re + O.re, E.im + O.im};
           if (rs != rn) Fat(c, rs) = {E.re - O.re, E.im - O.im};
         } else {
-          const cplx WE_e = swap ? acc[k][c][1] : acc[k][c][0];
-          const cplx WE_o = swap ? acc[k][c][0] : acc[k][c][1];
-          const cplx XB_e = swap ? acc[k][c][3] : acc[k][c][2];
-          const cplx XB_o = swap ? acc[k][c][2] : acc[k][c][3];
-          const cplx WB_e = swap ? acc[k][c][5] : acc[k][c][4];
-          const cplx WB_o = swap ? acc[k][c][4] : acc[k][c][5];
-          const cplx XE_e = swap ? acc[k][c][7] : acc[k][c][6];
-          const cplx XE_o = swap ? acc[k][c][6] : acc[k][c][7];
+          const int ev = swap ? 1 : 0, od = 1 - ev;
+          // W = (P + M) / 2, X = (M - P) / 2 (the 1/2 is in h).
+          const cplx EP_e = ev ? acc[k][c][1] : acc[k][c][0], EP_o = ev ? acc[k][c][0] : acc[k][c][1];
+          const cplx EM_e = ev ? acc[k][c][3] : acc[k][c][2], EM_o = ev ? acc[k][c][2] : acc[k][c][3];
+          const cplx BP_e = ev ? acc[k][c][5] : acc[k][c][4], BP_o = ev ? acc[k][c][4] : acc[k][c][5];
+          const cplx BM_e = ev ? acc[k][c][7] : acc[k][c][6], BM_o = ev ? acc[k][c][6] : acc[k][c][7];
+          (void)od;
+          const cplx WE_e = {EP_e.re + EM_e.re, EP_e.im + EM_e.im};
+          const cplx WE_o = {EP_o.re + EM_o.re, EP_o.im + EM_o.im};
+          const cplx XE_e = {EM_e.re - EP_e.re, EM_e.im - EP_e.im};
+          const cplx XE_o = {EM_o.re - EP_o.re, EM_o.im - EP_o.im};
+          const cplx WB_e = {BP_e.re + BM_e.re, BP_e.im + BM_e.im};
+          const cplx WB_o = {BP_o.re + BM_o.re, BP_o.im + BM_o.im};
+          const cplx XB_e = {BM_e.re - BP_e.re, BM_e.im - BP_e.im};
+          const cplx XB_o = {BM_o.re - BP_o.re, BM_o.im - BP_o.im};
           const double h = on[k] ? 0.5 : 0.0;
           // Q = -(aE W + i aB X), U = -(aB W - i aE X); south: W -> s W, X -> -s X.
           const cplx QN = {h * (-(WE_e.re + WE_o.re) + (XB_e.im + XB_o.im)),
@@ -367,11 +380,15 @@ __global__ void __launch_bounds__(kThreads) k_legendre_adjoint(LegendreArgs a) {
     for (int lc = l0; lc <= lmax; lc += LC) {
       for (int i = threadIdx.x; i < LC; i += kThreads) {
         const int l = lc + i;
-        double al = 0, be = 0, ga = 0;
-        if (l > l0 && l <= lmax) rec_coef(SPIN, l, m, al, be, ga);
+        double al = 0, be = 0, nl = 0;
+        if (l <= lmax) {
+          al = a.tabA[mst + l];
+          be = SPIN ? a.tabB[mst + l] : 0.0;
+          nl = a.tabN[mst + l];
+        }
         s_a[i] = al;
         s_b[i] = be;
-        s_g[i] = ga;
+        s_g[i] = nl;
       }
       __syncthreads();
 #pragma unroll
@@ -433,8 +450,9 @@ __global__ void __launch_bounds__(kThreads) k_legendre_adjoint(LegendreArgs a) {
         const int l = lc + out / NCC, cc = out % NCC;
         if (sub == 0 && l <= lmax && col0 + cc / NCOMP < a.ncols) {
           cplx& dst = a.alm[(static_cast<std::size_t>(col0) * NCOMP + cc) * nalm + mst + l];
-          dst.re += s.re;
-          dst.im = (m == 0) ? 0.0 : dst.im + s.im;
+          const double nl = s_g[out / NCC];  // lambda_l = N_l mu_l
+          dst.re += nl * s.re;
+          dst.im = (m == 0) ? 0.0 : dst.im + nl * s.im;
         }
       }
       __syncthreads();

@@ -19,6 +19,9 @@ struct LegendreArgs {
   const int* first_active;    ///< [lmax + 1] first active index with mlim >= m
   const int* mlim;            ///< [npairs] per pair
   const double* nu;           ///< [lmax + 1]
+  const double* tabA;         ///< [nalm] normalised recursion (fill_mu_table), alm layout
+  const double* tabB;         ///< [nalm] (spin 2; may be null for spin 0)
+  const double* tabN;         ///< [nalm] lambda_l = N_l mu_l
   cplx* alm;                  ///< [ncols * ncomp][nalm]
   cplx* F;                    ///< [ncols * ncomp][nrings][lmax + 1]
 };

@@ -134,6 +134,8 @@ SHT_HD RingInfo ring_info(int nside, int r) {
   return g;
 }
 
+SHT_HD int l0_of(int spin, int m) { return spin == 0 ? m : (m > 2 ? m : 2); }
+
 /// ducc0's mlim: modes m above it are negligible on a ring with this sin/cos theta.
 SHT_HD int mlim_of(int lmax, int spin, double sth, double cth) {
   double ofs = lmax * 0.01;
@@ -168,6 +170,24 @@ SHT_HD void rec_coef(int spin, int l, int m, double& alpha, double& beta, double
   gamma = g2 > 0 ? sqrt((2 * L + 3) / (2 * L - 1)) * (L + 1) * sqrt(g2) / D : 0.0;
 }
 
+/// Normalised recursion for fixed m (host precomputation): with lambda_l = N_l mu_l,
+///   mu_l = (A_l z - B_l) mu_{l-1} - mu_{l-2}   (+B_l for the -2 chain),
+/// N_{l0} = N_{l0+1} = 1, N_l = gamma_l N_{l-2}, A_l = alpha_l N_{l-1} / N_l, B_l = beta_l
+/// N_{l-1} / N_l. Fills entries l = l0..lmax of A, B, N (offset so that A[l] is degree l).
+inline void fill_mu_table(int spin, int lmax, int m, double* A, double* B, double* N) {
+  const int l0 = l0_of(spin, m);
+  if (l0 > lmax) return;
+  A[l0] = B[l0] = 0.0;
+  N[l0] = 1.0;
+  for (int l = l0 + 1; l <= lmax; ++l) {
+    double al, be, ga;
+    rec_coef(spin, l, m, al, be, ga);
+    N[l] = (l == l0 + 1) ? 1.0 : ga * N[l - 2];
+    A[l] = al * N[l - 1] / N[l];
+    B[l] = be * N[l - 1] / N[l];
+  }
+}
+
 /// nu_m = prod_{k=1..m} sqrt((2k-1)/(2k)) (host precomputation).
 inline double nu_of(int m) {
   double v = 1.0;
@@ -177,7 +197,6 @@ inline double nu_of(int m) {
 
 /// Start values at l0 for one ring pair (north ring values), scaled.
 /// spin 0: lam (v0, e). spin 2: lp (+2 chain), lm (-2 chain), shared e.
-SHT_HD int l0_of(int spin, int m) { return spin == 0 ? m : (m > 2 ? m : 2); }
 
 SHT_HD void start_spin0(int m, double nu_m, const RingPair& g, double& v, int& e) {
   double mant;

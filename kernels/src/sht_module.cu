@@ -99,6 +99,17 @@ public:
     std::vector<double> nu(lmax_ + 1);
     nu[0] = 1.0;
     for (int m = 1; m <= lmax_; ++m) nu[m] = nu[m - 1] * std::sqrt((2.0 * m - 1.0) / (2.0 * m));
+    // Normalised recursion tables (fill_mu_table) in alm layout.
+    {
+      std::vector<double> A(nalm_, 0.0), B(d.spin ? nalm_ : 1, 0.0), Nt(nalm_, 0.0), Bm(lmax_ + 1);
+      for (int m = 0; m <= lmax_; ++m) {
+        const std::size_t mst = static_cast<std::size_t>(m) * (2 * lmax_ + 1 - m) / 2;
+        fill_mu_table_into(d.spin, m, A.data() + mst, d.spin ? B.data() + mst : Bm.data(), Nt.data() + mst);
+      }
+      tabA_ = DeviceBuffer<double>::from(A, s);
+      tabB_ = DeviceBuffer<double>::from(B, s);
+      tabN_ = DeviceBuffer<double>::from(Nt, s);
+    }
     nactive_ = static_cast<int>(active.size());
     active_ = DeviceBuffer<int>::from(active.empty() ? std::vector<int>{0} : active, s);
     first_ = DeviceBuffer<int>::from(first, s);
@@ -114,7 +125,9 @@ public:
       for (int i = first[m]; i < nactive_; ++i)
         if (mlim[active[i]] >= m) steps += lmax_ - l0 + 1;
     }
-    const double per = d.spin == 0 ? 5.0 + 4.0 : 9.0 + 2.0 + 16.0;
+    // spin 0: t = A z (1), fma (2), two accumulating FMAs (4); spin 2: t (1), t -+ B (2),
+    // two fma (4), eight accumulating FMAs (16).
+    const double per = d.spin == 0 ? 7.0 : 23.0;
     counts_.legendre_flops_synthesis = steps * per;
     counts_.legendre_flops_adjoint = steps * per;
 
@@ -147,6 +160,7 @@ public:
   }
 
   ~DevicePlan() override {
+    for (auto& [k, ex] : graphs_) cudaGraphExecDestroy(ex);
     if (ev0_) cudaEventDestroy(ev0_);
     if (ev1_) cudaEventDestroy(ev1_);
   }
@@ -192,10 +206,21 @@ public:
   void run(ShtOp op, int ncols) override {
     check_cols(ncols);
     DeviceGuard g(d_.device);
-    if (op == ShtOp::Synthesis)
-      run_synthesis(ncols);
-    else
-      run_adjoint(ncols);
+    if (graphs_ok_) {
+      const auto key = std::make_pair(static_cast<int>(op), ncols);
+      auto it = graphs_.find(key);
+      if (it == graphs_.end()) {
+        cudaGraphExec_t ex = capture(op, ncols);
+        if (!ex) {
+          enqueue(op, ncols);
+          return;
+        }
+        it = graphs_.emplace(key, ex).first;
+      }
+      CUDA_CHECK(cudaGraphLaunch(it->second, *stream_));
+      return;
+    }
+    enqueue(op, ncols);
   }
 
   std::vector<double> time(ShtOp op, int ncols, int reps) override {
@@ -232,11 +257,55 @@ public:
   }
 
 private:
+  void enqueue(ShtOp op, int ncols) {
+    if (op == ShtOp::Synthesis)
+      run_synthesis(ncols);
+    else
+      run_adjoint(ncols);
+  }
+  /// Captures one call into a CUDA graph (small transforms are launch-bound); null if capture
+  /// is not possible here, in which case the plan launches directly from then on.
+  cudaGraphExec_t capture(ShtOp op, int ncols) {
+    plans(ncols);  // cuFFT plans are made outside the capture
+    cudaStream_t s = *stream_;
+    if (cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal) != cudaSuccess) {
+      cudaGetLastError();
+      graphs_ok_ = false;
+      return nullptr;
+    }
+    bool ok = true;
+    try {
+      enqueue(op, ncols);
+    } catch (const DeviceError&) {
+      ok = false;
+    }
+    cudaGraph_t graph = nullptr;
+    const cudaError_t end = cudaStreamEndCapture(s, &graph);
+    cudaGraphExec_t ex = nullptr;
+    if (ok && end == cudaSuccess && graph &&
+        cudaGraphInstantiate(&ex, graph, 0) == cudaSuccess) {
+      cudaGraphDestroy(graph);
+      return ex;
+    }
+    if (graph) cudaGraphDestroy(graph);
+    cudaGetLastError();
+    graphs_ok_ = false;
+    return nullptr;
+  }
   std::size_t cc(int ncols) const { return static_cast<std::size_t>(ncols) * ncomp_; }
   void check_cols(int ncols) const {
     if (ncols < 1 || ncols > d_.max_cols)
       throw DeviceError("sht: " + std::to_string(ncols) + " columns requested, plan holds " +
                         std::to_string(d_.max_cols));
+  }
+  /// fill_mu_table with the B output discarded for spin 0 (scratch indexed by l).
+  void fill_mu_table_into(int spin, int m, double* A, double* B, double* N) const {
+    if (spin == 0) {
+      std::vector<double> scratch(lmax_ + 1);
+      sht::fill_mu_table(0, lmax_, m, A, scratch.data(), N);
+    } else {
+      sht::fill_mu_table(2, lmax_, m, A, B, N);
+    }
   }
   int ring_of(std::int64_t p) const {
     const std::int64_t ncap = 2LL * ns_ * (ns_ - 1);
@@ -277,6 +346,9 @@ private:
     a.first_active = first_.data();
     a.mlim = mlim_.data();
     a.nu = nu_.data();
+    a.tabA = tabA_.data();
+    a.tabB = tabB_.data();
+    a.tabN = tabN_.data();
     a.alm = alm_.data();
     a.F = F_.data();
     return a;
@@ -347,11 +419,13 @@ private:
   std::size_t nalm_ = 0;
   ShtWorkCounts counts_;
   DeviceBuffer<int> active_, first_, mlim_;
-  DeviceBuffer<double> nu_;
+  DeviceBuffer<double> nu_, tabA_, tabB_, tabN_;
   DeviceBuffer<std::int64_t> pixels_;
   DeviceBuffer<cplx> alm_, F_, BH_, PU_, chirp_adj_, chirp_syn_;
   DeviceBuffer<double> map_, full_, BR_;
   std::map<int, ColumnPlans> plans_;
+  std::map<std::pair<int, int>, cudaGraphExec_t> graphs_;
+  bool graphs_ok_ = true;
   cudaEvent_t ev0_ = nullptr, ev1_ = nullptr;
 };
 

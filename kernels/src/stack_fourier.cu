@@ -366,7 +366,7 @@ void FourierEngine::scan(const DevPlanes& P, int storage, const StackShifts& sh,
   A.max_hits = std::max<std::size_t>(1, prm.max_hits);
   A.dense_a = da.data();
   A.dense_b = db.data();
-  A.dense_obs = nullptr;
+  A.dense_obs = dobs.data();  // pre-filled with -1; finish() writes -1 too
   A.n_vel = sh.n_vel;
   DeviceBuffer<BlockDigest> dpart;
   std::vector<BlockDigest> hpart;

@@ -3,7 +3,7 @@
 // and 2, synthesis and adjoint; the Legendre kernel alone; its FP64 operation count against the
 // card's 26.9 TFLOP/s; host-inclusive synthesis; the CGLS inverse at nside 128, lmax 191, B = 4.
 // CPU (--cpu [threads]): the healpix_cxx backend, min and median of runs.
-// Usage: bench_sht [--cpu [threads]] [--max-nside N] [--out file]
+// Usage: bench_sht [--cpu [threads]] [--max-nside N] [--only NSIDE (GPU, B = 1)] [--out file]
 #include <algorithm>
 #include <cstdarg>
 #include <chrono>
@@ -49,7 +49,7 @@ std::vector<double> randv(std::size_t n, std::uint64_t seed) {
 }
 constexpr double kFp64Rate = 26.9e12;  // measured FP64 vector FMA rate of the H200 (notes/h200.md)
 
-int run_gpu(int max_nside) {
+int run_gpu(int max_nside, int only) {
   const auto& st = gpu_status();
   if (!st.available) {
     std::printf("SKIP: no usable GPU: %s\n", st.reason.c_str());
@@ -65,6 +65,7 @@ int run_gpu(int max_nside) {
   out("|---:|---:|---:|---|---:|---:|---:|---:|---:|");
   struct Case { int nside, batch; };
   std::vector<Case> cases = {{128, 64}, {128, 1}, {512, 1}, {1024, 1}, {2048, 1}};
+  if (only > 0) cases = {{only, 1}};
   for (auto c : cases) {
     if (c.nside > max_nside) continue;
     for (int spin : {0, 2}) {
@@ -108,6 +109,7 @@ int run_gpu(int max_nside) {
   }
   // CGLS inverse through the engine (host-side iteration, device transforms).
   for (int spin : {0, 2}) {
+    if (only > 0) break;
     ShtConfig c;
     c.nside = 128;
     c.lmax = 191;
@@ -172,7 +174,7 @@ int run_cpu(int threads, int max_nside) {
 
 int main(int argc, char** argv) {
   bool cpu = false;
-  int threads = 2, max_nside = 2048;
+  int threads = 2, max_nside = 2048, only = 0;
   std::string file;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -181,13 +183,15 @@ int main(int argc, char** argv) {
       if (i + 1 < argc && argv[i + 1][0] != '-') threads = std::atoi(argv[++i]);
     } else if (a == "--max-nside" && i + 1 < argc) {
       max_nside = std::atoi(argv[++i]);
+    } else if (a == "--only" && i + 1 < argc) {
+      only = std::atoi(argv[++i]);
     } else if (a == "--out" && i + 1 < argc) {
       file = argv[++i];
     }
   }
   int rc = 0;
   try {
-    rc = cpu ? run_cpu(threads, max_nside) : run_gpu(max_nside);
+    rc = cpu ? run_cpu(threads, max_nside) : run_gpu(max_nside, only);
   } catch (const std::exception& e) {
     std::printf("error: %s\n", e.what());
     rc = 1;

@@ -1,9 +1,9 @@
 #!/bin/bash
 # NpCF CUDA backend on the device machine: GPU self-test (CPU oracle), benchmark, memcheck.
-# Binaries are built on the development machine and carried in .device-libs/bin (see
+# Binaries are built on the development machine and carried in .device-libs/npcf (see
 # docs/benchmarks.md); results go to $OUT. Usage: tests/bench/npcf_gpu_device.sh [bench args]
 set -u
-B=.device-libs/bin
+B=.device-libs/npcf
 OUT=${OUT:-/tmp/npcf-out}
 mkdir -p "$OUT"
 export LD_LIBRARY_PATH=.device-libs:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}

@@ -91,6 +91,7 @@ private slots:
   void initTestCase();
   void demoJobFillsChartAndView();
   void mouseDragRotatesTheCamera();
+  void threePointJobShowsZeta();
   void cancelledJobLeavesNoResult();
 };
 
@@ -217,6 +218,51 @@ void TestUiMainWindow::mouseDragRotatesTheCamera() {
   QVERIFY(analyse(after).dataPixels > 300);
 }
 
+void TestUiMainWindow::threePointJobShowsZeta() {
+  MainWindow w;
+  w.setInteractiveErrors(false);
+  w.resize(1280, 800);
+  w.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&w));
+  QString why;
+  QVERIFY2(openAndWait(w, false, &why), qPrintable(why));
+  almagest::npcf::NpcfConfig cfg = w.jobPanel()->config();
+  cfg.statistic = almagest::npcf::Statistic::ThreePoint;
+  cfg.bins.rmin = 2.0;
+  cfg.bins.rmax = 20.0;
+  cfg.bins.nbins = 6;
+  w.jobPanel()->setConfig(cfg);
+  QSignalSpy finished(&w, &MainWindow::jobFinished);
+  QVERIFY(w.runJob());
+  QVERIFY(finished.wait(60000));
+  QVERIFY2(finished.at(0).at(0).value<State>() == State::Completed, qPrintable(w.currentJob()->errorMessage()));
+  const almagest::npcf::NpcfResult& r = w.result()->result;
+  QCOMPARE(r.rows(), std::size_t(6 * 7 * 8 / 6));
+
+  CorrelationChart* chart = w.chart();
+  QCOMPARE(chart->availableModes(),
+           (QList<CorrelationChart::Mode>{CorrelationChart::Mode::ZetaEquilateral, CorrelationChart::Mode::ZetaIndex}));
+  QCOMPARE(chart->mode(), CorrelationChart::Mode::ZetaEquilateral);
+  // Equilateral rows (b, b, b) with random triangles, in bin order, at the bin centre.
+  QList<QPointF> expected;
+  for (std::size_t i = 0; i < r.rows(); ++i) {
+    const auto* b = &r.bins[3 * i];
+    if (b[0] == b[1] && b[1] == b[2] && r.r[i] > 0) expected << QPointF(r.config.bins.centre(b[0]), r.estimator[i]);
+  }
+  QVERIFY(!expected.isEmpty());
+  QCOMPARE(chart->points(), expected);
+  QTest::qWait(200);  // let the chart lay itself out before the picture
+  w.grab().save(testTmpRoot() + QStringLiteral("/ui_3pcf_equilateral.png"));
+  chart->setMode(CorrelationChart::Mode::ZetaIndex);
+  int withRandoms = 0;
+  for (double rr : r.r) withRandoms += rr > 0 ? 1 : 0;
+  QCOMPARE(chart->pointCount(), withRandoms);
+  // Clustered data: zeta of the smallest equilateral triangles is positive.
+  QVERIFY(expected.front().y() > 0);
+  QTest::qWait(200);
+  w.grab().save(testTmpRoot() + QStringLiteral("/ui_3pcf_by_configuration.png"));
+}
+
 void TestUiMainWindow::cancelledJobLeavesNoResult() {
   MainWindow w;
   w.setInteractiveErrors(false);
@@ -225,14 +271,15 @@ void TestUiMainWindow::cancelledJobLeavesNoResult() {
   QString why;
   QVERIFY2(openAndWait(w, false, &why), qPrintable(why));
 
-  // A job of many seconds: 3pCF with bins out to 40 % of the catalogue's extent (the engine
-  // splits it into ~512 hub chunks, so cancel is checked every few tens of milliseconds).
+  // A job of seconds: 3pCF with bins out to a quarter of the catalogue's extent. The engine
+  // checks the token between graph chunks of 1024 hubs and between ~512 counting chunks, each a
+  // few milliseconds here (more on a loaded machine).
   const auto& d = *w.data();
   const double extent = *std::max_element(d.x.begin(), d.x.end()) - *std::min_element(d.x.begin(), d.x.end());
   almagest::npcf::NpcfConfig cfg = w.jobPanel()->config();
   cfg.statistic = almagest::npcf::Statistic::ThreePoint;
   cfg.bins.rmin = 0.01 * extent;
-  cfg.bins.rmax = 0.4 * extent;
+  cfg.bins.rmax = 0.25 * extent;
   cfg.bins.nbins = 10;
   cfg.bins.scale = almagest::npcf::BinScale::Linear;
   w.jobPanel()->setConfig(cfg);
@@ -243,7 +290,8 @@ void TestUiMainWindow::cancelledJobLeavesNoResult() {
   JobRunner* job = w.currentJob();
   QVERIFY(job);
   QTRY_COMPARE_WITH_TIMEOUT(job->state(), State::Running, 10000);
-  QTest::qWait(400);  // well inside the job
+  QTRY_VERIFY_WITH_TIMEOUT(job->percent() > 0 || job->isFinished(), 20000);  // inside the engine
+  QTest::qWait(200);
   QVERIFY2(finished.isEmpty(), "the job finished before it could be cancelled");
   QVERIFY(w.jobPanel()->cancelButton()->isEnabled());
 

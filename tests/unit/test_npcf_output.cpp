@@ -212,6 +212,29 @@ private slots:
     QVERIFY(std::filesystem::exists(path));
   }
 
+  void backend_selection() {
+    NpcfConfig c;
+    c.bins = {1.0, 15.0, 4, BinScale::Linear};
+    c.backend = Backend::Cuda;
+    // No CUDA N-point kernels in this version: an error naming why, never a silent fallback.
+    try {
+      NpcfPlan plan(c, catalogue(3000, 6), JobContext{});
+      QFAIL("cuda backend accepted");
+    } catch (const BackendUnavailable& e) {
+      QVERIFY(std::string(e.what()).find("cuda") != std::string::npos);
+    }
+    // Auto falls back to the CPU and records why.
+    c.backend = Backend::Auto;
+    std::string logged;
+    JobContext ctx(CancelToken{}, {}, [&](LogLevel, std::string_view m) { logged += std::string(m); });
+    NpcfPlan plan(c, catalogue(3000, 6), ctx);
+    const NpcfResult r = plan.execute(JobContext{});
+    QCOMPARE(plan.backend_name(), std::string("cpu"));
+    QCOMPARE(r.provenance.backend, std::string("cpu"));
+    QVERIFY(r.provenance.config_json.find("backend_note") != std::string::npos);
+    QVERIFY(logged.find("auto:") != std::string::npos);
+  }
+
   void progress_reaches_total() {
     NpcfConfig c;
     c.statistic = Statistic::ThreePoint;

@@ -96,8 +96,10 @@ void JobRunner::start(QThreadPool* pool) {
       sh->lastSeenPercent = pct;
       if (!stage.empty()) sh->lastSeenStage.assign(stage);
       const auto now = Clock::now();
-      const bool changed = pct != sh->lastPostedPercent || sh->lastSeenStage != sh->lastPostedStage;
-      if (!changed || now - sh->lastPost < kMinProgressInterval) return;
+      // A new stage is shown at once (stages are few); percent changes at most every 100 ms.
+      const bool newStage = sh->lastSeenStage != sh->lastPostedStage;
+      const bool changed = pct != sh->lastPostedPercent || newStage;
+      if (!changed || (!newStage && now - sh->lastPost < kMinProgressInterval)) return;
       sh->lastPost = now;
       sh->lastPostedPercent = pct;
       sh->lastPostedStage = sh->lastSeenStage;

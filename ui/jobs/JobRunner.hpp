@@ -19,7 +19,8 @@
 // Progress: the job reports overall progress through ctx.progress(done, total, stage) (use
 // stageContext() to map a sub-step onto a part of the range). The runner converts it to whole
 // percent, keeps it monotone, and posts it to the GUI thread as a queued signal at most every
-// 100 ms (about 10 Hz) plus when the stage text changes; a Completed job always ends with 100.
+// 100 ms (about 10 Hz), and at once when the stage text changes (stages are few); a Completed job
+// always ends with 100.
 // Log messages (ctx.log) are forwarded as queued signals too.
 //
 // Lifetime: destroying a running JobRunner cancels the job and waits for the worker to return.

@@ -46,7 +46,8 @@ CorrelationChart::CorrelationChart(QWidget* parent) : QWidget(parent) {
   top->setContentsMargins(8, 4, 8, 0);
   auto* plotLabel = new QLabel(tr("Plot:"), this);
   modeBox_ = new QComboBox(this);
-  modeBox_->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+  modeBox_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+  modeBox_->setMinimumContentsLength(24);
   plotLabel->setBuddy(modeBox_);
   caption_ = new QLabel(this);
   caption_->setTextFormat(Qt::PlainText);

@@ -194,7 +194,8 @@ Graph build_graph(const PointSet& points, const NpcfConfig& config, const JobCon
   const Binning bins = config.bins;
 
   ctx.progress(0, 1, "building kd-tree");
-  NeighbourSearch search(points, config);
+  auto search_owner = std::make_unique<NeighbourSearch>(points, config);
+  const NeighbourSearch& search = *search_owner;
   ctx.check_cancel();
 
   constexpr std::uint64_t kChunk = 1024;
@@ -230,6 +231,10 @@ Graph build_graph(const PointSet& points, const NpcfConfig& config, const JobCon
           }
           out.degree[i - h0] = deg;
         }
+        // No growth slack: the chunk buffers together hold one copy of the graph.
+        out.neighbour.shrink_to_fit();
+        out.bin.shrink_to_fit();
+        out.pixel.shrink_to_fit();
         const std::uint64_t d = done_hubs.fetch_add(h1 - h0) + (h1 - h0);
         ctx.progress(static_cast<double>(d), static_cast<double>(n), "building graph");
       }
@@ -249,6 +254,7 @@ Graph build_graph(const PointSet& points, const NpcfConfig& config, const JobCon
     for (int t = 0; t < threads; ++t) pool.emplace_back(worker);
     for (auto& th : pool) th.join();
   }
+  search_owner.reset();  // the kd-tree and its point copy are not needed any more
   if (error) std::rethrow_exception(error);
   ctx.check_cancel();
 
@@ -261,21 +267,23 @@ Graph build_graph(const PointSet& points, const NpcfConfig& config, const JobCon
       e += chunks[c].degree[k];
       g.offsets[c * kChunk + k + 1] = e;
     }
-  g.neighbour.resize(e);
-  g.bin.resize(e);
+  // reserve() does not touch the pages: appending chunk by chunk while releasing the chunk
+  // buffers keeps the peak near one copy of the graph.
+  g.neighbour.reserve(e);
+  g.bin.reserve(e);
   if (pixels) {
-    g.pixel.resize(e);
+    g.pixel.reserve(e);
     g.ntheta = ntheta;
     g.nphi = nphi;
   }
   for (std::uint64_t c = 0; c < nchunks; ++c) {
     ChunkEdges& ch = chunks[c];
-    const std::uint64_t at = g.offsets[c * kChunk];
-    std::copy(ch.neighbour.begin(), ch.neighbour.end(), g.neighbour.begin() + at);
-    std::copy(ch.bin.begin(), ch.bin.end(), g.bin.begin() + at);
-    if (pixels) std::copy(ch.pixel.begin(), ch.pixel.end(), g.pixel.begin() + at);
+    g.neighbour.insert(g.neighbour.end(), ch.neighbour.begin(), ch.neighbour.end());
+    g.bin.insert(g.bin.end(), ch.bin.begin(), ch.bin.end());
+    if (pixels) g.pixel.insert(g.pixel.end(), ch.pixel.begin(), ch.pixel.end());
     ch = ChunkEdges{};  // release as we go
   }
+  ALMAGEST_ASSERT(g.neighbour.size() == e, "graph edge count mismatch");
   ctx.progress(static_cast<double>(n), static_cast<double>(std::max<std::uint64_t>(1, n)),
                "building graph");
   return g;

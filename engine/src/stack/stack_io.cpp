@@ -387,7 +387,7 @@ void write_workunit(const std::string& path, const ExposureStack& s) {
       const std::string tag = "_" + std::to_string(e);
       f.write_image(s.sci.data() + e * np, s.width, s.height, "SCI" + tag);
       double mjd = s.mjd[e];
-      fits_write_key(f.f, TDOUBLE, "MJD", &mjd, "observation time", &st);
+      fits_write_key_dbl(f.f, "MJD", mjd, -17, "observation time", &st);
       f.write_image(s.var.data() + e * np, s.width, s.height, "VAR" + tag);
       for (std::size_t i = 0; i < np; ++i) m[i] = s.mask[e * np + i];
       f.write_image(m.data(), s.width, s.height, "MSK" + tag, BYTE_IMG, TFLOAT);
@@ -415,7 +415,7 @@ void write_exposure_files(const std::string& folder, const ExposureStack& s) {
       int st = 0;
       fits_create_img(f.f, BYTE_IMG, 0, nullptr, &st);
       double mjd = s.mjd[e];
-      fits_write_key(f.f, TDOUBLE, "MJD", &mjd, "observation time", &st);
+      fits_write_key_dbl(f.f, "MJD", mjd, -17, "observation time", &st);
       f.write_image(s.sci.data() + e * np, s.width, s.height, "SCI");
       f.write_image(s.var.data() + e * np, s.width, s.height, "VAR");
       for (std::size_t i = 0; i < np; ++i) m[i] = s.mask[e * np + i];
