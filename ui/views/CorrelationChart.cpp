@@ -30,6 +30,14 @@ QColor modeColour(CorrelationChart::Mode m) {
   return Qt::black;
 }
 
+/// 1, 2 or 5 times a power of ten, close to `raw` (> 0).
+double niceStep(double raw) {
+  if (!(raw > 0) || !std::isfinite(raw)) return 1.0;
+  const double p = std::pow(10.0, std::floor(std::log10(raw)));
+  const double f = raw / p;
+  return (f < 1.5 ? 1.0 : f < 3.5 ? 2.0 : f < 7.5 ? 5.0 : 10.0) * p;
+}
+
 bool isRadial(CorrelationChart::Mode m) {
   return m == CorrelationChart::Mode::Xi || m == CorrelationChart::Mode::R2Xi ||
          m == CorrelationChart::Mode::ZetaEquilateral;
@@ -47,11 +55,12 @@ CorrelationChart::CorrelationChart(QWidget* parent) : QWidget(parent) {
   auto* plotLabel = new QLabel(tr("Plot:"), this);
   modeBox_ = new QComboBox(this);
   modeBox_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
-  modeBox_->setMinimumContentsLength(24);
+  modeBox_->setMinimumContentsLength(18);
   plotLabel->setBuddy(modeBox_);
   caption_ = new QLabel(this);
   caption_->setTextFormat(Qt::PlainText);
   caption_->setStyleSheet(QStringLiteral("color: palette(mid);"));
+  caption_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);  // never widens the chart
   top->addWidget(plotLabel);
   top->addWidget(modeBox_);
   top->addSpacing(12);
@@ -247,8 +256,13 @@ void CorrelationChart::rebuild() {
   ymin = std::min(ymin, 0.0);  // keep the zero line in view
   ymax = std::max(ymax, 0.0);
   if (ymax - ymin <= 0) { ymin -= 1; ymax += 1; }
-  const double ypad = 0.06 * (ymax - ymin);
-  ymin -= ypad; ymax += ypad;
+  // Pad only away from zero, then snap to whole ticks of a 1-2-5 step.
+  const double ypad = 0.04 * (ymax - ymin);
+  if (ymin < 0) ymin -= ypad;
+  if (ymax > 0) ymax += ypad;
+  const double ystep = niceStep((ymax - ymin) / 5.0);
+  ymin = std::floor(ymin / ystep) * ystep;
+  ymax = std::ceil(ymax / ystep) * ystep;
 
   QAbstractAxis* xAxis = nullptr;
   if (logR_ && isRadial(mode_) && xmin > 0) {
@@ -260,16 +274,26 @@ void CorrelationChart::rebuild() {
     xAxis = ax;
   } else {
     auto* ax = new QValueAxis;
-    const double xpad = 0.04 * (xmax - xmin);
-    ax->setRange(isRadial(mode_) ? std::max(0.0, xmin - xpad) : xmin - xpad, xmax + xpad);
-    ax->setLabelFormat(isRadial(mode_) ? QStringLiteral("%g") : QStringLiteral("%d"));
-    ax->applyNiceNumbers();
+    if (isRadial(mode_)) {
+      const double xpad = 0.04 * (xmax - xmin);
+      ax->setRange(std::max(0.0, xmin - xpad), xmax + xpad);
+      ax->setLabelFormat(QStringLiteral("%g"));
+      ax->applyNiceNumbers();
+    } else {  // configuration index: integer ticks from 0
+      ax->setRange(-0.5, xmax + 0.5);
+      ax->setLabelFormat(QStringLiteral("%d"));
+      ax->setTickType(QValueAxis::TicksDynamic);
+      ax->setTickAnchor(0);
+      ax->setTickInterval(std::max(1.0, niceStep(xmax / 6.0)));
+    }
     xAxis = ax;
   }
   xAxis->setTitleText(xTitle);
   auto* yAxis = new QValueAxis;
   yAxis->setRange(ymin, ymax);
-  yAxis->applyNiceNumbers();
+  yAxis->setTickType(QValueAxis::TicksDynamic);
+  yAxis->setTickAnchor(0);
+  yAxis->setTickInterval(ystep);
   yAxis->setLabelFormat(QStringLiteral("%.3g"));
   yAxis->setTitleText(yTitle);
   c->addAxis(xAxis, Qt::AlignBottom);
@@ -294,10 +318,10 @@ void CorrelationChart::rebuild() {
 
   QString text = plotted_.size() == 1 ? tr("1 point") : tr("%1 points").arg(plotted_.size());
   if (skipped_ > 0)
-    text += skipped_ == 1 ? tr(" · 1 row without randoms left out")
-                          : tr(" · %1 rows without randoms left out").arg(skipped_);
+    text += skipped_ == 1 ? tr(" (1 row without randoms)") : tr(" (%1 rows without randoms)").arg(skipped_);
   if (plotted_.isEmpty()) text = tr("No configuration has random tuples: nothing to plot.");
   caption_->setText(text);
+  caption_->setToolTip(text + tr("\nRows whose random count is zero carry no estimate and are not plotted."));
 }
 
 }  // namespace almagest::ui

@@ -217,8 +217,9 @@ PointCloudScene::PointCloudScene(VtkView* view) : d_(std::make_unique<Impl>()) {
   d_->extent->GetPositionCoordinate()->SetCoordinateSystemToNormalizedViewport();
   d_->extent->SetPosition(0.015, 0.02);
   d_->status->GetPositionCoordinate()->SetCoordinateSystemToNormalizedViewport();
-  d_->status->SetPosition(0.985, 0.02);
+  d_->status->SetPosition(0.985, 0.975);
   d_->status->GetTextProperty()->SetJustificationToRight();
+  d_->status->GetTextProperty()->SetVerticalJustificationToTop();
 
   ren->AddActor(d_->randoms.actor);
   ren->AddActor(d_->data.actor);
