@@ -41,7 +41,7 @@ namespace {
 using namespace nvcuda;
 
 constexpr double kPi = 3.14159265358979323846;
-constexpr int kGI = 80, kGJ = 80, kKC = 32, kLd = kKC + 8, kWarps = 10, kGemmThreads = kWarps * 32;
+constexpr int kGI = 80, kGJ = 80, kKC = 64, kLd = kKC + 8, kWarps = 20, kGemmThreads = kWarps * 32;
 
 int good_size(int n) {
   for (int m = std::max(1, n);; ++m) {
@@ -100,18 +100,41 @@ __global__ void transpose_kernel(const float2* __restrict__ spec, const float* _
   }
 }
 
-__device__ __forceinline__ int wrap(long long a, int n) {
-  long long m = a % n;
-  return int(m < 0 ? m + n : m);
+/// a mod n for 0 <= a < 2^24 (host guarantees n <= 4096 and a = f * s_mod < n^2): float
+/// quotient, off by at most one, then one correction step.
+__device__ __forceinline__ int fast_mod(int a, int n, float inv_n) {
+  const int q = __float2int_rz(__int2float_rn(a) * inv_n);
+  int r = a - q * n;
+  if (r < 0) r += n;
+  else if (r >= n) r -= n;
+  return r;
 }
 
-// One block per (frequency, 80-row tile of i, 80-row tile of j). Warp w: quantity w / 5 (psi,
-// phi), i tile w % 5, all five j tiles (real and imaginary accumulators).
+// prod[q][f][v] (float2) -> prodT[q][v][f], contiguous spectra for the inverse FFT
+__global__ void transpose_c_kernel(const float2* __restrict__ in, int rows, int cols, float2* __restrict__ out) {
+  __shared__ float2 t[32][33];
+  const std::size_t qoff = std::size_t(blockIdx.z) * rows * cols;
+  const int c0 = blockIdx.x * 32, r0 = blockIdx.y * 32;
+  for (int r = threadIdx.y; r < 32; r += blockDim.y) {
+    const int rr = r0 + r, cc = c0 + threadIdx.x;
+    if (rr < rows && cc < cols) t[r][threadIdx.x] = in[qoff + std::size_t(rr) * cols + cc];
+  }
+  __syncthreads();
+  for (int r = threadIdx.y; r < 32; r += blockDim.y) {
+    const int cc = c0 + r, rr = r0 + threadIdx.x;
+    if (rr < rows && cc < cols) out[qoff + std::size_t(cc) * rows + rr] = t[threadIdx.x][r];
+  }
+}
+
+// One block per (frequency, 80-row tile of i, 80-row tile of j). Warp w: quantity w / 10 (psi,
+// phi), i tile (w % 10) / 2, j tiles 0-2 or 3-4 (real and imaginary accumulators). sxi/syj hold
+// the shifts reduced modulo nx / ny.
 __global__ void __launch_bounds__(kGemmThreads, 1)
 phase_gemm_kernel(const __half2* __restrict__ spech, const float* __restrict__ fscale,
                   const float2* __restrict__ twx_g, const float2* __restrict__ twy_g,
                   const int* __restrict__ sxi, const int* __restrict__ syj, int n, int nx, int ny,
                   int nfx, int nf, int nvx, int j0, int nj, float norm, float2* __restrict__ out) {
+  const float inv_nx = 1.f / float(nx), inv_ny = 1.f / float(ny);
   extern __shared__ __align__(128) unsigned char smem[];
   __half* Xr = reinterpret_cast<__half*>(smem);
   __half* Xi = Xr + kGI * kLd;
@@ -124,13 +147,13 @@ phase_gemm_kernel(const __half2* __restrict__ spech, const float* __restrict__ f
   const int f = blockIdx.x, fy = f / nfx, fx = f - fy * nfx;
   const int ib = blockIdx.y * kGI, jb = blockIdx.z * kGJ;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  const int q = warp / 5, it = warp % 5;
+  const int q = warp / 10, it = (warp % 10) / 2, jt0 = (warp % 2) * 3, njt = (warp % 2) ? 2 : 3;
   for (int m = threadIdx.x; m < nx; m += blockDim.x) twx[m] = twx_g[m];
   for (int m = threadIdx.x; m < ny; m += blockDim.x) twy[m] = twy_g[m];
 
-  wmma::fragment<wmma::accumulator, 16, 16, 16, float> re[5], im[5];
+  wmma::fragment<wmma::accumulator, 16, 16, 16, float> re[3], im[3];
 #pragma unroll
-  for (int t = 0; t < 5; ++t) {
+  for (int t = 0; t < 3; ++t) {
     wmma::fill_fragment(re[t], 0.f);
     wmma::fill_fragment(im[t], 0.f);
   }
@@ -145,7 +168,7 @@ phase_gemm_kernel(const __half2* __restrict__ spech, const float* __restrict__ f
     for (int idx = threadIdx.x; idx < kGI * kKC; idx += blockDim.x) {
       const int i = idx / kKC, kk = idx - i * kKC, e = e0 + kk, gi = ib + i;
       float2 tw = make_float2(0.f, 0.f);
-      if (gi < nvx && e < n) tw = twx[wrap((long long)fx * sxi[std::size_t(gi) * n + e], nx)];
+      if (gi < nvx && e < n) tw = twx[fast_mod(fx * sxi[std::size_t(gi) * n + e], nx, inv_nx)];
       Xr[i * kLd + kk] = __float2half_rn(tw.x);
       Xi[i * kLd + kk] = __float2half_rn(tw.y);
     }
@@ -153,7 +176,7 @@ phase_gemm_kernel(const __half2* __restrict__ spech, const float* __restrict__ f
     for (int idx = threadIdx.x; idx < kGJ * kKC; idx += blockDim.x) {
       const int j = idx / kKC, kk = idx - j * kKC, e = e0 + kk, jj = jb + j;
       float2 tw = make_float2(0.f, 0.f);
-      if (jj < nj && e < n) tw = twy[wrap((long long)fy * syj[std::size_t(j0 + jj) * n + e], ny)];
+      if (jj < nj && e < n) tw = twy[fast_mod(fy * syj[std::size_t(j0 + jj) * n + e], ny, inv_ny)];
 #pragma unroll
       for (int qq = 0; qq < 2; ++qq) {
         const float2 p = psiS[qq * kKC + kk];
@@ -171,15 +194,16 @@ phase_gemm_kernel(const __half2* __restrict__ spech, const float* __restrict__ f
 #pragma unroll
         for (int t = 0; t < ai.num_elements; ++t) an.x[t] = __hneg(ai.x[t]);
 #pragma unroll
-        for (int jt = 0; jt < 5; ++jt) {
-          if (jb + jt * 16 < nj) {
+        for (int t = 0; t < 3; ++t) {
+          const int jt = jt0 + t;
+          if (t < njt && jb + jt * 16 < nj) {
             wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::col_major> br, bi;
             wmma::load_matrix_sync(br, Yr + (q * kGJ + jt * 16) * kLd + ks, kLd);
             wmma::load_matrix_sync(bi, Yi + (q * kGJ + jt * 16) * kLd + ks, kLd);
-            wmma::mma_sync(re[jt], ar, br, re[jt]);
-            wmma::mma_sync(re[jt], an, bi, re[jt]);
-            wmma::mma_sync(im[jt], ar, bi, im[jt]);
-            wmma::mma_sync(im[jt], ai, br, im[jt]);
+            wmma::mma_sync(re[t], ar, br, re[t]);
+            wmma::mma_sync(re[t], an, bi, re[t]);
+            wmma::mma_sync(im[t], ar, bi, im[t]);
+            wmma::mma_sync(im[t], ai, br, im[t]);
           }
         }
       }
@@ -193,10 +217,11 @@ phase_gemm_kernel(const __half2* __restrict__ spech, const float* __restrict__ f
   float2* outq = out + (std::size_t(q) * nf + f) * nvc;
   if (warp_active) {
 #pragma unroll
-    for (int jt = 0; jt < 5; ++jt) {
-      if (jb + jt * 16 >= nj) continue;
-      wmma::store_matrix_sync(scratch, re[jt], 16, wmma::mem_row_major);
-      wmma::store_matrix_sync(scratch + 256, im[jt], 16, wmma::mem_row_major);
+    for (int t = 0; t < 3; ++t) {
+      const int jt = jt0 + t;
+      if (t >= njt || jb + jt * 16 >= nj) continue;
+      wmma::store_matrix_sync(scratch, re[t], 16, wmma::mem_row_major);
+      wmma::store_matrix_sync(scratch + 256, im[t], 16, wmma::mem_row_major);
       __syncwarp();
       for (int t = lane; t < 256; t += 32) {
         const int c = t / 16, r = t % 16;  // r: i within tile (fastest), c: j within tile
@@ -333,9 +358,13 @@ void FourierEngine::scan(const DevPlanes& P, int storage, const StackShifts& sh,
   for (int m = 0; m < nx; ++m) twx[m] = make_float2(float(std::cos(2 * kPi * m / nx)), float(std::sin(2 * kPi * m / nx)));
   for (int m = 0; m < ny; ++m) twy[m] = make_float2(float(std::cos(2 * kPi * m / ny)), float(std::sin(2 * kPi * m / ny)));
   auto dtwx = DeviceBuffer<float2>::from(twx, s), dtwy = DeviceBuffer<float2>::from(twy, s);
-  DeviceBuffer<int> dsxi(std::size_t(sh.nvx) * n), dsyj(std::size_t(sh.nvy) * n);
-  dsxi.upload(sh.sxi, dsxi.size(), s);
-  dsyj.upload(sh.syj, dsyj.size(), s);
+  if (nx > 4096 || ny > 4096)
+    throw DeviceError("Fourier path: padded FFT size " + std::to_string(nx) + " x " + std::to_string(ny) +
+                      " exceeds 4096 (image plus shift range too large); use the tiled gather");
+  std::vector<int> sxm(std::size_t(sh.nvx) * n), sym(std::size_t(sh.nvy) * n);
+  for (std::size_t i = 0; i < sxm.size(); ++i) sxm[i] = ((sh.sxi[i] % nx) + nx) % nx;
+  for (std::size_t i = 0; i < sym.size(); ++i) sym[i] = ((sh.syj[i] % ny) + ny) % ny;
+  auto dsxi = DeviceBuffer<int>::from(sxm, s), dsyj = DeviceBuffer<int>::from(sym, s);
   const std::size_t smem = std::size_t(kGI) * kLd * 2 * 2 + std::size_t(kGJ) * kLd * 2 * 2 * 2 +
                            2 * kKC * sizeof(float2) + std::size_t(nx + ny) * sizeof(float2);
   CUDA_CHECK(cudaFuncSetAttribute(phase_gemm_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
@@ -343,7 +372,7 @@ void FourierEngine::scan(const DevPlanes& P, int storage, const StackShifts& sh,
   // ---- velocity chunks over j
   std::size_t fr = 0, tot = 0;
   CUDA_CHECK(cudaMemGetInfo(&fr, &tot));
-  const std::size_t per_vel = std::size_t(nf) * 16 + std::size_t(nx) * ny * 8;
+  const std::size_t per_vel = std::size_t(nf) * 32 + std::size_t(nx) * ny * 8;
   int nj = sh.nvy;
   while (nj > 1 && double(per_vel) * sh.nvx * nj * 2.0 > 0.6 * double(fr)) nj = (nj + 1) / 2;
   const std::size_t n_org = std::size_t(W) * H;
@@ -379,15 +408,16 @@ void FourierEngine::scan(const DevPlanes& P, int storage, const StackShifts& sh,
     }
     const int njc = std::min(nj, sh.nvy - j0);
     const int nvc = sh.nvx * njc;
-    DeviceBuffer<float2> prod;
+    DeviceBuffer<float2> prod, prodT;
     DeviceBuffer<float> rout;
     try {
       prod.allocate(2 * std::size_t(nf) * nvc);
+      prodT.allocate(2 * std::size_t(nf) * nvc);
       rout.allocate(2 * std::size_t(nvc) * nx * ny);
       if (impl_->inv.a != nx || impl_->inv.b != ny || impl_->inv.c != nvc) {
         impl_->inv.reset();
-        int dims[2] = {ny, nx}, in_e[2] = {ny, nfx}, out_e[2] = {ny, nx};
-        CUFFT_CHECK(cufftPlanMany(&impl_->inv.h, 2, dims, in_e, nvc, 1, out_e, 1, nx * ny, CUFFT_C2R, nvc));
+        int dims[2] = {ny, nx};
+        CUFFT_CHECK(cufftPlanMany(&impl_->inv.h, 2, dims, nullptr, 1, nf, nullptr, 1, nx * ny, CUFFT_C2R, nvc));
         impl_->inv.a = nx;
         impl_->inv.b = ny;
         impl_->inv.c = nvc;
@@ -406,9 +436,13 @@ void FourierEngine::scan(const DevPlanes& P, int storage, const StackShifts& sh,
     CUDA_CHECK_LAUNCH();
     toc("phase_gemm");
     tic();
+    transpose_c_kernel<<<dim3(unsigned((nvc + 31) / 32), unsigned((nf + 31) / 32), 2), dim3(32, 8), 0, s>>>(prod.data(), nf, nvc, prodT.data());
+    CUDA_CHECK_LAUNCH();
+    toc("transpose");
+    tic();
     CUFFT_CHECK(cufftSetStream(impl_->inv.h, s));
     for (int q = 0; q < 2; ++q)
-      CUFFT_CHECK(cufftExecC2R(impl_->inv.h, reinterpret_cast<cufftComplex*>(prod.data() + std::size_t(q) * nf * nvc),
+      CUFFT_CHECK(cufftExecC2R(impl_->inv.h, reinterpret_cast<cufftComplex*>(prodT.data() + std::size_t(q) * nf * nvc),
                                rout.data() + std::size_t(q) * nvc * nx * ny));
     toc("inverse_fft");
     tic();

@@ -176,6 +176,81 @@ __global__ void __launch_bounds__(kThreads) tiled_kernel(DevPlanes P, const int4
   }
 }
 
+// Threshold scans without dense output: packets of 16 velocities, 32 x 16 origin tiles, each
+// thread sums two origins (rows ty and ty + 8) for all 16 velocities from one staged region, and
+// obs is not accumulated (hits get exact obs from evaluate()). Same per-trajectory float sums in
+// exposure order as every other backend.
+constexpr int kNV2 = 16, kTY2 = 16;
+
+template <int S>
+__global__ void __launch_bounds__(kThreads, 2) tiled16_kernel(DevPlanes P, const int4* __restrict__ box,
+                                                              const int4* __restrict__ loc,
+                                                              const int2* __restrict__ packets,
+                                                              int packet_begin, int tiles_x, int y_begin,
+                                                              int y_end, ScanArgs A) {
+  __shared__ float2 buf[2][kMaxRegion];
+  const int tile = blockIdx.x;
+  const int tx = threadIdx.x % kTX, ty = threadIdx.x / kTX;  // ty in [0, 8)
+  const int gx0 = (tile % tiles_x) * kTX, gy0 = y_begin + (tile / tiles_x) * kTY2;
+  const int x = gx0 + tx, y0 = gy0 + ty, y1 = y0 + 8;
+  const int p = packet_begin + blockIdx.y;
+  const int n = P.n;
+  const int2 pk = packets[p];
+  const int4* bx = box + std::size_t(p) * n;
+  const int4* lc = loc + std::size_t(p) * n * (kNV2 / 4);
+  float a0[kNV2], b0[kNV2], a1[kNV2], b1[kNV2];
+#pragma unroll
+  for (int k = 0; k < kNV2; ++k) {
+    a0[k] = 0.f;
+    b0[k] = 0.f;
+    a1[k] = 0.f;
+    b1[k] = 0.f;
+  }
+  float2 pre[kMaxPer];
+  int4 b = __ldg(bx);
+  stage_load<S>(P, 0, b, gx0, gy0, pre);
+  stage_store(buf[0], b, pre);
+  __syncthreads();
+  for (int e = 0; e < n; ++e) {
+    int4 bn = b;
+    if (e + 1 < n) {
+      bn = __ldg(bx + e + 1);
+      stage_load<S>(P, e + 1, bn, gx0, gy0, pre);
+    }
+    const float2* cur = buf[e & 1];
+    const int rw = b.z;
+    int4 L[4];
+#pragma unroll
+    for (int q = 0; q < 4; ++q) L[q] = __ldg(lc + std::size_t(e) * 4 + q);
+#pragma unroll
+    for (int k = 0; k < kNV2; ++k) {
+      const int4 lq = L[k / 4];
+      const int l = (k % 4) == 0 ? lq.x : (k % 4) == 1 ? lq.y : (k % 4) == 2 ? lq.z : lq.w;
+      const int off = (ty + (l >> 16)) * rw + tx + (l & 0xffff);
+      const float2 s0 = cur[off];
+      const float2 s1 = cur[off + 8 * rw];
+      a0[k] += s0.x;
+      b0[k] += s0.y;
+      a1[k] += s1.x;
+      b1[k] += s1.y;
+    }
+    if (e + 1 < n) stage_store(buf[(e + 1) & 1], bn, pre);
+    b = bn;
+    __syncthreads();
+  }
+  ThreadDigest d;
+  if (x < P.width) {
+#pragma unroll
+    for (int k = 0; k < kNV2; ++k) {
+      if (k < pk.y) {
+        if (y0 < y_end) finish(a0[k], b0[k], 0, x, y0, pk.x + k, P.width, P.height, A, d, nullptr);
+        if (y1 < y_end) finish(a1[k], b1[k], 0, x, y1, pk.x + k, P.width, P.height, A, d, nullptr);
+      }
+    }
+  }
+  reduce_digest(d, A.partials);
+}
+
 template <int S>
 __global__ void evaluate_kernel(DevPlanes P, const int* __restrict__ sx, const int* __restrict__ sy,
                                 const StackHit* __restrict__ list, std::size_t n_list, float* a_out,
@@ -240,21 +315,21 @@ struct Packets {
 };
 
 /// Greedy packets of consecutive velocities whose staged region fits kMaxRegion for every exposure.
-Packets make_packets(const StackShifts& s) {
+Packets make_packets(const StackShifts& s, int nv = kNV, int ty = kTY) {
   Packets out;
   const int n = s.n_exp;
   std::vector<int> mnx(n), mxx(n), mny(n), mxy(n);
   int v = 0;
   while (v < s.n_vel) {
     int cnt = 0;
-    for (; cnt < kNV && v + cnt < s.n_vel; ++cnt) {
+    for (; cnt < nv && v + cnt < s.n_vel; ++cnt) {
       const int w = v + cnt;
       bool fits = true;
       for (int e = 0; e < n && fits; ++e) {
         const int x = s.sx[std::size_t(w) * n + e], y = s.sy[std::size_t(w) * n + e];
         const int ax = cnt ? std::min(mnx[e], x) : x, bx = cnt ? std::max(mxx[e], x) : x;
         const int ay = cnt ? std::min(mny[e], y) : y, by = cnt ? std::max(mxy[e], y) : y;
-        const long long region = (long long)(kTX + bx - ax) * (kTY + by - ay);
+        const long long region = (long long)(kTX + bx - ax) * (ty + by - ay);
         fits = region <= kMaxRegion && (bx - ax) < 32768 && (by - ay) < 32768;
       }
       if (!fits) {
@@ -270,9 +345,9 @@ Packets make_packets(const StackShifts& s) {
       }
     }
     out.packets.push_back(make_int2(v, cnt));
-    for (int e = 0; e < n; ++e) out.box.push_back(make_int4(mnx[e], mny[e], kTX + mxx[e] - mnx[e], kTY + mxy[e] - mny[e]));
+    for (int e = 0; e < n; ++e) out.box.push_back(make_int4(mnx[e], mny[e], kTX + mxx[e] - mnx[e], ty + mxy[e] - mny[e]));
     for (int e = 0; e < n; ++e)
-      for (int k = 0; k < kNV; ++k) {
+      for (int k = 0; k < nv; ++k) {
         if (k < cnt) {
           const int w = v + k;
           const int lx = s.sx[std::size_t(w) * n + e] - mnx[e], ly = s.sy[std::size_t(w) * n + e] - mny[e];
@@ -391,8 +466,10 @@ public:
     DeviceBuffer<int4> dbox;
     DeviceBuffer<int> dloc;
     DeviceBuffer<int2> dpk;
+    const bool wide = prm.method == StackMethod::Tiled && k == 0 && !prm.dense;
+    const int tile_h = wide ? kTY2 : kTY;
     if (prm.method == StackMethod::Tiled) {
-      pk = make_packets(sh);
+      pk = wide ? make_packets(sh, kNV2, kTY2) : make_packets(sh);
       dbox = DeviceBuffer<int4>::from(pk.box, s);
       dloc = DeviceBuffer<int>::from(pk.loc, s);
       dpk = DeviceBuffer<int2>::from(pk.packets, s);
@@ -415,12 +492,12 @@ public:
       std::size_t fr = 0, tot = 0;
       CUDA_CHECK(cudaMemGetInfo(&fr, &tot));
       const std::size_t per_row = std::size_t(host_.n) * W * (elem_bytes(host_.storage) * 2);
-      const int extra = kTY;
+      const int extra = tile_h;
       int span = 0;
       for (std::size_t i = 0; i < std::size_t(sh.n_vel) * sh.n_exp; ++i) span = std::max(span, std::abs(sh.sy[i]));
       const long long rows_fit = (long long)(fr / 4 / std::max<std::size_t>(1, per_row)) - 2 * span - extra;
-      if (rows_fit < kTY) throw DeviceOutOfMemory("stack scan: not even " + std::to_string(kTY) + " rows of the stack fit on " + name_);
-      band = int(std::min<long long>(H, rows_fit / kTY * kTY));
+      if (rows_fit < tile_h) throw DeviceOutOfMemory("stack scan: not even " + std::to_string(kTY) + " rows of the stack fit on " + name_);
+      band = int(std::min<long long>(H, rows_fit / tile_h * tile_h));
     }
     int min_sy = 0, max_sy = 0;
     for (std::size_t i = 0; i < std::size_t(sh.n_vel) * sh.n_exp; ++i) {
@@ -451,11 +528,11 @@ public:
       if (resident_) {
         P = planes(0, H);
       } else {
-        const int r0 = std::max(0, y0 + min_sy), r1 = std::min(H, y1 + kTY + max_sy);
+        const int r0 = std::max(0, y0 + min_sy), r1 = std::min(H, y1 + tile_h + max_sy);
         upload_band(r0, std::max(1, r1 - r0));
         P = planes(r0, std::max(1, r1 - r0));
       }
-      const int tiles = tiles_x * ((y1 - y0 + kTY - 1) / kTY);
+      const int tiles = tiles_x * ((y1 - y0 + tile_h - 1) / tile_h);
       // chunks of velocity units (threshold) or of nothing (top-k: one launch per band)
       const int chunk = k > 0 ? n_units : std::max(1, std::min(65535, int((1u << 22) / std::max(1, tiles))));
       for (int u0 = 0; u0 < n_units; u0 += chunk) {
@@ -469,7 +546,12 @@ public:
         dpart.reserve(nb);
         A.partials = dpart.data();
         Timer t(s);
-        if (prm.method == StackMethod::Tiled) {
+        if (wide) {
+          const int4* l4 = reinterpret_cast<const int4*>(dloc.data());
+          if (storage == 0) tiled16_kernel<0><<<grid, kThreads, 0, s>>>(P, dbox.data(), l4, dpk.data(), u0, tiles_x, y0, y1, A);
+          else if (storage == 1) tiled16_kernel<1><<<grid, kThreads, 0, s>>>(P, dbox.data(), l4, dpk.data(), u0, tiles_x, y0, y1, A);
+          else tiled16_kernel<2><<<grid, kThreads, 0, s>>>(P, dbox.data(), l4, dpk.data(), u0, tiles_x, y0, y1, A);
+        } else if (prm.method == StackMethod::Tiled) {
           const int pb = k > 0 ? 0 : u0, pe = k > 0 ? n_units : u1;
           if (storage == 0) tiled_kernel<0><<<grid, kThreads, 0, s>>>(P, dbox.data(), dloc.data(), dpk.data(), pb, pe, tiles_x, y0, y1, A);
           else if (storage == 1) tiled_kernel<1><<<grid, kThreads, 0, s>>>(P, dbox.data(), dloc.data(), dpk.data(), pb, pe, tiles_x, y0, y1, A);

@@ -300,7 +300,7 @@ NpcfResult run(const Graph& g, const PointSet& p, const NpcfConfig& c, bool pari
   P.parity = parity;
   P.exact = c.directions == DirectionMode::Exact;
   P.rows = rows;
-  P.banks = rows <= 16384 ? 4 : 1;  // large tables: same-row neighbours are rare anyway
+  P.banks = rows <= 16384 ? 8 : 1;  // large tables: same-row neighbours are rare anyway
   if (parity && !P.exact && g.pixel.size() != g.num_edges())
     throw ConfigError("directions",
                       "pixel-mode parity needs a graph with direction pixels (store_pixels)");

@@ -84,17 +84,23 @@ void triangles_all(const Graph& g, const PointSet& p, std::uint64_t h0, std::uin
       if (sc.match.size() < f1 - f0) sc.match.resize(f1 - f0);
       std::uint64_t* mt = sc.match.data();
       std::uint64_t nm = 0;
+      // Branch-free scan of N(j): every entry is written, the cursor only advances on a hit.
+      // Packed: k (32 bits) | bin(j,k) << 32 | (bin(i,k) + 1) << 40.
       for (std::uint64_t f = f0; f < f1; ++f) {
-        mt[nm] = f;
-        nm += mark[nb[f]] != 0;
+        const std::uint32_t k = nb[f];
+        const std::uint64_t m = mark[k];
+        mt[nm] = k | (static_cast<std::uint64_t>(bn[f]) << 32) | (m << 40);
+        nm += m != 0;
       }
       const int bij = bi[aj];
       const double wij = wi * w[j];
       const std::uint32_t base = index.base(bij);
       for (std::uint64_t q = 0; q < nm; ++q) {
-        const std::uint64_t f = mt[q];
-        const std::uint32_t k = nb[f];
-        const std::uint32_t idx = index(base, bij, mark[k] - 1, bn[f]);
+        const std::uint64_t v = mt[q];
+        const std::uint32_t k = static_cast<std::uint32_t>(v);
+        const int bjk = static_cast<int>((v >> 32) & 0xff);
+        const int bik = static_cast<int>(v >> 40) - 1;
+        const std::uint32_t idx = index(base, bij, bik, bjk);
         ++cnt[idx];
         sum[idx] += wij * w[k];
       }
