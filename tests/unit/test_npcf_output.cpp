@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "almagest/core/error.hpp"
+#include "almagest/core/gpu.hpp"
 #include "almagest/io/hdf5_file.hpp"
 #include "almagest/npcf/plan.hpp"
 #include "almagest/npcf/synthetic.hpp"
@@ -216,12 +217,15 @@ private slots:
     NpcfConfig c;
     c.bins = {1.0, 15.0, 4, BinScale::Linear};
     c.backend = Backend::Cuda;
-    // No CUDA N-point kernels in this version: an error naming why, never a silent fallback.
-    try {
-      NpcfPlan plan(c, catalogue(3000, 6), JobContext{});
-      QFAIL("cuda backend accepted");
-    } catch (const BackendUnavailable& e) {
-      QVERIFY(std::string(e.what()).find("cuda") != std::string::npos);
+    // Without a usable GPU: an error naming why, never a silent fallback.
+    if (!gpu_status().available) {
+      try {
+        NpcfPlan plan(c, catalogue(3000, 6), JobContext{});
+        QFAIL("cuda backend accepted without a GPU");
+      } catch (const BackendUnavailable& e) {
+        QVERIFY(std::string(e.what()).find("cuda") != std::string::npos);
+        QVERIFY(std::string(e.what()).find(gpu_status().reason) != std::string::npos);
+      }
     }
     // Auto falls back to the CPU and records why.
     c.backend = Backend::Auto;

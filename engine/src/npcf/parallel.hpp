@@ -92,9 +92,10 @@ Acc chunked_reduce(const std::vector<std::uint64_t>& bounds, int threads, const 
           ++cursor;
         }
         const double done = static_cast<double>(cursor < nchunks ? bounds[cursor] : nhubs);
+        // Reported under the lock so that progress is monotone across workers.
+        ctx.progress(done, static_cast<double>(std::max<std::uint64_t>(1, nhubs)), stage);
         lock.unlock();
         cv.notify_all();
-        ctx.progress(done, static_cast<double>(std::max<std::uint64_t>(1, nhubs)), stage);
       } catch (...) {
         std::lock_guard<std::mutex> lock(mu);
         if (!error) error = std::current_exception();
