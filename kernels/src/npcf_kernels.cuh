@@ -80,8 +80,9 @@ __device__ __forceinline__ void red_shared(double* p, double v) {
 // Block histogram in shared memory (or pass-through to global atomics).
 struct BlockHist {
   u32* cnt;
-  double* sum;
-  double* odd;
+  double* sum;   // parity: P, the products with odd sign +1
+  double* odd;   // parity: M, the products with odd sign -1
+  double* dsum;  // parity: D, the products of degenerate tetrahedra
   u32* deg;
   bool shared;
   u32 rows;
@@ -96,17 +97,26 @@ struct BlockHist {
       atomicAdd(A.acc_sum + at, v);
     }
   }
-  __device__ void add_odd(const Acc& A, u32 row, double v) const {
-    if (shared)
-      red_shared(odd + row, v);
-    else
-      atomicAdd(A.acc_odd + static_cast<u64>(A.half) * A.rows + row, v);
-  }
-  __device__ void add_deg(const Acc& A, u32 row) const {
-    if (shared)
-      red_shared(deg + row, 1u);
-    else
-      atomicAdd(A.acc_deg + static_cast<u64>(A.half) * A.rows + row, 1ull);
+  /// Parity: one tetrahedron of product v with odd sign sigma (+1/-1), or degenerate. In shared
+  /// memory one double reduction per tetrahedron: even = P + M + D and odd = P - M at the flush.
+  __device__ void add_parity(const Acc& A, u32 row, double v, bool degenerate, bool negative) const {
+    if (shared) {
+      red_shared(cnt + row, 1u);
+      if (degenerate) {
+        red_shared(deg + row, 1u);
+        red_shared(dsum + row, v);
+      } else {
+        red_shared((negative ? odd : sum) + row, v);
+      }
+    } else {
+      const u64 at = static_cast<u64>(A.half) * A.rows + row;
+      atomicAdd(A.acc_cnt + at, 1ull);
+      atomicAdd(A.acc_sum + at, v);
+      if (degenerate)
+        atomicAdd(A.acc_deg + at, 1ull);
+      else
+        atomicAdd(A.acc_odd + at, negative ? -v : v);
+    }
   }
   __device__ void zero(bool parity) const {
     if (!shared) return;
@@ -115,6 +125,7 @@ struct BlockHist {
       sum[r] = 0;
       if (parity) {
         odd[r] = 0;
+        dsum[r] = 0;
         deg[r] = 0;
       }
     }
@@ -126,25 +137,26 @@ struct BlockHist {
     const u64 slot = (static_cast<u64>(A.half) * A.G + blockIdx.x) * A.rows;
     for (u32 r = threadIdx.x; r < rows; r += blockDim.x) {
       A.part_cnt[slot + r] += cnt[r];
-      A.part_sum[slot + r] += sum[r];
       cnt[r] = 0;
-      sum[r] = 0;
       if (parity) {
-        A.part_odd[slot + r] += odd[r];
+        A.part_sum[slot + r] += (sum[r] + odd[r]) + dsum[r];
+        A.part_odd[slot + r] += sum[r] - odd[r];
         A.part_deg[slot + r] += deg[r];
         odd[r] = 0;
+        dsum[r] = 0;
         deg[r] = 0;
+      } else {
+        A.part_sum[slot + r] += sum[r];
       }
+      sum[r] = 0;
     }
   }
 };
 
 /// Carves the block histogram from the front of dynamic shared memory; returns bytes used.
 __host__ __device__ inline std::size_t hist_bytes(u32 rows, bool parity) {
-  std::size_t b = static_cast<std::size_t>(rows) * 8;  // sums
-  if (parity) b += static_cast<std::size_t>(rows) * 8;
-  b += static_cast<std::size_t>(rows) * 4;  // counts
-  if (parity) b += static_cast<std::size_t>(rows) * 4;
+  const std::size_t r = rows;
+  const std::size_t b = parity ? r * (3 * 8 + 2 * 4) : r * (8 + 4);
   return (b + 15) & ~std::size_t{15};
 }
 
@@ -153,14 +165,16 @@ __device__ inline BlockHist make_hist(unsigned char* smem, u32 rows, bool parity
   h.shared = shared;
   h.rows = rows;
   if (!shared) return h;
+  const std::size_t r = rows;
   h.sum = reinterpret_cast<double*>(smem);
-  std::size_t at = static_cast<std::size_t>(rows) * 8;
+  std::size_t at = r * 8;
   if (parity) {
     h.odd = reinterpret_cast<double*>(smem + at);
-    at += static_cast<std::size_t>(rows) * 8;
+    h.dsum = reinterpret_cast<double*>(smem + at + r * 8);
+    at += r * 16;
   }
   h.cnt = reinterpret_cast<u32*>(smem + at);
-  at += static_cast<std::size_t>(rows) * 4;
+  at += r * 4;
   if (parity) h.deg = reinterpret_cast<u32*>(smem + at);
   return h;
 }
@@ -397,11 +411,28 @@ __global__ void count4_kernel(FourArgs a) {
       __syncthreads();
       if (threadIdx.x == 0) s_bound = 0;
     }
-    // 1. the hub's half list
+    // 1. the hub's neighbour ids, then the tile's row ranges A (window S1) and B (window S2)
+    for (u32 q = threadIdx.x; q < d; q += blockDim.x) l_nb[q] = a.wh.nb[e0 + q];
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      s_range[0] = lower_bound<u32>(l_nb, 0, d, a.w1.lo);
+      s_range[1] = lower_bound<u32>(l_nb, s_range[0], d, a.w1.hi);
+      s_range[2] = lower_bound<u32>(l_nb, 0, d, a.w2.lo);
+      s_range[3] = lower_bound<u32>(l_nb, s_range[2], d, a.w2.hi);
+      s_bound += bound;
+    }
+    __syncthreads();
+    const u32 a0 = s_range[0], a1 = s_range[1], b0 = s_range[2], b1 = s_range[3];
+    const bool same = a0 == b0 && a1 == b1;
+    const u32 na = a1 - a0, nrows = same ? na : na + (b1 - b0);
+    // No pair (a in A, b in B, a < b) in this tile: nothing to count for this hub.
+    if (same ? na < 2 : (na == 0 || b1 == b0)) continue;  // block-uniform (shared values)
+    auto row_of = [&](u32 t) { return t < na ? a0 + t : b0 + (t - na); };
+    // 2. the rest of the list; clear the bitsets of the rows we fill (T needs no clearing:
+    //    an entry is read only where its bit is set)
     for (u32 q = threadIdx.x; q < d; q += blockDim.x) {
-      const u32 j = a.wh.nb[e0 + q];
+      const u32 j = l_nb[q];
       const u32 b = a.wh.bin[e0 + q];
-      l_nb[q] = j;
       l_bin[q] = static_cast<u8>(b);
       l_cb3[q] = b * a.n3;
       l_w[q] = a.c.w[j];
@@ -424,23 +455,9 @@ __global__ void count4_kernel(FourArgs a) {
         l_uz[q] = uz;
       }
     }
+    for (u32 t = threadIdx.x; t < nrows * nw; t += blockDim.x) l_bits[row_of(t / nw) * nw + t % nw] = 0;
     __syncthreads();
-    if (threadIdx.x == 0) {
-      s_range[0] = lower_bound<u32>(l_nb, 0, d, a.w1.lo);
-      s_range[1] = lower_bound<u32>(l_nb, s_range[0], d, a.w1.hi);
-      s_range[2] = lower_bound<u32>(l_nb, 0, d, a.w2.lo);
-      s_range[3] = lower_bound<u32>(l_nb, s_range[2], d, a.w2.hi);
-      s_bound += bound;
-    }
-    __syncthreads();
-    const u32 a0 = s_range[0], a1 = s_range[1], b0 = s_range[2], b1 = s_range[3];
-    const bool same = a0 == b0 && a1 == b1;
-    const u32 na = a1 - a0, nrows = same ? na : na + (b1 - b0);
-    auto row_of = [&](u32 t) { return t < na ? a0 + t : b0 + (t - na); };
-    // 2. clear the table rows we fill (A and B rows, all columns)
-    for (u32 t = threadIdx.x; t < nrows * d; t += blockDim.x) T[row_of(t / d) * d + t % d] = 0;
-    __syncthreads();
-    // 3. connectivity: merge rows j_r (r in A or B) against the hub list by binary search
+    // 3. connectivity: rows j_r (r in A or B) against the hub list by binary search
     const u32 last = l_nb[d - 1];
     for (u32 t = warp; t < nrows; t += nwarps) {
       const u32 r = row_of(t);
@@ -451,17 +468,10 @@ __global__ void count4_kernel(FourArgs a) {
         const u32 k = win.nb[e];
         if (k > last) break;
         const u32 pos = lower_bound<u32>(l_nb, r + 1, d, k);
-        if (pos < d && l_nb[pos] == k) T[r * d + pos] = static_cast<u8>(win.bin[e] + 1);
-      }
-    }
-    __syncthreads();
-    // 4. bitsets of the filled rows
-    for (u32 t = warp; t < nrows; t += nwarps) {
-      const u32 r = row_of(t);
-      for (u32 q = 0; q < nw; ++q) {
-        const u32 c = q * 32 + lane;
-        const unsigned m = __ballot_sync(0xffffffffu, c < d && T[r * d + c] != 0);
-        if (lane == 0) l_bits[r * nw + q] = m;
+        if (pos < d && l_nb[pos] == k) {
+          T[r * d + pos] = static_cast<u8>(win.bin[e] + 1);
+          atomicOr(l_bits + r * nw + (pos >> 5), 1u << (pos & 31));
+        }
       }
     }
     __syncthreads();
@@ -490,15 +500,12 @@ __global__ void count4_kernel(FourArgs a) {
           const u32 pk = a.packed16 ? static_cast<u32>(__ldg(a.packed16 + code)) : __ldg(a.packed + code);
           const u32 row = pk >> 1;
           const double prod = wab * l_w[c];
-          hist.add(a.acc, row, prod);
           if constexpr (kParity) {
             const double v = add(add(mul(cx, l_ux[c]), mul(cy, l_uy[c])), mul(cz, l_uz[c]));
-            if (fabs(v) < 1e-9) {
-              hist.add_deg(a.acc, row);
-            } else {
-              const double sp = v > 0 ? prod : -prod;
-              hist.add_odd(a.acc, row, (pk & 1u) ? -sp : sp);
-            }
+            // odd sign: relabelling sign x sign(V); |V| < 1e-9 is degenerate
+            hist.add_parity(a.acc, row, prod, fabs(v) < 1e-9, (v > 0) == ((pk & 1u) != 0));
+          } else {
+            hist.add(a.acc, row, prod);
           }
         }
       }
@@ -508,7 +515,7 @@ __global__ void count4_kernel(FourArgs a) {
       const u32 bs = max(b0, pa + 1);
       for (u32 base = bs; base < b1; base += 32) {
         const u32 pb = base + lane;
-        const bool conn = pb < b1 && T[pa * d + pb] != 0;
+        const bool conn = pb < b1 && ((l_bits[pa * nw + (pb >> 5)] >> (pb & 31)) & 1u);
         const unsigned m = __ballot_sync(0xffffffffu, conn);
         if (conn) queue[qn + __popc(m & ((1u << lane) - 1))] = (pa << 16) | pb;
         qn += __popc(m);

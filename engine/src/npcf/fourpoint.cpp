@@ -13,7 +13,7 @@
 // per pair (a, b); |V| < 1e-9 is degenerate (zero odd weight, counted).
 //
 // Determinism: hubs are split into chunks that depend only on the graph and the table size; a chunk
-// is processed by one thread in hub order, its row sums are kept in a few interleaved banks (so
+// is processed by one thread in hub order, its row sums are kept in eight interleaved banks (so
 // consecutive tetrahedra of the same row do not wait on each other's store) that are folded in a
 // fixed order, and chunks are merged in chunk order. Results do not depend on the thread count.
 #include <algorithm>
@@ -69,9 +69,10 @@ struct Scratch {
   std::vector<std::uint32_t> off_c;    // per local neighbour: hub-edge bin * n^3
   std::vector<std::uint32_t> match;    // matches of one walk (local indices)
   std::vector<std::uint8_t> match_bin;
-  // Banked row sums of the hubs of one class (data hubs or all-random hubs) of the current chunk.
-  std::vector<std::uint64_t> cnt, deg;
-  std::vector<double> sum, odd;
+  // Banked row sums of the hubs of one class (data hubs or all-random hubs) of the current chunk,
+  // one record per (bank, row): {sum, count[, odd sum, degenerate count]} so that a tetrahedron
+  // touches one cache line. Counts are held exactly as doubles (far below 2^53 per chunk).
+  std::vector<double> slots;
 
   Scratch(std::size_t nvert, std::size_t maxdeg, std::size_t banked_rows, bool parity) {
     const std::size_t m1 = maxdeg + 1;
@@ -83,14 +84,11 @@ struct Scratch {
     hub_bin.resize(m1);
     match.resize(m1);
     match_bin.resize(m1);
-    cnt.assign(banked_rows, 0);
-    sum.assign(banked_rows, 0.0);
+    slots.assign(banked_rows * (parity ? 4 : 2), 0.0);
     if (parity) {
       ux.resize(m1);
       uy.resize(m1);
       uz.resize(m1);
-      deg.assign(banked_rows, 0);
-      odd.assign(banked_rows, 0.0);
     }
   }
 };
@@ -199,10 +197,8 @@ void enumerate_hub(const Params& P, std::uint64_t i, std::size_t m, Scratch& s,
   const double* __restrict ux = s.ux.data();
   const double* __restrict uy = s.uy.data();
   const double* __restrict uz = s.uz.data();
-  std::uint64_t* __restrict cnt = s.cnt.data();
-  double* __restrict sum = s.sum.data();
-  std::uint64_t* __restrict deg = s.deg.data();
-  double* __restrict odd = s.odd.data();
+  constexpr std::size_t kStride = kParity ? 4 : 2;
+  double* __restrict slots = s.slots.data();
   std::size_t bank = 0;
   for (std::size_t a = 1; a + 2 <= m; ++a) {
     const std::uint64_t* ra = bits + a * words;
@@ -233,21 +229,21 @@ void enumerate_hub(const Params& P, std::uint64_t i, std::size_t m, Scratch& s,
             const std::uint32_t code = code_ab + off_c[c] + static_cast<std::uint32_t>(ta[c]) * n +
                                        static_cast<std::uint32_t>(tb[c]);
             const std::uint32_t pk = tab[code];
-            const std::size_t slot = bank * rows + (pk >> 1);
+            double* __restrict rec = slots + kStride * (bank * rows + (pk >> 1));
             bank = (bank + 1) & bank_mask;
             const double prod = wab * w[c];
-            sum[slot] += prod;
-            ++cnt[slot];
+            rec[0] += prod;
+            rec[1] += 1.0;
             if constexpr (kParity) {
               const double v = cx * ux[c] + cy * uy[c] + cz * uz[c];
               if (std::fabs(v) < kDegenerateVolume) {
-                ++deg[slot];
+                rec[3] += 1.0;
               } else {
                 // relabelling sign x sign(V) x prod, branch-free: flip the sign bit of prod by
                 // the sign bit of V and the table's sign bit.
                 const std::uint64_t flip = (std::bit_cast<std::uint64_t>(v) & kSignBit) ^
                                            (static_cast<std::uint64_t>(pk & 1u) << 63);
-                odd[slot] += std::bit_cast<double>(std::bit_cast<std::uint64_t>(prod) ^ flip);
+                rec[2] += std::bit_cast<double>(std::bit_cast<std::uint64_t>(prod) ^ flip);
               }
             }
           }
@@ -263,24 +259,19 @@ void fold_banks(const Params& P, Scratch& s, bool all_random, Acc4& acc) {
   std::uint64_t* tuples = all_random ? acc.random_tuples.data() : acc.tuples.data();
   double* sum = all_random ? acc.r.data() : acc.n.data();
   double* odd = P.parity ? (all_random ? acc.r_odd.data() : acc.n_odd.data()) : nullptr;
+  const std::size_t stride = P.parity ? 4 : 2;
   for (std::size_t b = 0; b < P.banks; ++b) {
-    const std::size_t o = b * rows;
-    for (std::size_t k = 0; k < rows; ++k) {
-      tuples[k] += s.cnt[o + k];
-      sum[k] += s.sum[o + k];
-    }
-    if (P.parity)
-      for (std::size_t k = 0; k < rows; ++k) {
-        acc.degenerate[k] += s.deg[o + k];
-        odd[k] += s.odd[o + k];
+    const double* rec = s.slots.data() + stride * b * rows;
+    for (std::size_t k = 0; k < rows; ++k, rec += stride) {
+      sum[k] += rec[0];
+      tuples[k] += static_cast<std::uint64_t>(rec[1]);
+      if (P.parity) {
+        odd[k] += rec[2];
+        acc.degenerate[k] += static_cast<std::uint64_t>(rec[3]);
       }
+    }
   }
-  std::fill(s.cnt.begin(), s.cnt.end(), 0);
-  std::fill(s.sum.begin(), s.sum.end(), 0.0);
-  if (P.parity) {
-    std::fill(s.deg.begin(), s.deg.end(), 0);
-    std::fill(s.odd.begin(), s.odd.end(), 0.0);
-  }
+  std::fill(s.slots.begin(), s.slots.end(), 0.0);
 }
 
 template <class TableT>

@@ -128,7 +128,7 @@ ExposureStack read_workunit(const std::string& path, const StackReadOptions& opt
   const int base = f.move_to("SCI_0") ? 0 : 1;
   for (int k = 0; k < n; ++k) {
     const int e = k + base;
-    const std::string tag = "_" + std::to_string(e);
+    const std::string tag = std::string(1, '_').append(std::to_string(e));
     if (!f.move_to("SCI" + tag)) throw IoError(path, "SCI" + tag, "HDU missing (NUMIMG = " + std::to_string(n) + ")");
     std::vector<float> sci, var, msk, psf;
     auto [w, h] = f.read_image(sci, "SCI" + tag);
@@ -384,7 +384,7 @@ void write_workunit(const std::string& path, const ExposureStack& s) {
     const std::size_t np = s.pixels();
     std::vector<float> m(np);
     for (int e = 0; e < n; ++e) {
-      const std::string tag = "_" + std::to_string(e);
+      const std::string tag = std::string(1, '_').append(std::to_string(e));
       f.write_image(s.sci.data() + e * np, s.width, s.height, "SCI" + tag);
       double mjd = s.mjd[e];
       fits_write_key_dbl(f.f, "MJD", mjd, -17, "observation time", &st);

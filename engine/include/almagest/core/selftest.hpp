@@ -5,10 +5,10 @@
 // of the parity channel. Usable without Qt: `almagest-cli selftest` prints text().
 //
 // Pass criteria per check: tuple counts (tuples, random_tuples, degenerate) identical; weighted
-// sums (n, r, n_odd, r_odd) within 1e-12 of the all-random scale (max over rows of
-// |gpu - cpu| / max over rows of |r|: the error of the estimators xi, zeta, zeta_odd; the signed
-// sums n cancel between data and randoms, so their own size is no scale); graphs identical
-// (offsets, neighbours, bins, pixels).
+// sums (n, r, n_odd, r_odd) within 1e-12 normwise: max over rows of |gpu - cpu| divided by the
+// larger of max |n| and max |r| (the signed sums n cancel between data and randoms, so |n| alone
+// is no scale in large catalogues, and |r| alone none in small ones); graphs identical (offsets,
+// neighbours, bins, pixels).
 #include <cstdint>
 #include <string>
 #include <vector>
