@@ -10,9 +10,11 @@
 #include <set>
 
 #include "almagest/core/error.hpp"
+#include "almagest/npcf/config.hpp"
 #include "almagest/npcf/configurations.hpp"
 
 using almagest::npcf::cayley_menger_positive;
+using almagest::npcf::tetrahedron_realisable;
 using almagest::npcf::kEdgeVertices;
 using almagest::npcf::TetraTable;
 using almagest::npcf::TriangleTable;
@@ -203,8 +205,10 @@ private slots:
     QVERIFY(cayley_menger_positive({1, 1, 1, r2, r2, r2}));         // corner of a cube
     QVERIFY(!cayley_menger_positive({1, 1, r2, r2, 1, 1}));         // unit square: flat
     QVERIFY(!cayley_menger_positive({1, 2, 3, 1, 2, 1}));           // collinear points
-    QVERIFY(!cayley_menger_positive({1, 1, 1, 3, 1, 1}));           // triangle 0-1-2 violates inequality
-    QVERIFY(!cayley_menger_positive({10, 10, 10, 10, 10, 30}));     // 2-3 longer than 2-0-3
+    QVERIFY(!tetrahedron_realisable({1, 1, 1, 3, 1, 1}));           // triangle 0-1-2 violates inequality
+    QVERIFY(!tetrahedron_realisable({10, 10, 10, 10, 10, 30}));     // 2-3 longer than 2-0-3
+    QVERIFY(tetrahedron_realisable({1, 1, 1, 1, 1, 1}));
+    QVERIFY(!tetrahedron_realisable({1, 1, r2, r2, 1, 1}));
     // Nearly flat but genuinely 3D: apex 0.05 above the centre of a unit equilateral triangle.
     const double h = 0.05, rc = 1.0 / std::sqrt(3.0), s = std::sqrt(rc * rc + h * h);
     QVERIFY(cayley_menger_positive({s, s, s, 1, 1, 1}));
@@ -212,6 +216,30 @@ private slots:
     // Scale invariance of the decision.
     QVERIFY(cayley_menger_positive({1e3, 1e3, 1e3, 1e3, 1e3, 1e3}));
     QVERIFY(cayley_menger_positive({1e-3, 1e-3, 1e-3, 1e-3, 1e-3, 1e-3}));
+  }
+
+  // The realisability flag per configuration on bin centres: 4 linear bins of width 10 from
+  // 17.5 give 178 of 276 (the count of the published example); from 0, 68 by the determinant
+  // alone and 63 when impossible faces are also excluded.
+  void realisableCounts() {
+    auto count = [](double rmin, double rmax, bool strict) {
+      almagest::npcf::Binning b;
+      b.rmin = rmin;
+      b.rmax = rmax;
+      b.nbins = 4;
+      TetraTable t(4);
+      int n = 0;
+      for (std::uint32_t row = 0; row < t.rows(); ++row) {
+        std::array<double, 6> c{};
+        for (int e = 0; e < 6; ++e) c[e] = b.centre(t.canonical(row)[e]);
+        n += strict ? tetrahedron_realisable(c) : cayley_menger_positive(c);
+      }
+      return n;
+    };
+    QCOMPARE(count(17.5, 57.5, false), 178);
+    QCOMPARE(count(17.5, 57.5, true), 178);
+    QCOMPARE(count(0.0, 20.0, false), 68);
+    QCOMPARE(count(0.0, 20.0, true), 63);
   }
 };
 

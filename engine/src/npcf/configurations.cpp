@@ -180,14 +180,6 @@ std::array<int, 6> TetraTable::canonicalise(const std::array<int, 6>& raw, int& 
 }
 
 bool cayley_menger_positive(const std::array<double, 6>& d) {
-  // A positive 4-point determinant alone is not sufficient (about 10% of random length sextuples
-  // with det > 0 have a face that violates the triangle inequality), so every face must also be
-  // a proper triangle (its own Cayley-Menger condition, 16 A^2 > 0, i.e. strict inequalities).
-  constexpr int kFaces[4][3] = {{0, 1, 3}, {0, 2, 4}, {1, 2, 5}, {3, 4, 5}};
-  for (const auto& f : kFaces) {
-    const double a = d[f[0]], b = d[f[1]], c = d[f[2]];
-    if (!(a < b + c && b < a + c && c < a + b)) return false;
-  }
   // Bordered 5x5 matrix of squared distances; det = 288 V^2.
   long double m[5][5];
   long double dmax2 = 0;
@@ -223,6 +215,18 @@ bool cayley_menger_positive(const std::array<double, 6>& d) {
   // relative tolerance.
   const long double tol = 1e-12L * dmax2 * dmax2 * dmax2;
   return det > tol;
+}
+
+bool tetrahedron_realisable(const std::array<double, 6>& d) {
+  // A positive 4-point determinant alone is not sufficient: about 10% of random length sextuples
+  // with det > 0 have a face that violates the triangle inequality. Every face must also be a
+  // proper triangle (its own Cayley-Menger condition, 16 A^2 > 0, i.e. strict inequalities).
+  constexpr int kFaces[4][3] = {{0, 1, 3}, {0, 2, 4}, {1, 2, 5}, {3, 4, 5}};
+  for (const auto& f : kFaces) {
+    const double a = d[f[0]], b = d[f[1]], c = d[f[2]];
+    if (!(a < b + c && b < a + c && c < a + b)) return false;
+  }
+  return cayley_menger_positive(d);
 }
 
 }  // namespace almagest::npcf

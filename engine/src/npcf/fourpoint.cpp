@@ -338,6 +338,8 @@ NpcfResult run(const Graph& g, const PointSet& p, const NpcfConfig& c, bool pari
     // ndata is a random: into r, added to n below). A chunk holds at most one switch.
     bool any[2] = {false, false};
     for (std::uint64_t i = hb; i < he; ++i) {
+      // Prompt cancel inside long chunks (the scratch is discarded with the job).
+      if (((i - hb) & 15u) == 0 && ctx.cancelled()) throw Cancelled();
       const bool all_random = i >= ndata;
       if (i == ndata && any[0]) {
         fold_banks(P, *s, false, acc);

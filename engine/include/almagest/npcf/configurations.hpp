@@ -73,10 +73,12 @@ private:
   std::vector<std::array<std::uint8_t, 6>> canonical_;
 };
 
-/// Cayley-Menger realisability of a tetrahedron with the given six edge lengths (edge order
-/// 12 13 14 23 24 34): true iff the Cayley-Menger determinant (288 V^2) is positive (relative
-/// tolerance 1e-12 on the scale max(d)^6) and every face satisfies the strict triangle
-/// inequality (a positive determinant alone admits some impossible length sets).
+/// Cayley-Menger determinant of a tetrahedron with the given six edge lengths (edge order
+/// 12 13 14 23 24 34) is positive (det = 288 V^2 > 1e-12 max(d)^6). This is the realisability
+/// flag of npcf-conventions.md, reported per 4pCF configuration on bin centres.
 bool cayley_menger_positive(const std::array<double, 6>& d);
+/// Stricter: the determinant is positive AND every face satisfies the strict triangle
+/// inequality, i.e. the six lengths are those of a real non-degenerate tetrahedron.
+bool tetrahedron_realisable(const std::array<double, 6>& d);
 
 }  // namespace almagest::npcf

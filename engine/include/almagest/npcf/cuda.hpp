@@ -8,11 +8,9 @@
 //    and pixels within rounding of a pixel boundary are recomputed on the host;
 //  - tuple counts (tuples, random_tuples, degenerate): identical integers;
 //  - weighted sums (n, r, n_odd, r_odd): the same products summed in another order (per block
-//    in double, blocks and partitions merged in a fixed order). Measured against the all-random
-//    scale (max over rows |gpu - cpu| / max over rows |r|, i.e. the error of xi, zeta, zeta_odd):
-//    ~1e-15 on the self-test catalogues, ~1e-14 at N = 10^6; tested at 1e-12. The signed sums n
-//    cancel between data and randoms (n << sum of |terms|), so relative to |n| itself two
-//    summation orders (CPU chunks vs GPU blocks) differ by up to ~1e-12 at N = 10^6.
+//    in double, blocks and partitions merged in a fixed order). max |gpu - cpu| / max(|n|, |r|):
+//    ~1e-15 on the self-test catalogues (tested at 1e-12); 1e-13..1e-11 at N = 10^6, where rows
+//    sum 10^7-10^8 products and both summation orders round differently (docs/npcf-cuda.md).
 //
 // Every function throws BackendUnavailable (with gpu_status().reason) when no GPU can be used,
 // CudaError on device failures, ConfigError on inputs the backend cannot take, and Cancelled when
