@@ -9,6 +9,7 @@
 #include "almagest/core/provenance.hpp"
 #include "options.hpp"
 #include "sht_command.hpp"
+#include "stack_command.hpp"
 
 namespace almagest::cli {
 
@@ -134,8 +135,8 @@ int main(int argc, char** argv) {
   app.footer(exit_code_help() + "\nRun `almagest-cli <command> --help` for the options of a command.\n");
 
   std::vector<Command> commands{add_npcf_command(app), add_run_command(app),
-                                add_info_command(app), add_demo_command(app),
-                                add_sht_command(app)};
+                                add_info_command(app), add_demo_command(app), add_selftest_command(app),
+                                add_sht_command(app), add_stack_command(app)};
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

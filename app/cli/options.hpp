@@ -91,5 +91,6 @@ Command add_npcf_command(CLI::App& parent);
 Command add_run_command(CLI::App& parent);
 Command add_info_command(CLI::App& parent);
 Command add_demo_command(CLI::App& parent);
+Command add_selftest_command(CLI::App& parent);
 
 }  // namespace almagest::cli

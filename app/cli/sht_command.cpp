@@ -504,8 +504,11 @@ int do_command(const Settings& s) {
             reports->push_back(plan.inverse(m, a, {s.epsilon, s.max_iter}, ctx));
           } catch (const NotConverged& e) {
             throw CliFailure(kExitNotConverged,
-                             std::string(e.what()) + "; no output was written (raise --max-iter, "
-                                                     "loosen --epsilon or lower --lmax)");
+                             fmt::format("sht inverse: CGLS did not reach --epsilon {:g} in {} "
+                                         "iterations (normal-equation residual {:.3e}); no output "
+                                         "was written (raise --max-iter, loosen --epsilon or "
+                                         "lower --lmax)",
+                                         s.epsilon, e.iterations(), e.residual()));
           }
         } else {
           plan.map2alm(m, a, s.iter, {}, ctx);
@@ -641,9 +644,10 @@ void add_options(CLI::App& app, Settings& s) {
   const bool map_in = op != Op::Synth;
   const bool map_out = op == Op::Synth || op == Op::Smooth;
   app.add_option("INPUT", s.input,
-                 op == Op::Synth ? "alm file: FITS (healpy write_alm: INDEX, REAL, IMAG; one HDU per set) or HDF5 (/alm)"
-                 : op == Op::Cl  ? "HEALPix map (FITS or HDF5), or an alm file (spectra of the alm)"
-                                 : "HEALPix map: FITS (healpy write_map; RING or NESTED, full or partial sky) or HDF5 (/map)")
+                 wrap_text(op == Op::Synth ? "alm file: FITS (healpy write_alm: INDEX, REAL, IMAG; one HDU per set) or HDF5 (/alm)."
+                           : op == Op::Cl  ? "HEALPix map (FITS or HDF5), or an alm file (spectra of the alm)."
+                                           : "HEALPix map: FITS (healpy write_map; RING or NESTED, full or partial sky) or HDF5 (/map).",
+                           62))
       ->required();
   app.add_option("-o,--output", s.output,
                  wrap_text(std::string("Output file, written atomically; format by extension (.h5/.hdf5: HDF5") +

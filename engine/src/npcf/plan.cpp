@@ -8,6 +8,7 @@
 
 #include "almagest/core/error.hpp"
 #include "almagest/core/gpu.hpp"
+#include "almagest/npcf/cuda.hpp"
 
 namespace almagest::npcf {
 
@@ -65,15 +66,25 @@ NpcfPlan::NpcfPlan(NpcfConfig config, PointSet points, const JobContext& ctx)
     case Backend::Cuda: {
       const GpuStatus& st = gpu_status();
       if (!st.available) throw BackendUnavailable("backend cuda: " + st.reason);
-      throw BackendUnavailable(
-          "backend cuda: the CUDA kernels of the N-point engine are not part of this version "
-          "(device " + st.summary() + " found); use the cpu backend");
+      impl_->backend = "cuda";
+      break;
     }
     case Backend::Auto: {
       const GpuStatus& st = gpu_status();
-      impl_->backend_note =
-          st.available ? "auto: the CUDA N-point kernels are not part of this version; using the CPU"
-                       : "auto: CUDA unavailable (" + st.reason + "); using the CPU";
+      if (!st.available) {
+        impl_->backend_note = "auto: CUDA unavailable (" + st.reason + "); using the CPU";
+      } else {
+        const GraphEstimate est = estimate_graph(points, config);
+        if (cuda_worthwhile(config.statistic, static_cast<std::uint64_t>(est.edges))) {
+          impl_->backend = "cuda";
+          impl_->backend_note = "auto: " + st.summary() + " chosen for ~" +
+                                std::to_string(static_cast<std::uint64_t>(est.edges)) + " edges";
+        } else {
+          impl_->backend_note = "auto: job too small (~" +
+                                std::to_string(static_cast<std::uint64_t>(est.edges)) +
+                                " edges) to pay for GPU transfers; using the CPU";
+        }
+      }
       ctx.info(impl_->backend_note);
       break;
     }
@@ -82,7 +93,8 @@ NpcfPlan::NpcfPlan(NpcfConfig config, PointSet points, const JobContext& ctx)
   impl_->config = std::move(config);
   impl_->points = std::move(points);
   const auto t0 = std::chrono::steady_clock::now();
-  impl_->graph = build_graph(impl_->points, impl_->config, ctx);
+  impl_->graph = impl_->backend == "cuda" ? build_graph_cuda(impl_->points, impl_->config, ctx)
+                                          : build_graph(impl_->points, impl_->config, ctx);
   impl_->graph_seconds = seconds_since(t0);
 }
 
@@ -120,25 +132,32 @@ NpcfResult NpcfPlan::execute(Statistic statistic, const JobContext& ctx) const {
   const auto t0 = std::chrono::steady_clock::now();
   NpcfResult r;
   double xi_seconds = 0;
-  switch (statistic) {
-    case Statistic::TwoPoint:
-      r = count_2pcf_cpu(g, p, cfg, ctx);
-      break;
-    case Statistic::ThreePoint:
-    case Statistic::ThreePointEquilateral:
-      r = count_3pcf_cpu(g, p, cfg, statistic == Statistic::ThreePointEquilateral, ctx);
-      break;
-    case Statistic::FourPoint:
-    case Statistic::FourPointParity: {
-      NpcfConfig c2 = cfg;
-      c2.statistic = Statistic::TwoPoint;
-      NpcfResult xi = count_2pcf_cpu(g, p, c2, ctx);
-      finalize(xi, p);
-      xi_seconds = seconds_since(t0);
-      r = count_4pcf_cpu(g, p, cfg, parity, ctx);
-      r.xi_internal = xi.estimator;
-      break;
+  const bool cuda = impl_->backend == "cuda";
+  CudaStats stats;
+  auto count = [&](Statistic st, const NpcfConfig& c) {
+    if (cuda) return count_cuda(st, g, p, c, ctx, {}, &stats);
+    switch (st) {
+      case Statistic::TwoPoint:
+        return count_2pcf_cpu(g, p, c, ctx);
+      case Statistic::ThreePoint:
+      case Statistic::ThreePointEquilateral:
+        return count_3pcf_cpu(g, p, c, st == Statistic::ThreePointEquilateral, ctx);
+      case Statistic::FourPoint:
+      case Statistic::FourPointParity:
+        break;
     }
+    return count_4pcf_cpu(g, p, c, st == Statistic::FourPointParity, ctx);
+  };
+  if (statistic == Statistic::FourPoint || statistic == Statistic::FourPointParity) {
+    NpcfConfig c2 = cfg;
+    c2.statistic = Statistic::TwoPoint;
+    NpcfResult xi = count(Statistic::TwoPoint, c2);
+    finalize(xi, p);
+    xi_seconds = seconds_since(t0);
+    r = count(statistic, cfg);
+    r.xi_internal = xi.estimator;
+  } else {
+    r = count(statistic, cfg);
   }
   r.config = cfg;
   r.statistic = statistic;
@@ -149,6 +168,11 @@ NpcfResult NpcfPlan::execute(Statistic statistic, const JobContext& ctx) const {
   r.nrandom = p.size() - p.ndata;
   r.graph_edges = g.num_edges();
   r.provenance = Provenance::current(impl_->backend);
+  if (cuda) {
+    r.provenance.device = stats.device.empty() ? gpu_status().summary() : stats.device;
+    r.provenance.timings_s["device_kernels"] = stats.kernel_s;
+    r.provenance.timings_s["device_upload"] = stats.upload_s;
+  }
   r.provenance.config_json = cfg.to_json();
   if (!impl_->backend_note.empty()) {
     // Auto: record which backend ran and why.

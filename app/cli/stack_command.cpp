@@ -1,0 +1,584 @@
+// `almagest-cli stack psiphi|search|stamps` (and the registration of `simulate`, which lives in
+// stack_simulate.cpp): thin front ends over the shift-and-stack engine (almagest/stack/*.hpp).
+// Every subcommand validates its options first (exit code 2), then reads its inputs (3), resolves
+// the backend (4) and writes its outputs atomically (5); see docs/cli.md, section "stack".
+#include "stack_command.hpp"
+
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fmt/format.h>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <optional>
+
+#include "almagest/core/error.hpp"
+#include "almagest/core/gpu.hpp"
+#include "almagest/stack/candidates.hpp"
+#include "almagest/stack/stack_io.hpp"
+#include "options.hpp"
+#include "progress_bar.hpp"
+#include "stack_files.hpp"
+
+namespace almagest::cli {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+using nlohmann::json;
+
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr double kPi = 3.14159265358979323846;
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+/// Options every stack-reading subcommand shares.
+struct InputSettings {
+  std::string stack;
+  double psf_sigma = 0, fallback_psf_sigma = 0;
+  std::string backend = "cpu";
+  int device = 0, threads = 0;
+  RunOptions run;
+};
+
+void validate_inputs(const InputSettings& s) {
+  if (!(s.psf_sigma >= 0) || !std::isfinite(s.psf_sigma))
+    throw ConfigError("--psf-sigma", fmt::format("must be a positive number of pixels (0 = use the file's PSFs), got {}", s.psf_sigma));
+  if (!(s.fallback_psf_sigma >= 0) || !std::isfinite(s.fallback_psf_sigma))
+    throw ConfigError("--fallback-psf-sigma", fmt::format("must be >= 0 pixels, got {}", s.fallback_psf_sigma));
+  if (s.backend != "cpu" && s.backend != "cuda" && s.backend != "auto")
+    throw ConfigError("--backend", "unknown backend '" + s.backend + "' (expected cpu, cuda or auto)");
+  if (s.threads < 0) throw ConfigError("--threads", "must be >= 0 (0 = all), got " + std::to_string(s.threads));
+  if (s.device < 0) throw ConfigError("--device", "must be >= 0, got " + std::to_string(s.device));
+}
+
+/// True when the GPU is to be used: cuda (BackendUnavailable naming why when it cannot be), or
+/// auto with a usable device.
+bool resolve_gpu(const std::string& backend) {
+  if (backend == "cpu") return false;
+  const GpuStatus& g = gpu_status();
+  if (backend == "auto") return g.available;
+  if (!g.available) throw BackendUnavailable("--backend cuda: " + (g.reason.empty() ? std::string("no usable GPU") : g.reason));
+  return true;
+}
+
+/// ".ecsv", ".h5" or ".hdf5" (lower case) of an output, checked against `allowed`.
+std::string output_extension(const std::string& path, const std::vector<std::string>& allowed) {
+  std::string ext = fs::path(path).extension().string();
+  for (char& c : ext) c = char(std::tolower(static_cast<unsigned char>(c)));
+  for (const auto& a : allowed)
+    if (ext == a) return ext == ".hdf5" ? ".h5" : ext;
+  std::string list;
+  for (std::size_t i = 0; i < allowed.size(); ++i) list += (i ? ", " : "") + allowed[i];
+  throw ConfigError("--output", path + ": unknown extension '" + ext + "' (use " + list + ")");
+}
+
+stack::ExposureStack load_stack(const InputSettings& s, const std::string& path, const JobContext& ctx) {
+  std::error_code ec;
+  if (!fs::exists(path, ec))
+    throw IoError(path, "", "stack not found (expected a KBMOD WorkUnit FITS file, a folder of per-exposure FITS files or an HDF5 cube)");
+  ctx.progress(0, 1, "reading stack");
+  stack::StackReadOptions o;
+  o.psf_sigma = s.psf_sigma;
+  o.fallback_psf_sigma = s.fallback_psf_sigma;
+  stack::ExposureStack st = stack::read_stack(path, o);
+  ctx.check_cancel();
+  return st;
+}
+
+stack::PsiPhi compute_planes(const stack::ExposureStack& st, bool gpu, int device, const JobContext& ctx) {
+  stack::PsiPhi p = gpu ? stack::compute_psiphi_gpu(st, device, ctx) : stack::compute_psiphi(st, ctx);
+  ctx.check_cancel();
+  return p;
+}
+
+std::pair<double, double> parse_pair(const std::string& text, const char* option, const char* what) {
+  const auto comma = text.find(',');
+  double a = kNaN, b = kNaN;
+  if (comma != std::string::npos) {
+    try {
+      std::size_t ia = 0, ib = 0;
+      const std::string sa = text.substr(0, comma), sb = text.substr(comma + 1);
+      a = std::stod(sa, &ia);
+      b = std::stod(sb, &ib);
+      if (ia != sa.size() || ib != sb.size()) a = kNaN;
+    } catch (const std::exception&) {
+      a = kNaN;
+    }
+  }
+  if (!std::isfinite(a) || !std::isfinite(b))
+    throw ConfigError(option, "expected " + std::string(what) + " as two numbers 'MIN,MAX', got '" + text + "'");
+  if (b < a) throw ConfigError(option, fmt::format("maximum {} is below minimum {}", b, a));
+  return {a, b};
+}
+
+std::pair<int, int> parse_grid(const std::string& text) {
+  auto sep = text.find_first_of("x,");
+  auto num = [&](const std::string& s) {
+    std::size_t i = 0;
+    long v = -1;
+    try {
+      v = std::stol(s, &i);
+    } catch (const std::exception&) {
+      v = -1;
+    }
+    if (i != s.size() || s.empty()) v = -1;
+    if (v < 1 || v > 100000)
+      throw ConfigError("--grid", "expected N or NXxNY with every N in 1..100000 (the trajectory bank must not be empty), got '" + text + "'");
+    return int(v);
+  };
+  if (sep == std::string::npos) {
+    const int n = num(text);
+    return {n, n};
+  }
+  return {num(text.substr(0, sep)), num(text.substr(sep + 1))};
+}
+
+// ---- search -------------------------------------------------------------------------------------
+
+struct SearchSettings : InputSettings {
+  std::string output, method = "tiled", storage = "fp32";
+  std::string vx_range, vy_range, speed_range, angle_range, grid = "21", velocities, common_curve;
+  double reference_mjd = kNaN, threshold_sigma = 0, false_alarms = 1.0, cluster_radius = 2.0;
+  int top_k = 0, min_obs = 1;
+  std::size_t max_candidates = 1000000;
+  bool no_cluster = false;
+  CLI::Option* grid_opt = nullptr;
+};
+
+stack::TrajectoryBank build_bank(const SearchSettings& s) {
+  const bool cart = !s.vx_range.empty() || !s.vy_range.empty();
+  const bool polar = !s.speed_range.empty() || !s.angle_range.empty();
+  const bool list = !s.velocities.empty();
+  if (int(cart) + int(polar) + int(list) == 0)
+    throw ConfigError("bank", "no trajectory bank: give --vx-range and --vy-range, --speed-range and --angle-range, or --velocities FILE");
+  if (int(cart) + int(polar) + int(list) > 1)
+    throw ConfigError("bank", "give only one of --vx-range/--vy-range, --speed-range/--angle-range and --velocities");
+  if (list) {
+    if (s.grid_opt && s.grid_opt->count() > 0) throw ConfigError("--grid", "does not apply to an explicit --velocities list");
+    return stackio::read_velocities(s.velocities);
+  }
+  const auto [n1, n2] = parse_grid(s.grid);
+  if (cart) {
+    if (s.vx_range.empty() || s.vy_range.empty())
+      throw ConfigError(s.vx_range.empty() ? "--vx-range" : "--vy-range", "a Cartesian bank needs both --vx-range and --vy-range");
+    const auto [x0, x1] = parse_pair(s.vx_range, "--vx-range", "the vx range [pixels/day]");
+    const auto [y0, y1] = parse_pair(s.vy_range, "--vy-range", "the vy range [pixels/day]");
+    return stack::TrajectoryBank::cartesian(x0, x1, n1, y0, y1, n2);
+  }
+  if (s.speed_range.empty() || s.angle_range.empty())
+    throw ConfigError(s.speed_range.empty() ? "--speed-range" : "--angle-range", "a speed x angle bank needs both --speed-range and --angle-range");
+  const auto [s0, s1] = parse_pair(s.speed_range, "--speed-range", "the speed range [pixels/day]");
+  const auto [a0, a1] = parse_pair(s.angle_range, "--angle-range", "the angle range [degrees]");
+  if (s0 < 0) throw ConfigError("--speed-range", "speeds must be >= 0");
+  const double d2r = kPi / 180.0;
+  return stack::TrajectoryBank::speed_angle(s0, s1, n1, 0.5 * (a0 + a1) * d2r, 0.5 * (a1 - a0) * d2r, n2);
+}
+
+/// The search configuration from the options (exit code 2 on every problem found here).
+stack::SearchConfig search_config(const SearchSettings& s) {
+  validate_inputs(s);
+  stack::SearchConfig cfg;
+  cfg.encoding = stack::parse_encoding(s.storage, "--storage");
+  if (s.method != "gather" && s.method != "tiled" && s.method != "fourier")
+    throw ConfigError("--method", "unknown method '" + s.method + "' (expected gather, tiled or fourier)");
+  if (s.threshold_sigma != 0) {
+    if (!(s.threshold_sigma > 0) || !std::isfinite(s.threshold_sigma))
+      throw ConfigError("--threshold-sigma", fmt::format("must be > 0, got {}", s.threshold_sigma));
+    cfg.threshold_z = s.threshold_sigma;
+  }
+  if (!(s.false_alarms > 0) || !std::isfinite(s.false_alarms))
+    throw ConfigError("--false-alarms", fmt::format("must be > 0, got {}", s.false_alarms));
+  cfg.false_alarms = s.false_alarms;
+  if (s.top_k != 0) {
+    if (s.top_k < 1 || s.top_k > 16) throw ConfigError("--top-k", "must be in 1..16, got " + std::to_string(s.top_k));
+    cfg.mode = stack::ResultMode::TopK;
+    cfg.top_k = s.top_k;
+  }
+  if (s.min_obs < 0) throw ConfigError("--min-obs", "must be >= 0, got " + std::to_string(s.min_obs));
+  cfg.min_obs = s.min_obs;
+  if (s.max_candidates == 0) throw ConfigError("--max-candidates", "must be positive");
+  cfg.max_candidates = s.max_candidates;
+  if (!(s.cluster_radius >= 0) || !std::isfinite(s.cluster_radius))
+    throw ConfigError("--cluster-radius", fmt::format("must be >= 0 pixels, got {}", s.cluster_radius));
+  cfg.cluster.enabled = !s.no_cluster;
+  cfg.cluster.radius_px = s.cluster_radius;
+  if (!std::isnan(s.reference_mjd) && !std::isfinite(s.reference_mjd))
+    throw ConfigError("--reference-mjd", "must be finite");
+  cfg.reference_mjd = s.reference_mjd;
+  cfg.threads = s.threads;
+  cfg.device = s.device;
+  cfg.bank = build_bank(s);
+  return cfg;
+}
+
+stack::Backend gpu_backend(const std::string& method) {
+  return method == "gather" ? stack::Backend::GpuGather : method == "fourier" ? stack::Backend::GpuFourier : stack::Backend::GpuTiled;
+}
+
+/// The engine's configuration JSON plus what the CLI knows (absolute input paths, PSF options), so
+/// that `stamps` can find the stack and the common curve a table was made from.
+std::string config_with_cli(const std::string& engine_json, const std::string& command, json cli) {
+  json j = json::parse(engine_json, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) j = json::object();
+  cli["command"] = command;
+  j["cli"] = std::move(cli);
+  return j.dump();
+}
+
+std::string absolute_or_null(const std::string& p) { return p.empty() ? std::string() : fs::absolute(p).string(); }
+
+int run_search(const SearchSettings& s) {
+  const auto t_all = Clock::now();
+  stack::SearchConfig cfg = search_config(s);
+  const std::string ext = output_extension(s.output, {".ecsv", ".h5", ".hdf5"});
+  stackio::check_output_path(s.output);
+  const bool gpu = resolve_gpu(s.backend);
+  if (!gpu && s.method == "fourier" && s.backend == "cpu")
+    throw ConfigError("--method", "fourier runs on the GPU only (--backend cuda or auto); the CPU twin computes the exact statistic");
+  cfg.backend = gpu ? gpu_backend(s.method) : stack::Backend::Cpu;
+  cfg.check();
+
+  ProgressBar bar(!s.run.quiet && ProgressBar::stderr_is_tty());
+  JobContext ctx(interrupt_token(), bar.sink(), bar.log_sink(s.run.verbose, s.run.quiet));
+  ctx.threads = s.threads;
+  auto t0 = Clock::now();
+  const stack::ExposureStack st = load_stack(s, s.stack, ctx);
+  if (!s.common_curve.empty()) stackio::read_common_curve(s.common_curve, st.mjd, cfg.curve_dx, cfg.curve_dy);
+  const double read_s = seconds_since(t0);
+  t0 = Clock::now();
+  const stack::PsiPhi p = compute_planes(st, gpu, s.device, ctx);
+  const stack::EncodedPsiPhi enc = stack::encode(p, cfg.encoding);
+  const double psiphi_s = seconds_since(t0);
+  const stack::SearchPlan plan = stack::make_plan(cfg, p.mjd, p.width, p.height, ctx);
+  stack::SearchResult r = plan.execute(enc, ctx);
+  ctx.check_cancel();
+
+  std::vector<stack::CandidateDetail> details;  // RA/Dec of the ECSV rows when the stack has a WCS
+  if (ext == ".ecsv" && !st.wcs_header.empty() && !r.candidates.empty())
+    details = stack::describe_candidates(r, plan, st, p, 0, ctx);
+  r.provenance.inputs = {s.stack};
+  if (!s.common_curve.empty()) r.provenance.inputs.push_back(s.common_curve);
+  if (!s.velocities.empty()) r.provenance.inputs.push_back(s.velocities);
+  r.provenance.timings_s["read"] = read_s;
+  r.provenance.timings_s["psiphi"] = psiphi_s;
+  r.provenance.config_json = config_with_cli(
+      r.provenance.config_json, "stack search",
+      {{"stack", fs::absolute(s.stack).string()}, {"common_curve", absolute_or_null(s.common_curve)},
+       {"velocities", absolute_or_null(s.velocities)}, {"psf_sigma", s.psf_sigma},
+       {"fallback_psf_sigma", s.fallback_psf_sigma}, {"psiphi_backend", gpu ? "cuda" : "cpu"}});
+
+  ctx.progress(0, 1, "writing candidates");
+  stackio::commit_outputs({{s.output, [&](const std::string& tmp) {
+                              if (ext == ".ecsv") stack::write_candidates_ecsv(tmp, r, details);
+                              else stack::write_result_hdf5(tmp, r);
+                            }}});
+  bar.finish();
+  if (!s.run.quiet) {
+    std::printf("wrote %s (%s, %zu candidates from %zu hits%s)\n", s.output.c_str(), ext == ".ecsv" ? "ECSV" : "HDF5",
+                r.candidates.size(), r.raw_hits, r.truncated ? ", truncated at --max-candidates" : "");
+    std::printf("stack: %zu exposures of %d x %d (%s); bank: %zu velocities; storage %s; backend %s (%s), %d threads\n",
+                st.size(), st.width, st.height, s.stack.c_str(), r.n_vel, stack::to_string(cfg.encoding).c_str(),
+                r.backend.c_str(), r.device.c_str(), resolve_threads(s.threads));
+    std::printf("threshold Z >= %.4f (%s); digest: sum A %.6g, sum B %.6g, max Z %.4f, %llu trajectories above\n",
+                r.threshold_z, cfg.threshold_z > 0 ? "--threshold-sigma" : fmt::format("Bonferroni, {} false alarms", cfg.false_alarms).c_str(),
+                r.digest.sum_a, r.digest.sum_b, r.digest.max_z, static_cast<unsigned long long>(r.digest.count_above));
+    if (!r.candidates.empty()) {
+      const auto& c = r.candidates.front();
+      std::printf("best: x %d, y %d, vx %.4f, vy %.4f px/d, Z %.3f, flux %.4g, obs %d, %d merged\n", c.x, c.y, c.vx, c.vy, c.z,
+                  c.flux, c.obs, c.members);
+    }
+    std::printf("timings: read %.2f s, psi/phi %.2f s, scan %.3f s, total %.2f s\n", read_s, psiphi_s, r.scan_seconds,
+                seconds_since(t_all));
+    std::fflush(stdout);
+  }
+  return kExitOk;
+}
+
+// ---- psiphi -------------------------------------------------------------------------------------
+
+struct PsiphiSettings : InputSettings {
+  std::string output, storage = "fp32";
+};
+
+int run_psiphi(const PsiphiSettings& s) {
+  validate_inputs(s);
+  const stack::Encoding encoding = stack::parse_encoding(s.storage, "--storage");
+  output_extension(s.output, {".h5", ".hdf5"});
+  stackio::check_output_path(s.output);
+  const bool gpu = resolve_gpu(s.backend);
+  ProgressBar bar(!s.run.quiet && ProgressBar::stderr_is_tty());
+  JobContext ctx(interrupt_token(), bar.sink(), bar.log_sink(s.run.verbose, s.run.quiet));
+  ctx.threads = s.threads;
+  auto t0 = Clock::now();
+  const stack::ExposureStack st = load_stack(s, s.stack, ctx);
+  const double read_s = seconds_since(t0);
+  t0 = Clock::now();
+  const stack::PsiPhi p = compute_planes(st, gpu, s.device, ctx);
+  const stack::EncodedPsiPhi enc = stack::encode(p, encoding);
+  const stack::PsiPhi decoded = encoding == stack::Encoding::Fp32 ? p : stack::decode(enc);
+  const double psiphi_s = seconds_since(t0);
+  Provenance prov = Provenance::current(gpu ? "cuda" : "cpu");
+  prov.threads = resolve_threads(s.threads);
+  prov.inputs = {s.stack};
+  prov.timings_s = {{"read", read_s}, {"psiphi", psiphi_s}};
+  prov.config_json = config_with_cli("{}", "stack psiphi",
+                                     {{"stack", fs::absolute(s.stack).string()}, {"storage", stack::to_string(encoding)},
+                                      {"psf_sigma", s.psf_sigma}, {"fallback_psf_sigma", s.fallback_psf_sigma}});
+  ctx.progress(0, 1, "writing psi/phi");
+  stackio::commit_outputs(
+      {{s.output, [&](const std::string& tmp) { stackio::write_psiphi_hdf5(tmp, enc, decoded, prov.to_json(), s.stack); }}});
+  bar.finish();
+  if (!s.run.quiet) {
+    std::size_t valid = 0;
+    for (float v : decoded.phi) valid += v > 0;
+    std::printf("wrote %s (psi/phi of %d exposures of %d x %d, storage %s, %.1f%% valid samples)\n", s.output.c_str(), p.n,
+                p.width, p.height, stack::to_string(encoding).c_str(), 100.0 * double(valid) / double(decoded.phi.size()));
+    std::printf("backend %s, %d threads; read %.2f s, psi/phi %.2f s\n", gpu ? "cuda" : "cpu", prov.threads, read_s, psiphi_s);
+    std::fflush(stdout);
+  }
+  return kExitOk;
+}
+
+// ---- stamps -------------------------------------------------------------------------------------
+
+struct StampsSettings : InputSettings {
+  std::string candidates, output, common_curve, storage;
+  double reference_mjd = kNaN;
+  int stamp_radius = 10;
+  std::size_t top = 0;
+};
+
+/// The search's bank, rebuilt exactly from its configuration JSON (Cartesian grids from their
+/// ranges, other banks from their velocity lists); nullopt when the table does not carry one.
+std::optional<stack::TrajectoryBank> bank_from_config(const json& cfg) {
+  if (!cfg.is_object() || !cfg.contains("bank") || !cfg["bank"].is_object()) return std::nullopt;
+  const json& b = cfg["bank"];
+  try {
+    if (b.value("kind", "") == "cartesian" && b.contains("vx") && b.contains("vy")) {
+      const auto& x = b["vx"];
+      const auto& y = b["vy"];
+      return stack::TrajectoryBank::cartesian(x.at(0).get<double>(), x.at(1).get<double>(), x.at(2).get<int>(),
+                                              y.at(0).get<double>(), y.at(1).get<double>(), y.at(2).get<int>());
+    }
+    if (b.contains("vx_list") && b.contains("vy_list"))
+      return stack::TrajectoryBank::list(b["vx_list"].get<std::vector<double>>(), b["vy_list"].get<std::vector<double>>());
+  } catch (const json::exception&) {
+    return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+std::string cli_string(const json& cfg, const char* key) {
+  if (!cfg.is_object() || !cfg.contains("cli") || !cfg["cli"].is_object()) return {};
+  const json& c = cfg["cli"];
+  return c.contains(key) && c[key].is_string() ? c[key].get<std::string>() : std::string();
+}
+
+int run_stamps(StampsSettings s) {
+  const auto t_all = Clock::now();
+  validate_inputs(s);
+  if (s.stamp_radius < 0 || s.stamp_radius > 1000)
+    throw ConfigError("--stamp-radius", "must be in 0..1000 pixels, got " + std::to_string(s.stamp_radius));
+  if (!s.storage.empty()) stack::parse_encoding(s.storage, "--storage");
+  if (!std::isnan(s.reference_mjd) && !std::isfinite(s.reference_mjd)) throw ConfigError("--reference-mjd", "must be finite");
+  output_extension(s.output, {".h5", ".hdf5"});
+  stackio::check_output_path(s.output);
+  const bool gpu = resolve_gpu(s.backend);
+
+  // The table and, from its provenance, the search it came from.
+  stackio::CandidateTable table = stackio::read_candidates(s.candidates);
+  const json cfg = table.config_json.empty() ? json() : json::parse(table.config_json, nullptr, false);
+  if (s.stack.empty()) s.stack = cli_string(cfg, "stack");
+  if (s.stack.empty()) throw ConfigError("--stack", s.candidates + " does not record the stack it was made from; give --stack FILE");
+  if (s.common_curve.empty() && cfg.is_object() && cfg.value("common_curve", false)) {
+    s.common_curve = cli_string(cfg, "common_curve");
+    if (s.common_curve.empty())
+      throw ConfigError("--common-curve", "the search of " + s.candidates + " used a common curve; give the same file with --common-curve");
+  }
+  if (s.storage.empty()) s.storage = cfg.is_object() && cfg.contains("encoding") && cfg["encoding"].is_string() ? cfg["encoding"].get<std::string>() : "fp32";
+  const stack::Encoding encoding = stack::parse_encoding(s.storage, "--storage");
+  if (std::isnan(s.reference_mjd) && cfg.is_object() && cfg.contains("reference_mjd") && cfg["reference_mjd"].is_number())
+    s.reference_mjd = cfg["reference_mjd"].get<double>();
+  if (s.psf_sigma == 0 && cfg.is_object() && cfg.contains("cli") && cfg["cli"].is_object()) {
+    s.psf_sigma = cfg["cli"].value("psf_sigma", 0.0);
+    s.fallback_psf_sigma = s.fallback_psf_sigma > 0 ? s.fallback_psf_sigma : cfg["cli"].value("fallback_psf_sigma", 0.0);
+  }
+  if (s.top > 0 && table.candidates.size() > s.top) table.candidates.resize(s.top);
+
+  // Exact velocities: the bank's own values where the table's bank index matches its vx, vy (ECSV
+  // rounds to 10 digits, which could move a rounded shift), else the table's.
+  const std::optional<stack::TrajectoryBank> bank = table.has_v ? bank_from_config(cfg) : std::nullopt;
+  std::vector<double> vx, vy;
+  std::vector<std::int32_t> original_v;
+  for (std::size_t i = 0; i < table.candidates.size(); ++i) {
+    const stack::Candidate& c = table.candidates[i];
+    double x = c.vx, y = c.vy;
+    if (bank) {
+      const auto close = [](double a, double b) { return std::fabs(a - b) <= 1e-6 * std::max(1.0, std::fabs(b)); };
+      if (c.v < 0 || std::size_t(c.v) >= bank->size() || !close(c.vx, bank->vx[c.v]) || !close(c.vy, bank->vy[c.v]))
+        throw IoError(s.candidates, fmt::format("row {}: v", i + 1),
+                      fmt::format("bank index {} does not match vx = {}, vy = {} of the recorded search bank", c.v, c.vx, c.vy));
+      x = bank->vx[c.v];
+      y = bank->vy[c.v];
+    }
+    vx.push_back(x);
+    vy.push_back(y);
+    original_v.push_back(c.v);
+  }
+
+  ProgressBar bar(!s.run.quiet && ProgressBar::stderr_is_tty());
+  JobContext ctx(interrupt_token(), bar.sink(), bar.log_sink(s.run.verbose, s.run.quiet));
+  ctx.threads = s.threads;
+  const stack::ExposureStack st = load_stack(s, s.stack, ctx);
+  stack::SearchConfig sc;
+  if (!s.common_curve.empty()) stackio::read_common_curve(s.common_curve, st.mjd, sc.curve_dx, sc.curve_dy);
+  sc.reference_mjd = s.reference_mjd;
+  sc.threads = s.threads;
+  const stack::PsiPhi p = compute_planes(st, gpu, s.device, ctx);
+  // The planes the search summed: decoded from the same storage encoding.
+  const stack::PsiPhi planes = encoding == stack::Encoding::Fp32 ? p : stack::decode(stack::encode(p, encoding));
+
+  stack::SearchResult r;
+  r.width = st.width;
+  r.height = st.height;
+  r.n_exp = int(st.size());
+  r.threshold_z = table.threshold_z;
+  r.digest = table.digest;
+  r.backend = table.backend;
+  r.candidates = table.candidates;
+  std::vector<stack::CandidateDetail> details;
+  if (!r.candidates.empty()) {
+    sc.bank = stack::TrajectoryBank::list(vx, vy);
+    r.n_vel = sc.bank.size();
+    for (std::size_t i = 0; i < r.candidates.size(); ++i) r.candidates[i].v = std::int32_t(i);
+    const stack::SearchPlan plan = stack::make_plan(sc, st.mjd, st.width, st.height, ctx);
+    details = stack::describe_candidates(r, plan, st, planes, s.stamp_radius, ctx);
+    for (std::size_t i = 0; i < r.candidates.size(); ++i) r.candidates[i].v = details[i].c.v = original_v[i];
+  }
+  ctx.check_cancel();
+  r.provenance = Provenance::current(gpu ? "cuda" : "cpu");
+  r.provenance.threads = resolve_threads(s.threads);
+  r.provenance.inputs = {s.candidates, s.stack};
+  if (!s.common_curve.empty()) r.provenance.inputs.push_back(s.common_curve);
+  r.provenance.timings_s["total"] = seconds_since(t_all);
+  json search = cfg.is_object() ? cfg : json();
+  r.provenance.config_json = config_with_cli(
+      "{}", "stack stamps",
+      {{"candidates", fs::absolute(s.candidates).string()}, {"stack", fs::absolute(s.stack).string()},
+       {"common_curve", absolute_or_null(s.common_curve)}, {"stamp_radius", s.stamp_radius},
+       {"storage", stack::to_string(encoding)}, {"reference_mjd", std::isnan(s.reference_mjd) ? json() : json(s.reference_mjd)},
+       {"search", search}});
+
+  ctx.progress(0, 1, "writing stamps");
+  stackio::commit_outputs({{s.output, [&](const std::string& tmp) { stack::write_result_hdf5(tmp, r, details); }}});
+  bar.finish();
+  if (!s.run.quiet) {
+    std::printf("wrote %s (%zu candidates: psi/phi curves over %zu exposures, %d x %d stamps, tracks%s)\n", s.output.c_str(),
+                r.candidates.size(), st.size(), 2 * s.stamp_radius + 1, 2 * s.stamp_radius + 1,
+                !details.empty() && !details[0].ra.empty() ? " with RA/Dec" : "");
+    std::printf("stack %s, storage %s, total %.2f s\n", s.stack.c_str(), stack::to_string(encoding).c_str(), seconds_since(t_all));
+    std::fflush(stdout);
+  }
+  return kExitOk;
+}
+
+// ---- registration -------------------------------------------------------------------------------
+
+void add_input_options(CLI::App& app, InputSettings& s, bool positional_stack) {
+  const std::string stack_help =
+      "Exposure stack: a KBMOD WorkUnit FITS file (SCI_i, VAR_i, MSK_i, PSF_i, MJD), a folder of per-exposure "
+      "multi-extension FITS files, or an Almagest HDF5 cube (.h5).";
+  if (positional_stack) app.add_option("STACK", s.stack, wrap_text(stack_help, 62))->required()->group("Input");
+  else app.add_option("--stack", s.stack, wrap_text(stack_help + " Default: the stack recorded in the table.", 62))->group("Input");
+  app.add_option("--psf-sigma", s.psf_sigma, wrap_text("Use a Gaussian PSF of this sigma [pixels] for every exposure instead of the file's PSFs.", 62))
+      ->type_name("PX")->group("Input");
+  app.add_option("--fallback-psf-sigma", s.fallback_psf_sigma, wrap_text("Gaussian PSF sigma [pixels] for exposures without a PSF (default: missing PSF is an error).", 62))
+      ->type_name("PX")->group("Input");
+  app.add_option("--backend", s.backend, wrap_text("cpu (default), cuda (exit code 4 without a usable GPU) or auto (the GPU when available).", 62))
+      ->type_name("cpu|cuda|auto")->group("Run");
+  app.add_option("--device", s.device, "CUDA device index (default 0).")->type_name("N")->group("Run");
+  app.add_option("--threads", s.threads, "CPU worker threads, 0 = all (default); results do not depend on it.")->type_name("N")->group("Run");
+  app.add_flag("-q,--quiet", s.run.quiet, "No progress bar and no summary; errors are still printed.")->group("Run");
+  app.add_flag("-v,--verbose", s.run.verbose, "Also print the engine's log messages.")->group("Run");
+}
+
+Command add_search(CLI::App& stack) {
+  auto* app = stack.add_subcommand("search", wrap_text("Search a stack for moving sources: score Z = A/sqrt(B) of every origin pixel x trial velocity, threshold (Bonferroni or a fixed Z) or top-k, clustering; writes the candidate table (ECSV or HDF5 by extension) with digest and provenance.", 80));
+  auto s = std::make_shared<SearchSettings>();
+  add_input_options(*app, *s, true);
+  app->add_option("-o,--output", s->output, "Candidate table: .ecsv or .h5/.hdf5. Required.")->required()->type_name("OUT")->group("Output");
+  app->add_option("--vx-range", s->vx_range, "Cartesian bank: vx range [pixels/day], inclusive.")->type_name("MIN,MAX")->group("Bank");
+  app->add_option("--vy-range", s->vy_range, "Cartesian bank: vy range [pixels/day], inclusive.")->type_name("MIN,MAX")->group("Bank");
+  app->add_option("--speed-range", s->speed_range, "Speed x angle bank (KBMOD's search): speeds [pixels/day].")->type_name("MIN,MAX")->group("Bank");
+  app->add_option("--angle-range", s->angle_range, wrap_text("Speed x angle bank: angles [degrees] from +x towards +y.", 62))->type_name("MIN,MAX")->group("Bank");
+  s->grid_opt = app->add_option("--grid", s->grid, wrap_text("Values per bank axis: N or NXxNY (vx x vy, or speeds x angles); default 21.", 62))
+                    ->type_name("N|NXxNY")->group("Bank");
+  app->add_option("--velocities", s->velocities, wrap_text("Explicit bank: text file with two columns vx vy [pixels/day] ('#' comments).", 62))
+      ->type_name("FILE")->group("Bank");
+  app->add_option("--common-curve", s->common_curve, wrap_text("Known common curve added to every trajectory: text rows 'dx dy' or 'mjd dx dy' [pixels], one per exposure (simulate writes one).", 62))
+      ->type_name("FILE")->group("Bank");
+  app->add_option("--reference-mjd", s->reference_mjd, "Reference time of the origins (default: MJD of exposure 0).")->type_name("MJD")->group("Bank");
+  app->add_option("--method", s->method, wrap_text("GPU method: gather, tiled (default) or fourier (tensor-core, Cartesian banks, threshold mode; hits re-scored exactly). The CPU twin is exact for all.", 62))
+      ->type_name("gather|tiled|fourier")->group("Search");
+  app->add_option("--storage", s->storage, "psi/phi storage: fp32 (default), fp16 or int8.")->type_name("fp32|fp16|int8")->group("Search");
+  auto* thr = app->add_option("--threshold-sigma", s->threshold_sigma, "Fixed score threshold Z (instead of Bonferroni).")->type_name("Z")->group("Search");
+  auto* fa = app->add_option("--false-alarms", s->false_alarms, wrap_text("Bonferroni: family-wise false-alarm probability (expected pure-noise hits) over all origins x velocities; default 1.", 62))
+                 ->type_name("P")->group("Search");
+  thr->excludes(fa);
+  app->add_option("--top-k", s->top_k, "Keep the best K (1..16) velocities per origin instead of thresholding.")->type_name("K")->group("Search");
+  app->add_option("--min-obs", s->min_obs, "Candidates need at least this many valid samples (default 1).")->type_name("N")->group("Search");
+  app->add_option("--max-candidates", s->max_candidates, "Hits kept before clustering (default 1000000).")->type_name("N")->group("Search");
+  app->add_option("--cluster-radius", s->cluster_radius, wrap_text("Merge candidates whose first and last predicted positions are within this many pixels of a stronger one (default 2).", 62))
+      ->type_name("PX")->group("Search");
+  app->add_flag("--no-cluster", s->no_cluster, "Keep near-duplicate candidates.")->group("Search");
+  app->footer(exit_code_help() + "\nExample:\n  almagest-cli stack search stack.fits --vx-range -8,8 --vy-range -8,8 --grid 33 "
+                                 "--common-curve curve.txt -o candidates.ecsv\n");
+  return Command{app, [s] { return run_search(*s); }};
+}
+
+Command add_psiphi(CLI::App& stack) {
+  auto* app = stack.add_subcommand("psiphi", wrap_text("Compute the psi/phi planes of a stack (psi = correlate(sci/var, PSF), phi = correlate(1/var, PSF^2)) in the chosen storage and write them to HDF5.", 80));
+  auto s = std::make_shared<PsiphiSettings>();
+  add_input_options(*app, *s, true);
+  app->add_option("-o,--output", s->output, "Output HDF5 file (.h5/.hdf5). Required.")->required()->type_name("OUT")->group("Output");
+  app->add_option("--storage", s->storage, "fp32 (default), fp16 or int8 (per-image noise scaling).")->type_name("fp32|fp16|int8")->group("Output");
+  app->footer(exit_code_help() + "\nExample:\n  almagest-cli stack psiphi stack.h5 --storage int8 -o psiphi.h5\n");
+  return Command{app, [s] { return run_psiphi(*s); }};
+}
+
+Command add_stamps(CLI::App& stack) {
+  auto* app = stack.add_subcommand("stamps", wrap_text("For a candidate table (the output of `stack search`, or any ECSV/HDF5 table with x, y, vx, vy), write per-candidate psi/phi curves, coadded stamps (sum, mean, median, weighted) and predicted tracks (with RA/Dec when the stack has a WCS) to HDF5.", 80));
+  auto s = std::make_shared<StampsSettings>();
+  app->add_option("CANDIDATES", s->candidates, "Candidate table (.ecsv or .h5).")->required()->group("Input");
+  add_input_options(*app, *s, false);
+  app->add_option("-o,--output", s->output, "Output HDF5 file (.h5/.hdf5). Required.")->required()->type_name("OUT")->group("Output");
+  app->add_option("--common-curve", s->common_curve, "Common curve file (default: the one the search used).")->type_name("FILE")->group("Input");
+  app->add_option("--reference-mjd", s->reference_mjd, "Reference time (default: the search's).")->type_name("MJD")->group("Input");
+  app->add_option("--storage", s->storage, "Planes of the curves (default: the search's storage).")->type_name("fp32|fp16|int8")->group("Input");
+  app->add_option("--stamp-radius", s->stamp_radius, "Stamp radius [pixels]; stamps are 2R+1 square (default 10).")->type_name("R")->group("Output");
+  app->add_option("--top", s->top, "Only the first N candidates of the table (0 = all, default).")->type_name("N")->group("Output");
+  app->footer(exit_code_help() + "\nExample:\n  almagest-cli stack stamps candidates.ecsv --stamp-radius 8 -o stamps.h5\n");
+  return Command{app, [s] { return run_stamps(*s); }};
+}
+
+}  // namespace
+
+Command add_stack_command(CLI::App& parent) {
+  auto* stack = parent.add_subcommand(
+      "stack", wrap_text("Shift-and-stack search for moving sources too faint for single exposures (KBMOD's statistic): "
+                         "simulate (synthetic stacks with injected movers), psiphi, search, stamps.", 80));
+  stack->require_subcommand(1);
+  stack->footer(exit_code_help() + "\nRun `almagest-cli stack <command> --help` for its options.\n");
+  const std::vector<Command> subs{add_stack_simulate_command(*stack), add_psiphi(*stack), add_search(*stack), add_stamps(*stack)};
+  return Command{stack, [subs]() {
+                   for (const auto& c : subs)
+                     if (c.app->parsed()) return c.run();
+                   throw ConfigError("stack", "no command given (simulate, psiphi, search, stamps)");
+                 }};
+}
+
+}  // namespace almagest::cli
