@@ -2,7 +2,7 @@
 // (Neyman-Scott data N/3 + uniform randoms 2N/3, box 1000, rmin 1, rmax 33), one graph built on
 // the GPU, then the 4pCF (5 bins) and the parity 4pCF on 1 GPU and on 2..K GPUs with several
 // partition counts. Results must equal the one-GPU results: tuple counts identical, weighted sums
-// within 1e-12 normwise (max |a - b| / max(|n|, |r|), the self-test's measure).
+// within 1e-11 normwise (kSumTolerance) (max |a - b| / max(|n|, |r|), the self-test's measure).
 //
 // Usage: bench_npcf_multigpu [--n N] [--reps R] [--stat 4pcf,4pcf-parity,3pcf]
 // Prints a Markdown table on stdout; exit code 1 when a result differs, 77 without a GPU.
