@@ -18,6 +18,7 @@
 #include "almagest/core/gpu.hpp"
 #include "almagest/stack/candidates.hpp"
 #include "almagest/stack/stack_io.hpp"
+#include "almagest/stack/wcs.hpp"
 #include "options.hpp"
 #include "progress_bar.hpp"
 #include "stack_files.hpp"
@@ -229,6 +230,32 @@ std::string config_with_cli(const std::string& engine_json, const std::string& c
   return j.dump();
 }
 
+/// RA/Dec of the ECSV rows when the stack has a WCS: the continuous predicted position at the
+/// exposure nearest the reference time (what describe_candidates gives that row), without the
+/// per-exposure curves and stamps, which a large table could not afford.
+std::vector<stack::CandidateDetail> ecsv_sky(const stack::SearchResult& r, const stack::SearchPlan& plan,
+                                             const stack::ExposureStack& st, bool ecsv) {
+  std::vector<stack::CandidateDetail> out;
+  if (!ecsv || st.wcs_header.empty() || r.candidates.empty()) return out;
+  const stack::Wcs wcs = stack::Wcs::from_header(st.wcs_header, st.source);
+  std::size_t best = 0;
+  for (std::size_t e = 1; e < st.mjd.size(); ++e)
+    if (std::fabs(st.mjd[e] - plan.reference_mjd()) < std::fabs(st.mjd[best] - plan.reference_mjd())) best = e;
+  const double t = st.mjd[best] - plan.reference_mjd();
+  const auto& cfg = plan.config();
+  const double dx = cfg.curve_dx.empty() ? 0.0 : cfg.curve_dx[best], dy = cfg.curve_dy.empty() ? 0.0 : cfg.curve_dy[best];
+  out.resize(r.candidates.size());
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    const stack::Candidate& c = r.candidates[i];
+    out[i].c = c;
+    out[i].t = {t};
+    const auto [ra, dec] = wcs.pixel_to_sky(c.x + c.vx * t + dx, c.y + c.vy * t + dy);
+    out[i].ra = {ra};
+    out[i].dec = {dec};
+  }
+  return out;
+}
+
 std::string absolute_or_null(const std::string& p) { return p.empty() ? std::string() : fs::absolute(p).string(); }
 
 int run_search(const SearchSettings& s) {
@@ -257,9 +284,7 @@ int run_search(const SearchSettings& s) {
   stack::SearchResult r = plan.execute(enc, ctx);
   ctx.check_cancel();
 
-  std::vector<stack::CandidateDetail> details;  // RA/Dec of the ECSV rows when the stack has a WCS
-  if (ext == ".ecsv" && !st.wcs_header.empty() && !r.candidates.empty())
-    details = stack::describe_candidates(r, plan, st, p, 0, ctx);
+  const std::vector<stack::CandidateDetail> details = ecsv_sky(r, plan, st, ext == ".ecsv");
   r.provenance.inputs = {s.stack};
   if (!s.common_curve.empty()) r.provenance.inputs.push_back(s.common_curve);
   if (!s.velocities.empty()) r.provenance.inputs.push_back(s.velocities);
@@ -284,7 +309,7 @@ int run_search(const SearchSettings& s) {
                 st.size(), st.width, st.height, s.stack.c_str(), r.n_vel, stack::to_string(cfg.encoding).c_str(),
                 r.backend.c_str(), r.device.c_str(), resolve_threads(s.threads));
     std::printf("threshold Z >= %.4f (%s); digest: sum A %.6g, sum B %.6g, max Z %.4f, %llu trajectories above\n",
-                r.threshold_z, cfg.threshold_z > 0 ? "--threshold-sigma" : fmt::format("Bonferroni, {} false alarms", cfg.false_alarms).c_str(),
+                r.threshold_z, cfg.threshold_z > 0 ? "--threshold-sigma" : fmt::format("Bonferroni, --false-alarms {}", cfg.false_alarms).c_str(),
                 r.digest.sum_a, r.digest.sum_b, r.digest.max_z, static_cast<unsigned long long>(r.digest.count_above));
     if (!r.candidates.empty()) {
       const auto& c = r.candidates.front();

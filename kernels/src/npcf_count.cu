@@ -172,7 +172,21 @@ private:
         pixel_unit_.upload(J.par.pixel_unit, pixel_unit_.size(), s_);
       }
     }
-    shared_hist_ = J.kind == Kind::Two || hist_bytes(J.rows, J.parity) <= 48 * 1024;
+    // 4pCF: fixed-point block histograms (native 32-bit shared atomics) unless asked otherwise or
+    // the scale 2^k cannot be represented; the histogram must fit 48 KB of shared memory.
+    fixed_ = false;
+    if (J.kind == Kind::Four && J.opt->accumulate != 1) {
+      double maxw = 0;
+      for (u64 i = 0; i < n; ++i) maxw = std::max(maxw, std::fabs(J.p.w[i]));
+      // 2^k * max|w|^4 <= 2^59: |x| < 2^60 per product, < 2^92 per flush (< 2^32 products)
+      const int k = maxw > 0 && std::isfinite(maxw) ? 55 - 4 * std::ilogb(maxw) : 0;
+      if (k > -900 && k < 900 && hist_bytes(J.rows, J.parity, true) <= 48 * 1024) {
+        fixed_ = true;
+        fx_scale_ = std::ldexp(1.0, k);
+        fx_inv_ = std::ldexp(1.0, -k);
+      }
+    }
+    shared_hist_ = J.kind == Kind::Two || hist_bytes(J.rows, J.parity, fixed_) <= 48 * 1024;
     plan_launches();
     // Accumulators (global mode and the reduce target), partial slots (shared mode).
     const u64 R2 = 2ull * J.rows;
@@ -212,6 +226,17 @@ private:
     }
   }
 
+  using Kernel4 = void (*)(FourArgs);
+  /// The 4pCF kernel instance of this job: parity, neighbourhood in global scratch, fixed point.
+  Kernel4 kernel4(bool scratch) const {
+    const bool p = job_.parity, f = fixed_;
+    if (p)
+      return scratch ? (f ? count4_kernel<true, true, true> : count4_kernel<true, true, false>)
+                     : (f ? count4_kernel<true, false, true> : count4_kernel<true, false, false>);
+    return scratch ? (f ? count4_kernel<false, true, true> : count4_kernel<false, true, false>)
+                   : (f ? count4_kernel<false, false, true> : count4_kernel<false, false, false>);
+  }
+
   /// Launch shapes and the number of partial slots G.
   void plan_launches() {
     const Job& J = job_;
@@ -223,7 +248,7 @@ private:
       G_ = grid2_;
       return;
     }
-    const std::size_t hb = shared_hist_ ? hist_bytes(J.rows, J.parity) : 0;
+    const std::size_t hb = shared_hist_ ? hist_bytes(J.rows, J.parity, fixed_) : 0;
     if (J.kind == Kind::Three) {
       dcap3_ = 1024;
       smem3_ = hb + 13ull * dcap3_;
@@ -246,11 +271,13 @@ private:
     if (maxdeg > 65535)
       throw DeviceError("4pCF on the GPU: a hub has " + std::to_string(maxdeg) +
                         " neighbours, more than the 65535 this backend supports");
-    auto kernel = J.parity ? count4_kernel<true> : count4_kernel<false>;
+    auto kernel = kernel4(false);
     cudaFuncAttributes fa{};
     CUDA_CHECK(cudaFuncGetAttributes(&fa, kernel));
     const std::size_t max_dyn = static_cast<std::size_t>(smem_optin_) - fa.sharedSizeBytes;
     CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    static_cast<int>(max_dyn)));
+    CUDA_CHECK(cudaFuncSetAttribute(kernel4(true), cudaFuncAttributeMaxDynamicSharedMemorySize,
                                     static_cast<int>(max_dyn)));
     const std::array<std::pair<u32, int>, 3> caps{{{96, 256}, {192, 256}, {384, 512}}};
     G_ = 1;
@@ -282,7 +309,7 @@ private:
       c.threads = 512;
       c.smem = hb + sizeof(u32) * kQueue * 16;
       c.scratch = true;
-      CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, kernel, c.threads, c.smem));
+      CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, kernel4(true), c.threads, c.smem));
       const u64 stride = (hood_layout(maxdeg, J.parity).total + 255) & ~u64{255};
       std::size_t free_b = 0, total_b = 0;
       CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
@@ -452,6 +479,23 @@ private:
         }
         continue;
       }
+      throw DeviceError("internal error: 4pCF tiles go through launch_group");
+    }
+  }
+
+  /// 4pCF: one launch group of hub window h over the distinct ascending search windows
+  /// wins[0..nw) in slots slot[0..nw) (wins[0] == h), counting the window pairs `pairs`.
+  void launch_group(int part, int h, const std::array<int, 3>& slot, const std::array<int, 3>& wins,
+                    int nwin, u32 pairs) {
+    const Job& J = job_;
+    int counter = 0;
+    CUDA_CHECK(cudaMemsetAsync(counters_.data(), 0, counters_.bytes(), s_));
+    for (std::size_t seg : segments(part, h)) {
+      const u64 lo = J.seg_row[seg];
+      const int half = lo >= J.p.ndata ? 1 : 0;
+      auto count_above = [&](u32 t) {  // hubs of the segment with degree > t
+        return static_cast<u32>(above_.at({seg, t}));
+      };
       u32 first = static_cast<u32>(lo);
       const u32 usable = count_above(2);  // tetrahedra need degree >= 3
       // classes_ ascend in capacity; walk them from the largest (heaviest hubs first).
@@ -465,8 +509,9 @@ private:
         FourArgs a;
         a.c = common();
         a.wh = window(slot[0], h);
-        a.w1 = window(slot[1], s1);
-        a.w2 = window(slot[2], s2);
+        for (int k = 0; k < nwin; ++k) a.ws[k] = window(slot[k], wins[k]);
+        a.nsw = static_cast<u32>(nwin);
+        a.pairs = pairs;
         a.list = HubList{order_.data(), first, end - start, counters_.data() + counter++};
         a.packed = packed_.data();
         a.packed16 = packed16_.data();
@@ -480,12 +525,11 @@ private:
         a.dcap = c.dcap;
         a.scratch = c.scratch ? scratch_.data() : nullptr;
         a.scratch_stride = scratch_stride_;
+        a.fx_scale = fx_scale_;
+        a.fx_inv = fx_inv_;
         a.acc = make_acc(half);
         const int grid = std::min<int>(c.grid, static_cast<int>(a.list.count));
-        if (J.parity)
-          count4_kernel<true><<<grid, c.threads, c.smem, s_>>>(a);
-        else
-          count4_kernel<false><<<grid, c.threads, c.smem, s_>>>(a);
+        kernel4(c.scratch)<<<grid, c.threads, c.smem, s_>>>(a);
         CUDA_CHECK_LAUNCH();
         first += end - start;
         if (counter >= 64) throw DeviceError("internal error: too many launches in one tile");
@@ -533,6 +577,24 @@ private:
       ++info.tiles;
       ++*J.tiles_done;
     };
+    auto group = [&](int h, const std::array<int, 3>& gw, int nwin, u32 pairs) {
+      if (J.opt->progress) {
+        std::lock_guard<std::mutex> lock(*J.progress_mu);
+        J.opt->progress(static_cast<double>(*J.tiles_done), static_cast<double>(J.tiles_total),
+                        "counting on the GPU");
+      }
+      const auto slot = ensure(gw, nwin, info);
+      CUDA_CHECK(cudaEventRecord(ev0, s_));
+      launch_group(part, h, slot, gw, nwin, pairs);
+      CUDA_CHECK(cudaEventRecord(ev1, s_));
+      CUDA_CHECK(cudaEventSynchronize(ev1));
+      float ms = 0;
+      CUDA_CHECK(cudaEventElapsedTime(&ms, ev0, ev1));
+      std::lock_guard<std::mutex> lock(*J.progress_mu);
+      info.kernel_s += ms * 1e-3;
+      ++info.tiles;
+      ++*J.tiles_done;
+    };
     for (int h = 0; h < W; ++h) {
       if (std::max(J.part_row[part], J.win_row[h]) >= std::min(J.part_row[part + 1], J.win_row[h + 1]))
         continue;
@@ -541,8 +603,29 @@ private:
       } else if (J.kind == Kind::Three) {
         for (int s = h; s < W; ++s) tile(h, s, s);
       } else {
-        for (int s1 = h; s1 < W; ++s1)
-          for (int s2 = s1; s2 < W; ++s2) tile(h, s1, s2);
+        // Launch groups {h, x, y} (x < y search windows above h) until every window pair
+        // (s1 <= s2) of [h, W) is counted once; a hub builds its neighbourhood once per group.
+        std::vector<std::array<int, 3>> groups;
+        const int m = W - 1 - h;
+        if (m == 0) groups.push_back({h, -1, -1});
+        else if (m == 1) groups.push_back({h, h + 1, -1});
+        else
+          for (int x = h + 1; x < W; ++x)
+            for (int y = x + 1; y < W; ++y) groups.push_back({h, x, y});
+        std::vector<char> done(static_cast<std::size_t>(W) * W, 0);
+        for (const auto& gw : groups) {
+          const int nwin = gw[2] >= 0 ? 3 : gw[1] >= 0 ? 2 : 1;
+          u32 pairs = 0;
+          for (int p = 0; p < nwin; ++p)
+            for (int q = p; q < nwin; ++q) {
+              char& d = done[static_cast<std::size_t>(gw[p]) * W + gw[q]];
+              if (!d) {
+                d = 1;
+                pairs |= 1u << (3 * p + q);
+              }
+            }
+          if (pairs) group(h, gw, nwin, pairs);
+        }
       }
     }
     // Reduce partial slots in block order and download.
@@ -575,6 +658,8 @@ private:
   int smem_optin_ = 48 * 1024;
   u64 device_bytes_ = 0;
   bool shared_hist_ = true;
+  bool fixed_ = false;
+  double fx_scale_ = 0, fx_inv_ = 0;
   int G_ = 1;
   int grid2_ = 1, grid3_ = 1;
   std::size_t smem2_ = 0, smem3_ = 0;
@@ -664,7 +749,7 @@ NpcfSums run_job(Job& job, const NpcfOptions& opt) {
     for (int h = 0; h < W; ++h) {
       if (std::max(job.part_row[p], job.win_row[h]) >= std::min(job.part_row[p + 1], job.win_row[h + 1])) continue;
       const u64 m = static_cast<u64>(W - h);
-      tiles += job.kind == Kind::Two ? 1 : job.kind == Kind::Three ? m : m * (m + 1) / 2;
+      tiles += job.kind == Kind::Two ? 1 : job.kind == Kind::Three ? m : m <= 2 ? 1 : (m - 1) * (m - 2) / 2;
     }
   std::mutex progress_mu;
   u64 tiles_done = 0;

@@ -66,7 +66,9 @@ struct Common {
 };
 
 // Reductions into shared memory through explicit shared-space instructions (the histogram
-// pointers are generic, so the compiler would otherwise emit generic atomics).
+// pointers are generic, so the compiler would otherwise emit generic atomics). On sm_90 only the
+// 32-bit integer add is a native shared-memory atomic (ATOMS.ADD); f64 and u64 adds compile to
+// compare-and-swap loops (ATOMS.CAST.SPIN.64), hence the fixed-point 4pCF histograms below.
 __device__ __forceinline__ void red_shared(u32* p, u32 v) {
   const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(p));
   asm volatile("red.shared.add.u32 [%0], %1;" ::"r"(a), "r"(v) : "memory");
@@ -74,6 +76,44 @@ __device__ __forceinline__ void red_shared(u32* p, u32 v) {
 __device__ __forceinline__ void red_shared(double* p, double v) {
   const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(p));
   asm volatile("red.shared.add.f64 [%0], %1;" ::"r"(a), "d"(v) : "memory");
+}
+__device__ __forceinline__ u32 atom_shared_add(u32* p, u32 v) {
+  const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(p));
+  u32 old;
+  asm volatile("atom.shared.add.u32 %0, [%1], %2;" : "=r"(old) : "r"(a), "r"(v) : "memory");
+  return old;
+}
+
+// Fixed-point sums (4pCF): a product v becomes the integer x = rint(v * 2^k) (|x| < 2^60, k per
+// job from the largest weight) and is added into a 96-bit two's-complement accumulator of three
+// 32-bit words with native atomics; the carry out of a word is propagated by the thread whose add
+// produced it, so the accumulator is exact whatever the order. Per-tetrahedron error: the rounding
+// of v to a multiple of 2^-k <= 2^-60 * 2 * max|w|^4 (half of that), a relative 2^-53 for
+// products within a factor 4 of the largest; the block sums are then exact integers.
+__device__ __forceinline__ void fx_add(u32* w, long long x) {
+  const u32 lo = static_cast<u32>(x);
+  const u32 mid = static_cast<u32>(static_cast<unsigned long long>(x) >> 32);
+  const u32 old0 = atom_shared_add(w, lo);
+  const u32 c1 = (old0 + lo) < old0 ? 1u : 0u;  // carry out of word 0
+  const u32 m = mid + c1;
+  u32 h = (x < 0 ? 0xFFFFFFFFu : 0u) + ((m < mid) ? 1u : 0u);
+  if (m != 0) {
+    const u32 old1 = atom_shared_add(w + 1, m);
+    h += (old1 + m) < old1 ? 1u : 0u;
+  }
+  if (h != 0) red_shared(w + 2, h);
+}
+/// The 96-bit accumulator at w as a signed integer.
+__device__ __forceinline__ __int128 fx_load(const u32* w) {
+  const unsigned __int128 u = static_cast<unsigned __int128>(w[0]) |
+                              (static_cast<unsigned __int128>(w[1]) << 32) |
+                              (static_cast<unsigned __int128>(w[2]) << 64);
+  return static_cast<__int128>(u << 32) >> 32;  // sign extension from bit 95
+}
+__device__ __forceinline__ double fx_to_double(__int128 v) {
+  const long long hi = static_cast<long long>(v >> 64);
+  const unsigned long long lo = static_cast<unsigned long long>(v);
+  return __dadd_rn(__dmul_rn(__ll2double_rn(hi), 18446744073709551616.0), __ull2double_rn(lo));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -84,7 +124,10 @@ struct BlockHist {
   double* odd;   // parity: M, the products with odd sign -1
   double* dsum;  // parity: D, the products of degenerate tetrahedra
   u32* deg;
+  u32* fx;       // fixed point: 3 words per row for the sum (parity: P, M, D, each rows x 3)
+  double fx_inv; // 2^-k
   bool shared;
+  bool fixed;
   u32 rows;
 
   __device__ void add(const Acc& A, u32 row, double v) const {
@@ -118,15 +161,36 @@ struct BlockHist {
         atomicAdd(A.acc_odd + at, negative ? -v : v);
     }
   }
+  /// Fixed-point forms of add / add_parity (shared mode only): x = rint(v * 2^k).
+  __device__ __forceinline__ void add_fx(u32 row, long long x) const {
+    red_shared(cnt + row, 1u);
+    fx_add(fx + 3 * row, x);
+  }
+  __device__ __forceinline__ void add_parity_fx(u32 row, long long x, bool degenerate, bool negative) const {
+    red_shared(cnt + row, 1u);
+    u32 arr = negative ? 1u : 0u;
+    if (degenerate) {
+      red_shared(deg + row, 1u);
+      arr = 2;
+    }
+    fx_add(fx + 3 * (arr * rows + row), x);
+  }
   __device__ void zero(bool parity) const {
     if (!shared) return;
     for (u32 r = threadIdx.x; r < rows; r += blockDim.x) {
       cnt[r] = 0;
+      if (parity) deg[r] = 0;
+      if (fixed) {
+        for (u32 k = 0; k < (parity ? 3u : 1u); ++k) {
+          u32* w = fx + 3 * (k * rows + r);
+          w[0] = w[1] = w[2] = 0;
+        }
+        continue;
+      }
       sum[r] = 0;
       if (parity) {
         odd[r] = 0;
         dsum[r] = 0;
-        deg[r] = 0;
       }
     }
   }
@@ -138,6 +202,24 @@ struct BlockHist {
     for (u32 r = threadIdx.x; r < rows; r += blockDim.x) {
       A.part_cnt[slot + r] += cnt[r];
       cnt[r] = 0;
+      if (fixed) {
+        const __int128 P = fx_load(fx + 3 * r);
+        if (parity) {
+          const __int128 M = fx_load(fx + 3 * (rows + r));
+          const __int128 D = fx_load(fx + 3 * (2 * rows + r));
+          A.part_sum[slot + r] += __dmul_rn(fx_to_double(P + M + D), fx_inv);
+          A.part_odd[slot + r] += __dmul_rn(fx_to_double(P - M), fx_inv);
+          A.part_deg[slot + r] += deg[r];
+          deg[r] = 0;
+        } else {
+          A.part_sum[slot + r] += __dmul_rn(fx_to_double(P), fx_inv);
+        }
+        for (u32 k = 0; k < (parity ? 3u : 1u); ++k) {
+          u32* w = fx + 3 * (k * rows + r);
+          w[0] = w[1] = w[2] = 0;
+        }
+        continue;
+      }
       if (parity) {
         A.part_sum[slot + r] += (sum[r] + odd[r]) + dsum[r];
         A.part_odd[slot + r] += sum[r] - odd[r];
@@ -154,24 +236,37 @@ struct BlockHist {
 };
 
 /// Carves the block histogram from the front of dynamic shared memory; returns bytes used.
-__host__ __device__ inline std::size_t hist_bytes(u32 rows, bool parity) {
+__host__ __device__ inline std::size_t hist_bytes(u32 rows, bool parity, bool fixed = false) {
   const std::size_t r = rows;
-  const std::size_t b = parity ? r * (3 * 8 + 2 * 4) : r * (8 + 4);
+  std::size_t b;
+  if (fixed)
+    b = parity ? r * (3 * 12 + 2 * 4) : r * (12 + 4);
+  else
+    b = parity ? r * (3 * 8 + 2 * 4) : r * (8 + 4);
   return (b + 15) & ~std::size_t{15};
 }
 
-__device__ inline BlockHist make_hist(unsigned char* smem, u32 rows, bool parity, bool shared) {
+__device__ inline BlockHist make_hist(unsigned char* smem, u32 rows, bool parity, bool shared,
+                                      bool fixed = false, double fx_inv = 0) {
   BlockHist h{};
   h.shared = shared;
+  h.fixed = shared && fixed;
+  h.fx_inv = fx_inv;
   h.rows = rows;
   if (!shared) return h;
   const std::size_t r = rows;
-  h.sum = reinterpret_cast<double*>(smem);
-  std::size_t at = r * 8;
-  if (parity) {
-    h.odd = reinterpret_cast<double*>(smem + at);
-    h.dsum = reinterpret_cast<double*>(smem + at + r * 8);
-    at += r * 16;
+  std::size_t at = 0;
+  if (h.fixed) {
+    h.fx = reinterpret_cast<u32*>(smem);
+    at = r * 12 * (parity ? 3 : 1);
+  } else {
+    h.sum = reinterpret_cast<double*>(smem);
+    at = r * 8;
+    if (parity) {
+      h.odd = reinterpret_cast<double*>(smem + at);
+      h.dsum = reinterpret_cast<double*>(smem + at + r * 8);
+      at += r * 16;
+    }
   }
   h.cnt = reinterpret_cast<u32*>(smem + at);
   at += r * 4;
@@ -327,9 +422,18 @@ __global__ void count3_kernel(ThreeArgs a) {
 
 // ---------------------------------------------------------------------------------------------
 // 4pCF: block per hub with the connectivity table of the hub's neighbourhood.
+//
+// A launch counts the window pairs `pairs` of its resident search windows ws[0..nsw) (distinct,
+// ascending rows): bit 3p + q (p <= q) counts the tetrahedra (i, j, k, l) with j's row in ws[p]
+// and k's row in ws[q]. A hub builds its neighbourhood once per launch for all of those pairs:
+// its list splits into one contiguous range per window, and only the rows of windows that occur
+// in a pair are walked.
 struct FourArgs {
   Common c;
-  Win wh, w1, w2;  // hub window; rows a (S1); rows b (S2)
+  Win wh;         // hub window
+  Win ws[3];      // search windows, distinct, ascending
+  u32 nsw = 1;
+  u32 pairs = 1;  // bit 3p + q (p <= q)
   HubList list;
   const u32* packed = nullptr;    // n^6 canonicalisation entries
   const u16* packed16 = nullptr;  // the same as 16 bits when every entry fits (n <= 8): less cache
@@ -339,26 +443,25 @@ struct FourArgs {
   u32 dcap = 0;
   unsigned char* scratch = nullptr;   // per-block neighbourhood in global memory (dcap large)
   u64 scratch_stride = 0;
+  double fx_scale = 0, fx_inv = 0;    // fixed-point histograms: 2^k and 2^-k
   Acc acc;
 };
 
-/// Byte layout of a neighbourhood of capacity D (shared memory or global scratch).
+/// Byte layout of a neighbourhood of capacity D (shared memory or global scratch). Per entry
+/// `ent`: even {w, bin(i,c) * n^3} in 16 bytes; parity {ux, uy, uz, w} in 32 bytes (the bin term
+/// then in cb3), so that the tetrahedron loop reads an entry with one or two 16-byte loads.
 struct HoodLayout {
-  std::size_t w, ux, uy, uz, nb, cb3, bits, bin, T, total;
+  std::size_t ent, cb3, nb, bits, bin, T, total;
 };
 __host__ __device__ inline HoodLayout hood_layout(u32 D, bool parity) {
   HoodLayout L{};
   const std::size_t d = D, nw = (D + 31) / 32;
   std::size_t at = 0;
-  L.w = at;
-  at += 8 * d;
-  L.ux = at;
-  L.uy = at + (parity ? 8 * d : 0);
-  L.uz = at + (parity ? 16 * d : 0);
-  at += parity ? 24 * d : 0;
-  L.nb = at;
-  at += 4 * d;
+  L.ent = at;
+  at += (parity ? 32 : 16) * d;
   L.cb3 = at;
+  at += parity ? ((4 * d + 15) & ~std::size_t{15}) : 0;
+  L.nb = at;
   at += 4 * d;
   L.bits = at;
   at += 4 * d * nw;
@@ -372,24 +475,44 @@ __host__ __device__ inline HoodLayout hood_layout(u32 D, bool parity) {
 
 inline constexpr int kQueue = 64;  // per-warp pair queue
 
-template <bool kParity>
+/// The t-th position of the union of the ranges [lo[k], lo[k] + len[k]) selected by `sel`
+/// (ascending k); its range index in `k_out`.
+__device__ __forceinline__ u32 range_pick(const u32 (&lo)[3], const u32 (&len)[3], u32 sel, u32 t,
+                                          u32& k_out) {
+  k_out = 0;
+  u32 pos = 0;
+  bool found = false;
+#pragma unroll
+  for (u32 k = 0; k < 3; ++k) {
+    if (!found && ((sel >> k) & 1u)) {
+      if (t < len[k]) {
+        k_out = k;
+        pos = lo[k] + t;
+        found = true;
+      } else {
+        t -= len[k];
+      }
+    }
+  }
+  return pos;
+}
+
+template <bool kParity, bool kScratch, bool kFixed>
 __global__ void count4_kernel(FourArgs a) {
   extern __shared__ __align__(16) unsigned char smem[];
   __shared__ u32 s_item;
-  __shared__ u32 s_range[4];
+  __shared__ u32 s_range[6];
   __shared__ u64 s_bound;
-  const BlockHist hist = make_hist(smem, a.acc.rows, kParity, a.acc.shared);
-  std::size_t at = a.acc.shared ? hist_bytes(a.acc.rows, kParity) : 0;
+  const BlockHist hist = make_hist(smem, a.acc.rows, kParity, a.acc.shared, kFixed, a.fx_inv);
+  std::size_t at = a.acc.shared ? hist_bytes(a.acc.rows, kParity, kFixed) : 0;
   u32* queue_all = reinterpret_cast<u32*>(smem + at);
   at += sizeof(u32) * kQueue * (blockDim.x >> 5);
-  unsigned char* hood = a.scratch ? a.scratch + a.scratch_stride * blockIdx.x : smem + at;
+  unsigned char* hood = kScratch ? a.scratch + a.scratch_stride * blockIdx.x : smem + at;
   const HoodLayout L = hood_layout(a.dcap, kParity);
-  double* l_w = reinterpret_cast<double*>(hood + L.w);
-  double* l_ux = reinterpret_cast<double*>(hood + L.ux);
-  double* l_uy = reinterpret_cast<double*>(hood + L.uy);
-  double* l_uz = reinterpret_cast<double*>(hood + L.uz);
-  u32* l_nb = reinterpret_cast<u32*>(hood + L.nb);
+  uint4* l_ent = reinterpret_cast<uint4*>(hood + L.ent);      // even: {w lo, w hi, cb3, 0}
+  double2* l_ent2 = reinterpret_cast<double2*>(hood + L.ent);  // parity: {ux, uy}, {uz, w}
   u32* l_cb3 = reinterpret_cast<u32*>(hood + L.cb3);
+  u32* l_nb = reinterpret_cast<u32*>(hood + L.nb);
   u32* l_bits = reinterpret_cast<u32*>(hood + L.bits);
   u8* l_bin = hood + L.bin;
   u8* T = hood + L.T;
@@ -400,6 +523,20 @@ __global__ void count4_kernel(FourArgs a) {
   u32* queue = queue_all + kQueue * warp;
   const u32 n = a.n;
   const u32 bias = a.n2 + a.n + 1;
+  // Roles of the windows: a (j's row), b (k's row), walked (either).
+  u32 role_a = 0, role_b = 0;
+#pragma unroll
+  for (u32 p = 0; p < 3; ++p)
+#pragma unroll
+    for (u32 q = p; q < 3; ++q)
+      if ((a.pairs >> (3 * p + q)) & 1u) {
+        role_a |= 1u << p;
+        role_b |= 1u << q;
+      }
+  const u32 role_walk = role_a | role_b;
+  auto win_nb = [&](u32 p) { return p == 0 ? a.ws[0].nb : p == 1 ? a.ws[1].nb : a.ws[2].nb; };
+  auto win_bin = [&](u32 p) { return p == 0 ? a.ws[0].bin : p == 1 ? a.ws[1].bin : a.ws[2].bin; };
+  auto win_base = [&](u32 p) { return p == 0 ? a.ws[0].base : p == 1 ? a.ws[1].base : a.ws[2].base; };
   u32 hub;
   while (next_hub(a.list, &s_item, hub)) {
     const u64 e0 = a.c.offsets[hub] - a.wh.base;
@@ -411,31 +548,41 @@ __global__ void count4_kernel(FourArgs a) {
       __syncthreads();
       if (threadIdx.x == 0) s_bound = 0;
     }
-    // 1. the hub's neighbour ids, then the tile's row ranges A (window S1) and B (window S2)
+    // 1. the hub's neighbour ids, then each search window's range of the list (in parallel)
     for (u32 q = threadIdx.x; q < d; q += blockDim.x) l_nb[q] = a.wh.nb[e0 + q];
     __syncthreads();
-    if (threadIdx.x == 0) {
-      s_range[0] = lower_bound<u32>(l_nb, 0, d, a.w1.lo);
-      s_range[1] = lower_bound<u32>(l_nb, s_range[0], d, a.w1.hi);
-      s_range[2] = lower_bound<u32>(l_nb, 0, d, a.w2.lo);
-      s_range[3] = lower_bound<u32>(l_nb, s_range[2], d, a.w2.hi);
-      s_bound += bound;
+    if (threadIdx.x < 2 * a.nsw) {
+      const u32 p = threadIdx.x >> 1;
+      const Win& w = p == 0 ? a.ws[0] : p == 1 ? a.ws[1] : a.ws[2];
+      s_range[threadIdx.x] = lower_bound<u32>(l_nb, 0, d, (threadIdx.x & 1) ? w.hi : w.lo);
     }
+    if (threadIdx.x == 0) s_bound += bound;
     __syncthreads();
-    const u32 a0 = s_range[0], a1 = s_range[1], b0 = s_range[2], b1 = s_range[3];
-    const bool same = a0 == b0 && a1 == b1;
-    const u32 na = a1 - a0, nrows = same ? na : na + (b1 - b0);
-    // No pair (a in A, b in B, a < b) in this tile: nothing to count for this hub.
-    if (same ? na < 2 : (na == 0 || b1 == b0)) continue;  // block-uniform (shared values)
-    auto row_of = [&](u32 t) { return t < na ? a0 + t : b0 + (t - na); };
+    u32 lo[3], len[3];
+#pragma unroll
+    for (u32 p = 0; p < 3; ++p) {
+      lo[p] = p < a.nsw ? s_range[2 * p] : 0;
+      len[p] = p < a.nsw ? s_range[2 * p + 1] - lo[p] : 0;
+    }
+    // Any pair (a < b) to count for this hub? (block-uniform: shared values)
+    bool work = false;
+    u32 nwalk = 0, na = 0;
+#pragma unroll
+    for (u32 p = 0; p < 3; ++p) {
+      if (role_walk & (1u << p)) nwalk += len[p];
+      if (role_a & (1u << p)) na += len[p];
+#pragma unroll
+      for (u32 q = p; q < 3; ++q)
+        if ((a.pairs >> (3 * p + q)) & 1u) work |= p == q ? len[p] >= 2 : (len[p] > 0 && len[q] > 0);
+    }
+    if (!work) continue;
     // 2. the rest of the list; clear the bitsets of the rows we fill (T needs no clearing:
     //    an entry is read only where its bit is set)
     for (u32 q = threadIdx.x; q < d; q += blockDim.x) {
       const u32 j = l_nb[q];
       const u32 b = a.wh.bin[e0 + q];
       l_bin[q] = static_cast<u8>(b);
-      l_cb3[q] = b * a.n3;
-      l_w[q] = a.c.w[j];
+      const double wj = a.c.w[j];
       if constexpr (kParity) {
         double ux, uy, uz;
         if (a.exact) {
@@ -450,82 +597,133 @@ __global__ void count4_kernel(FourArgs a) {
           uy = a.pixel_unit[3 * px + 1];
           uz = a.pixel_unit[3 * px + 2];
         }
-        l_ux[q] = ux;
-        l_uy[q] = uy;
-        l_uz[q] = uz;
+        l_ent2[2 * q] = make_double2(ux, uy);
+        l_ent2[2 * q + 1] = make_double2(uz, wj);
+        l_cb3[q] = b * a.n3;
+      } else {
+        l_ent[q] = make_uint4(static_cast<u32>(__double_as_longlong(wj)),
+                              static_cast<u32>(static_cast<unsigned long long>(__double_as_longlong(wj)) >> 32),
+                              b * a.n3, 0u);
       }
     }
-    for (u32 t = threadIdx.x; t < nrows * nw; t += blockDim.x) l_bits[row_of(t / nw) * nw + t % nw] = 0;
+    for (u32 t = threadIdx.x; t < nwalk * nw; t += blockDim.x) {
+      u32 p;
+      const u32 r = range_pick(lo, len, role_walk, t / nw, p);
+      l_bits[r * nw + t % nw] = 0;
+    }
     __syncthreads();
-    // 3. connectivity: rows j_r (r in A or B) against the hub list by binary search
+    // 3. connectivity: walked rows j_r against the hub list by binary search
     const u32 last = l_nb[d - 1];
-    for (u32 t = warp; t < nrows; t += nwarps) {
-      const u32 r = row_of(t);
-      const Win& win = t < na ? a.w1 : a.w2;
+    for (u32 t = warp; t < nwalk; t += nwarps) {
+      u32 p;
+      const u32 r = range_pick(lo, len, role_walk, t, p);
+      const u32* wnb = win_nb(p);
+      const u8* wbin = win_bin(p);
+      const u64 base = win_base(p);
       const u32 j = l_nb[r];
-      const u64 r0 = a.c.offsets[j] - win.base, r1 = a.c.offsets[j + 1] - win.base;
+      const u64 r0 = a.c.offsets[j] - base, r1 = a.c.offsets[j + 1] - base;
       for (u64 e = r0 + lane; e < r1; e += 32) {
-        const u32 k = win.nb[e];
+        const u32 k = wnb[e];
         if (k > last) break;
         const u32 pos = lower_bound<u32>(l_nb, r + 1, d, k);
         if (pos < d && l_nb[pos] == k) {
-          T[r * d + pos] = static_cast<u8>(win.bin[e] + 1);
+          T[r * d + pos] = static_cast<u8>(wbin[e] + 1);
           atomicOr(l_bits + r * nw + (pos >> 5), 1u << (pos & 31));
         }
       }
     }
     __syncthreads();
-    // 5. tetrahedra: connected pairs (a in A, b in B, a < b) through the per-warp queue
+    // 5. tetrahedra: connected pairs (a, b), a < b, of the launch's window pairs, through the
+    //    per-warp queue
     const double wi = a.c.w[hub];
+    auto weight = [&](u32 q) {
+      if constexpr (kParity) {
+        return l_ent2[2 * q + 1].y;
+      } else {
+        const uint4 v = l_ent[q];
+        return __hiloint2double(static_cast<int>(v.y), static_cast<int>(v.x));
+      }
+    };
     auto process = [&](u32 pa, u32 pb) {
       const u8* ta = T + pa * d;
       const u8* tb = T + pb * d;
       const u32* ra = l_bits + pa * nw;
       const u32* rb = l_bits + pb * nw;
-      const double wab = wi * l_w[pa] * l_w[pb];
+      const double wab = wi * weight(pa) * weight(pb);
       const u32 code_ab = static_cast<u32>(l_bin[pa]) * a.n5 - bias +
                           static_cast<u32>(l_bin[pb]) * a.n4 + static_cast<u32>(ta[pb]) * a.n2;
       double cx = 0, cy = 0, cz = 0;
       if constexpr (kParity) {
-        cx = sub(mul(l_uy[pa], l_uz[pb]), mul(l_uz[pa], l_uy[pb]));
-        cy = sub(mul(l_uz[pa], l_ux[pb]), mul(l_ux[pa], l_uz[pb]));
-        cz = sub(mul(l_ux[pa], l_uy[pb]), mul(l_uy[pa], l_ux[pb]));
+        const double2 a0 = l_ent2[2 * pa], a1 = l_ent2[2 * pa + 1];
+        const double2 b0 = l_ent2[2 * pb], b1 = l_ent2[2 * pb + 1];
+        // (ux, uy, uz) = (a0.x, a0.y, a1.x)
+        cx = sub(mul(a0.y, b1.x), mul(a1.x, b0.y));
+        cy = sub(mul(a1.x, b0.x), mul(a0.x, b1.x));
+        cz = sub(mul(a0.x, b0.y), mul(a0.y, b0.x));
       }
       for (u32 q = (pb + 1) >> 5; q < nw; ++q) {
         u32 common = ra[q] & rb[q];
         while (common) {
           const u32 c = q * 32 + (__ffs(common) - 1);
           common &= common - 1;
-          const u32 code = code_ab + l_cb3[c] + static_cast<u32>(ta[c]) * n + static_cast<u32>(tb[c]);
+          double wc;
+          u32 cb3;
+          double vx = 0, vy = 0, vz = 0;
+          if constexpr (kParity) {
+            const double2 c0 = l_ent2[2 * c], c1 = l_ent2[2 * c + 1];
+            vx = c0.x;
+            vy = c0.y;
+            vz = c1.x;
+            wc = c1.y;
+            cb3 = l_cb3[c];
+          } else {
+            const uint4 v = l_ent[c];
+            wc = __hiloint2double(static_cast<int>(v.y), static_cast<int>(v.x));
+            cb3 = v.z;
+          }
+          const u32 code = code_ab + cb3 + static_cast<u32>(ta[c]) * n + static_cast<u32>(tb[c]);
           const u32 pk = a.packed16 ? static_cast<u32>(__ldg(a.packed16 + code)) : __ldg(a.packed + code);
           const u32 row = pk >> 1;
-          const double prod = wab * l_w[c];
+          const double prod = wab * wc;
           if constexpr (kParity) {
-            const double v = add(add(mul(cx, l_ux[c]), mul(cy, l_uy[c])), mul(cz, l_uz[c]));
+            const double v = add(add(mul(cx, vx), mul(cy, vy)), mul(cz, vz));
             // odd sign: relabelling sign x sign(V); |V| < 1e-9 is degenerate
-            hist.add_parity(a.acc, row, prod, fabs(v) < 1e-9, (v > 0) == ((pk & 1u) != 0));
+            const bool degenerate = fabs(v) < 1e-9, negative = (v > 0) == ((pk & 1u) != 0);
+            if constexpr (kFixed)
+              hist.add_parity_fx(row, __double2ll_rn(mul(prod, a.fx_scale)), degenerate, negative);
+            else
+              hist.add_parity(a.acc, row, prod, degenerate, negative);
           } else {
-            hist.add(a.acc, row, prod);
+            if constexpr (kFixed)
+              hist.add_fx(row, __double2ll_rn(mul(prod, a.fx_scale)));
+            else
+              hist.add(a.acc, row, prod);
           }
         }
       }
     };
     u32 qn = 0;
-    for (u32 pa = a0 + warp; pa < a1; pa += nwarps) {
-      const u32 bs = max(b0, pa + 1);
-      for (u32 base = bs; base < b1; base += 32) {
-        const u32 pb = base + lane;
-        const bool conn = pb < b1 && ((l_bits[pa * nw + (pb >> 5)] >> (pb & 31)) & 1u);
-        const unsigned m = __ballot_sync(0xffffffffu, conn);
-        if (conn) queue[qn + __popc(m & ((1u << lane) - 1))] = (pa << 16) | pb;
-        qn += __popc(m);
-        __syncwarp();
-        if (qn >= 32) {
-          const u32 e = queue[qn - 32 + lane];
+    for (u32 t = warp; t < na; t += nwarps) {
+      u32 p;
+      const u32 pa = range_pick(lo, len, role_a, t, p);
+#pragma unroll
+      for (u32 qw = 0; qw < 3; ++qw) {
+        if (qw < p || !((a.pairs >> (3 * p + qw)) & 1u)) continue;
+        const u32 bs = max(lo[qw], pa + 1), be = lo[qw] + len[qw];
+        for (u32 base = bs; base < be; base += 32) {
+          const u32 pb = base + lane;
+          const bool conn = pb < be && ((l_bits[pa * nw + (pb >> 5)] >> (pb & 31)) & 1u);
+          const unsigned m = __ballot_sync(0xffffffffu, conn);
+          if (conn) queue[qn + __popc(m & ((1u << lane) - 1))] = (pa << 16) | pb;
+          qn += __popc(m);
           __syncwarp();
-          qn -= 32;
-          process(e >> 16, e & 0xffffu);
-          __syncwarp();
+          if (qn >= 32) {
+            const u32 e = queue[qn - 32 + lane];
+            __syncwarp();
+            qn -= 32;
+            process(e >> 16, e & 0xffffu);
+            __syncwarp();
+          }
         }
       }
     }

@@ -78,10 +78,11 @@ struct GpuTiming {
 };
 
 GpuTiming time_gpu(Statistic s, const Graph& g, const PointSet& p, const NpcfConfig& c, int windows,
-                   int reps) {
+                   int reps, int accumulate = 0) {
   JobContext ctx;
   CudaOptions o;
   o.windows = windows;
+  o.accumulate = accumulate;
   o.partitions = 1;
   GpuTiming t;
   std::vector<double> k, tot;
@@ -197,6 +198,16 @@ void run_case(const Args& A, bool heavy) {
     std::string gpu = "GPU " + f("%.3f", t1.kernel) + " s kernels, " + f("%.3f", t1.total) + " s call; W=4 " +
                       f("%.3f", t4.kernel) + " s (" + f("%+.0f%%", 100.0 * (t4.kernel / t1.kernel - 1)) + ", " +
                       std::to_string(t4.stats.tiles) + " tiles)";
+    if (s != Statistic::ThreePoint) {
+      // The 4pCF with double-precision shared-memory reductions instead of fixed point.
+      const GpuTiming td = time_gpu(s, g, p, c, 1, A.reps, 1);
+      gpu += "; double reductions " + f("%.3f", td.kernel) + " s";
+      check += std::string(", double-reduction counts ") +
+               (td.result.tuples == t1.result.tuples && td.result.degenerate == t1.result.degenerate ? "equal" : "DIFFER") +
+               ", sums vs fixed " +
+               f("%.1e", std::max({normwise(td.result.n, t1.result.n, t1.result), normwise(td.result.r, t1.result.r, t1.result),
+                                   normwise(td.result.n_odd, t1.result.n_odd, t1.result)}));
+    }
     std::string tp = f("%.3g", static_cast<double>(tuples)) + " tuples, " + f("%.3g", per_s) + "/s";
     tp += ", row walks " + f("%.0f", (s == Statistic::ThreePoint ? wb3 : wb4) / t1.kernel / 1e9) + " GB/s";
     row(what, cs, gpu, cpu + (cpu_on ? ", " + ratio : ""), tp, check);

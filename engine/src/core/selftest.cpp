@@ -185,6 +185,11 @@ std::vector<std::pair<std::string, CudaOptions>> variants(bool quick, bool four)
     v.emplace_back("W=3 P=2", mk(3, 2));
   }
   if (four) v.emplace_back("W=2 P=1 shared-cap=12 (global tables)", mk(2, 1, 12));
+  if (four) {
+    CudaOptions o = mk(5, 1);
+    o.accumulate = 1;  // double-precision shared-memory sums instead of fixed point
+    v.emplace_back("W=5 P=1 double sums", o);
+  }
   return v;
 }
 

@@ -33,6 +33,7 @@ kernels::NpcfOptions module_options(const CudaOptions& o, const JobContext& ctx)
   k.devices = o.devices;
   k.memory_limit = o.memory_limit;
   k.shared_degree_cap = o.shared_degree_cap;
+  k.accumulate = o.accumulate;
   k.progress = [&ctx](double done, double total, const char* stage) {
     ctx.check_cancel();
     ctx.progress(done, total > 0 ? total : 1, stage);

@@ -34,6 +34,7 @@ struct CudaOptions {
   std::vector<int> devices;          ///< CUDA device indices; empty = all visible
   std::uint64_t memory_limit = 0;    ///< bytes per device the job may use; 0 = 85% of free memory
   std::uint32_t shared_degree_cap = 0;  ///< 4pCF: 0 = automatic; small values test the global path
+  int accumulate = 0;  ///< 4pCF block sums: 0 = automatic (fixed point), 1 = double, 2 = fixed point
 };
 
 /// What one CUDA call did (also recorded in the result's provenance timings).

@@ -65,6 +65,10 @@ struct NpcfOptions {
   std::uint32_t shared_degree_cap = 0;
   /// Called between kernel launches and tiles (stage text, done/total); may throw to cancel.
   std::function<void(double done, double total, const char* stage)> progress;
+  /// 4pCF block histograms: 0 = automatic (fixed point), 1 = double-precision shared-memory
+  /// reductions, 2 = fixed point (96-bit integers of the products scaled by 2^k; see
+  /// docs/npcf-cuda.md). Both agree with the CPU to the documented tolerance.
+  int accumulate = 0;
 };
 
 /// Timings and sizes of one call, for provenance and the benchmark.
