@@ -88,8 +88,8 @@ __device__ __forceinline__ u32 atom_shared_add(u32* p, u32 v) {
 // job from the largest weight) and is added into a 96-bit two's-complement accumulator of three
 // 32-bit words with native atomics; the carry out of a word is propagated by the thread whose add
 // produced it, so the accumulator is exact whatever the order. Per-tetrahedron error: the rounding
-// of v to a multiple of 2^-k <= 2^-60 * 2 * max|w|^4 (half of that), a relative 2^-53 for
-// products within a factor 4 of the largest; the block sums are then exact integers.
+// of v to a multiple of 2^-k <= 2^-55 max|w|^4 (at most half of that), a relative 2^-53 or better
+// for products within a factor 8 of max|w|^4; the block sums are then exact integers.
 __device__ __forceinline__ void fx_add(u32* w, long long x) {
   const u32 lo = static_cast<u32>(x);
   const u32 mid = static_cast<u32>(static_cast<unsigned long long>(x) >> 32);

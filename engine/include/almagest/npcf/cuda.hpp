@@ -8,7 +8,9 @@
 //    and pixels within rounding of a pixel boundary are recomputed on the host;
 //  - tuple counts (tuples, random_tuples, degenerate): identical integers;
 //  - weighted sums (n, r, n_odd, r_odd): the same products summed in another order (per block
-//    in double, blocks and partitions merged in a fixed order). max |gpu - cpu| / max(|n|, |r|):
+//    in double, or for the 4pCF by default in exact 96-bit fixed point after rounding each
+//    product to a multiple of 2^-k <= 2^-55 max|w|^4; blocks and partitions merged in a fixed
+//    order). max |gpu - cpu| / max(|n|, |r|):
 //    ~1e-15 on the self-test catalogues (tested at 1e-12); 1e-13..1e-11 at N = 10^6, where rows
 //    sum 10^7-10^8 products and both summation orders round differently (docs/npcf-cuda.md).
 //

@@ -15,7 +15,7 @@
 
 namespace almagest::kernels {
 
-inline constexpr std::uint32_t kAbiVersion = 1;
+inline constexpr std::uint32_t kAbiVersion = 2;  // 2: NpcfOptions::accumulate
 
 class DeviceError : public std::runtime_error {
 public:
