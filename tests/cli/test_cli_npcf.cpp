@@ -24,33 +24,14 @@
 namespace fs = std::filesystem;
 using namespace almagest;
 
+#include "cli_test_support.hpp"
+
+using namespace almagest::cli_test;
+
 namespace {
 
-struct CliRun {
-  int code = -1;
-  QString out, err;
-  bool finished = false;
-};
 
-CliRun run_cli(const QStringList& args, const QProcessEnvironment& env = QProcessEnvironment::systemEnvironment(),
-               int timeout_ms = 120000) {
-  QProcess p;
-  p.setProcessEnvironment(env);
-  p.start(QStringLiteral(ALMAGEST_CLI), args);
-  CliRun r;
-  if (!p.waitForStarted(10000)) return r;
-  r.finished = p.waitForFinished(timeout_ms);
-  if (!r.finished) {
-    p.kill();
-    p.waitForFinished(5000);
-  }
-  r.code = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
-  r.out = QString::fromUtf8(p.readAllStandardOutput());
-  r.err = QString::fromUtf8(p.readAllStandardError());
-  return r;
-}
 
-QString q(const fs::path& p) { return QString::fromStdString(p.string()); }
 
 std::vector<std::string> data_rows(const std::string& path) {
   std::ifstream in(path);
@@ -70,13 +51,6 @@ std::vector<std::string> data_rows_of_text(const std::string& text) {
   return rows;
 }
 
-/// Files in a directory (to check that nothing, not even a temporary, was left behind).
-std::vector<std::string> listing(const fs::path& dir) {
-  std::vector<std::string> names;
-  for (const auto& e : fs::directory_iterator(dir)) names.push_back(e.path().filename().string());
-  std::sort(names.begin(), names.end());
-  return names;
-}
 
 /// The library's results for the same job, computed in this process.
 std::vector<npcf::NpcfResult> library_results(npcf::NpcfConfig config, const std::string& data,
@@ -131,10 +105,6 @@ void compare_results(const npcf::NpcfResult& cli, const npcf::NpcfResult& lib) {
   QVERIFY(std::any_of(lib.estimator.begin(), lib.estimator.end(), [](double v) { return v != 0; }));
 }
 
-void write_text(const fs::path& p, const std::string& text) {
-  std::ofstream out(p);
-  out << text;
-}
 
 }  // namespace
 

@@ -33,40 +33,17 @@ namespace fs = std::filesystem;
 using namespace almagest;
 using namespace almagest::sht;
 
+#include "cli_test_support.hpp"
+
+using namespace almagest::cli_test;
+
 namespace {
 
 constexpr int kThreads = 2;
 
-struct CliRun {
-  int code = -1;
-  QString out, err;
-  bool finished = false;
-};
 
-CliRun run_cli(const QStringList& args, int timeout_ms = 120000) {
-  QProcess p;
-  p.start(QStringLiteral(ALMAGEST_CLI), args);
-  CliRun r;
-  if (!p.waitForStarted(10000)) return r;
-  r.finished = p.waitForFinished(timeout_ms);
-  if (!r.finished) {
-    p.kill();
-    p.waitForFinished(5000);
-  }
-  r.code = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
-  r.out = QString::fromUtf8(p.readAllStandardOutput());
-  r.err = QString::fromUtf8(p.readAllStandardError());
-  return r;
-}
 
-QString q(const fs::path& p) { return QString::fromStdString(p.string()); }
 
-std::vector<std::string> listing(const fs::path& dir) {
-  std::vector<std::string> names;
-  for (const auto& e : fs::directory_iterator(dir)) names.push_back(e.path().filename().string());
-  std::sort(names.begin(), names.end());
-  return names;
-}
 
 /// Seeded Gaussian alm (Im a_l0 = 0; for spin 2 the l < 2 entries zero), one set.
 std::vector<Complex> random_alm(int lmax, bool spin2, std::uint64_t seed) {
@@ -213,10 +190,6 @@ HealpixMap make_map(int nside, std::vector<std::vector<double>> cols) {
   return m;
 }
 
-void write_text(const fs::path& p, const std::string& text) {
-  std::ofstream out(p);
-  out << text;
-}
 
 }  // namespace
 

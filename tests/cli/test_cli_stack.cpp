@@ -33,43 +33,16 @@ namespace fs = std::filesystem;
 using namespace almagest;
 using namespace almagest::stack;
 
+#include "cli_test_support.hpp"
+
+using namespace almagest::cli_test;
+
 namespace {
 
-struct CliRun {
-  int code = -1;
-  QString out, err;
-  bool finished = false;
-};
 
-CliRun run_cli(const QStringList& args, int timeout_ms = 120000) {
-  QProcess p;
-  p.start(QStringLiteral(ALMAGEST_CLI), args);
-  CliRun r;
-  if (!p.waitForStarted(10000)) return r;
-  r.finished = p.waitForFinished(timeout_ms);
-  if (!r.finished) {
-    p.kill();
-    p.waitForFinished(5000);
-  }
-  r.code = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
-  r.out = QString::fromUtf8(p.readAllStandardOutput());
-  r.err = QString::fromUtf8(p.readAllStandardError());
-  return r;
-}
 
-QString q(const fs::path& p) { return QString::fromStdString(p.string()); }
 
-std::vector<std::string> listing(const fs::path& dir) {
-  std::vector<std::string> names;
-  for (const auto& e : fs::directory_iterator(dir)) names.push_back(e.path().filename().string());
-  std::sort(names.begin(), names.end());
-  return names;
-}
 
-void write_text(const fs::path& p, const std::string& text) {
-  std::ofstream out(p);
-  out << text;
-}
 
 /// Data rows of an ECSV/CSV text file after its column-name row, split at commas.
 std::vector<std::vector<std::string>> csv_rows(const fs::path& p, std::vector<std::string>* names = nullptr) {
