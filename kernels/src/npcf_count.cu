@@ -207,7 +207,6 @@ private:
       if (J.parity) {
         alloc(part_odd_, slots);
         alloc(part_deg_, slots);
-        if (fixed_) alloc(part_dfx_, 4 * slots);
       }
     }
     alloc(counters_, 64);
@@ -233,7 +232,7 @@ private:
     const bool p = job_.parity, f = fixed_;
     if (p)
       return scratch ? (f ? count4_kernel<true, true, true> : count4_kernel<true, true, false>)
-                     : (f ? count4_parity_fx_kernel : count4_kernel<true, false, false>);
+                     : (f ? count4_kernel<true, false, true> : count4_kernel<true, false, false>);
     return scratch ? (f ? count4_kernel<false, true, true> : count4_kernel<false, true, false>)
                    : (f ? count4_kernel<false, false, true> : count4_kernel<false, false, false>);
   }
@@ -406,7 +405,6 @@ private:
     a.part_sum = part_sum_.data();
     a.part_odd = part_odd_.data();
     a.part_deg = part_deg_.data();
-    a.part_dfx = part_dfx_.data();
     a.acc_cnt = acc_cnt_.data();
     a.acc_sum = acc_sum_.data();
     a.acc_odd = acc_odd_.data();
@@ -549,7 +547,6 @@ private:
     part_sum_.zero(s_);
     part_odd_.zero(s_);
     part_deg_.zero(s_);
-    part_dfx_.zero(s_);
     const int W = static_cast<int>(J.win_row.size()) - 1;
     cudaEvent_t ev0, ev1;
     CUDA_CHECK(cudaEventCreate(&ev0));
@@ -678,7 +675,7 @@ private:
   std::vector<DeviceBuffer<u16>> slot_pix_;
   std::vector<int> slot_win_;
   std::vector<u64> slot_used_;
-  DeviceBuffer<u32> tri_, packed_, order_, counters_, part_dfx_;
+  DeviceBuffer<u32> tri_, packed_, order_, counters_;
   DeviceBuffer<u16> packed16_;
   DeviceBuffer<unsigned char> scratch_;
   DeviceBuffer<ull> acc_cnt_, acc_deg_, out_cnt_, out_deg_, part_cnt_, part_deg_;

@@ -50,7 +50,6 @@ struct Acc {
   double* part_sum = nullptr;
   double* part_odd = nullptr;
   ull* part_deg = nullptr;
-  u32* part_dfx = nullptr;  // parity fixed point: degenerate {w0, w1, w2, count} per slot row
   ull* acc_cnt = nullptr;
   double* acc_sum = nullptr;
   double* acc_odd = nullptr;
@@ -104,28 +103,6 @@ __device__ __forceinline__ void fx_add(u32* w, long long x) {
   }
   if (h != 0) red_shared(w + 2, h);
 }
-/// fx_add into a 96-bit accumulator in global memory (native 32-bit global atomics): the rare
-/// degenerate parity tetrahedra, kept out of the shared-memory histogram.
-__device__ __forceinline__ void fx_add_global(u32* w, long long x) {
-  const u32 lo = static_cast<u32>(x);
-  const u32 mid = static_cast<u32>(static_cast<unsigned long long>(x) >> 32);
-  const u32 old0 = atomicAdd(w, lo);
-  const u32 c1 = (old0 + lo) < old0 ? 1u : 0u;
-  const u32 m = mid + c1;
-  u32 h = (x < 0 ? 0xFFFFFFFFu : 0u) + ((m < mid) ? 1u : 0u);
-  if (m != 0) {
-    const u32 old1 = atomicAdd(w + 1, m);
-    h += (old1 + m) < old1 ? 1u : 0u;
-  }
-  if (h != 0) atomicAdd(w + 2, h);
-}
-/// The 96-bit accumulator of the words w0, w1, w2 as a signed integer.
-__device__ __forceinline__ __int128 fx_words(u32 w0, u32 w1, u32 w2) {
-  const unsigned __int128 u = static_cast<unsigned __int128>(w0) |
-                              (static_cast<unsigned __int128>(w1) << 32) |
-                              (static_cast<unsigned __int128>(w2) << 64);
-  return static_cast<__int128>(u << 32) >> 32;  // sign extension from bit 95
-}
 /// The 96-bit accumulator at w as a signed integer.
 __device__ __forceinline__ __int128 fx_load(const u32* w) {
   const unsigned __int128 u = static_cast<unsigned __int128>(w[0]) |
@@ -147,7 +124,7 @@ struct BlockHist {
   double* odd;   // parity: M, the products with odd sign -1
   double* dsum;  // parity: D, the products of degenerate tetrahedra
   u32* deg;
-  u32* fx;       // fixed point: 3 words per row for the sum (parity: P, M, each rows x 3)
+  u32* fx;       // fixed point: 3 words per row for the sum (parity: P, M, D, each rows x 3)
   double fx_inv; // 2^-k
   bool shared;
   bool fixed;
@@ -184,32 +161,27 @@ struct BlockHist {
         atomicAdd(A.acc_odd + at, negative ? -v : v);
     }
   }
-  /// Fixed-point forms of add / add_parity (shared mode only): x = rint(v * 2^k). Parity: the
-  /// degenerate tetrahedra (rare) go to the block's own accumulators in global memory (sum and
-  /// count), so that the shared histogram holds only P and M (a smaller footprint, more blocks
-  /// per SM).
+  /// Fixed-point forms of add / add_parity (shared mode only): x = rint(v * 2^k).
   __device__ __forceinline__ void add_fx(u32 row, long long x) const {
     red_shared(cnt + row, 1u);
     fx_add(fx + 3 * row, x);
   }
-  __device__ __forceinline__ void add_parity_fx(const Acc& A, u32 row, long long x, bool degenerate,
-                                                bool negative) const {
-    if (degenerate) {
-      u32* g = A.part_dfx + 4 * ((static_cast<u64>(A.half) * A.G + blockIdx.x) * A.rows + row);
-      fx_add_global(g, x);
-      atomicAdd(g + 3, 1u);
-      return;
-    }
+  __device__ __forceinline__ void add_parity_fx(u32 row, long long x, bool degenerate, bool negative) const {
     red_shared(cnt + row, 1u);
-    fx_add(fx + 3 * ((negative ? rows : 0u) + row), x);
+    u32 arr = negative ? 1u : 0u;
+    if (degenerate) {
+      red_shared(deg + row, 1u);
+      arr = 2;
+    }
+    fx_add(fx + 3 * (arr * rows + row), x);
   }
   __device__ void zero(bool parity) const {
     if (!shared) return;
     for (u32 r = threadIdx.x; r < rows; r += blockDim.x) {
       cnt[r] = 0;
-      if (parity && !fixed) deg[r] = 0;
+      if (parity) deg[r] = 0;
       if (fixed) {
-        for (u32 k = 0; k < (parity ? 2u : 1u); ++k) {
+        for (u32 k = 0; k < (parity ? 3u : 1u); ++k) {
           u32* w = fx + 3 * (k * rows + r);
           w[0] = w[1] = w[2] = 0;
         }
@@ -228,32 +200,26 @@ struct BlockHist {
     if (!shared) return;
     const u64 slot = (static_cast<u64>(A.half) * A.G + blockIdx.x) * A.rows;
     for (u32 r = threadIdx.x; r < rows; r += blockDim.x) {
-      u32 c = cnt[r];
+      A.part_cnt[slot + r] += cnt[r];
       cnt[r] = 0;
       if (fixed) {
         const __int128 P = fx_load(fx + 3 * r);
         if (parity) {
           const __int128 M = fx_load(fx + 3 * (rows + r));
-          // degenerate accumulators: read and cleared through atomics (they live in L2)
-          u32* g = A.part_dfx + 4 * (slot + r);
-          const u32 g0 = atomicExch(g, 0u), g1 = atomicExch(g + 1, 0u), g2 = atomicExch(g + 2, 0u);
-          const u32 gc = atomicExch(g + 3, 0u);
-          const __int128 D = fx_words(g0, g1, g2);
+          const __int128 D = fx_load(fx + 3 * (2 * rows + r));
           A.part_sum[slot + r] += __dmul_rn(fx_to_double(P + M + D), fx_inv);
           A.part_odd[slot + r] += __dmul_rn(fx_to_double(P - M), fx_inv);
-          A.part_deg[slot + r] += gc;
-          A.part_cnt[slot + r] += static_cast<ull>(c) + gc;
+          A.part_deg[slot + r] += deg[r];
+          deg[r] = 0;
         } else {
-          A.part_cnt[slot + r] += c;
           A.part_sum[slot + r] += __dmul_rn(fx_to_double(P), fx_inv);
         }
-        for (u32 k = 0; k < (parity ? 2u : 1u); ++k) {
+        for (u32 k = 0; k < (parity ? 3u : 1u); ++k) {
           u32* w = fx + 3 * (k * rows + r);
           w[0] = w[1] = w[2] = 0;
         }
         continue;
       }
-      A.part_cnt[slot + r] += c;
       if (parity) {
         A.part_sum[slot + r] += (sum[r] + odd[r]) + dsum[r];
         A.part_odd[slot + r] += sum[r] - odd[r];
@@ -274,7 +240,7 @@ __host__ __device__ inline std::size_t hist_bytes(u32 rows, bool parity, bool fi
   const std::size_t r = rows;
   std::size_t b;
   if (fixed)
-    b = parity ? r * (2 * 12 + 4) : r * (12 + 4);  // parity: P, M, count (degenerate: global)
+    b = parity ? r * (3 * 12 + 2 * 4) : r * (12 + 4);
   else
     b = parity ? r * (3 * 8 + 2 * 4) : r * (8 + 4);
   return (b + 15) & ~std::size_t{15};
@@ -292,7 +258,7 @@ __device__ inline BlockHist make_hist(unsigned char* smem, u32 rows, bool parity
   std::size_t at = 0;
   if (h.fixed) {
     h.fx = reinterpret_cast<u32*>(smem);
-    at = r * 12 * (parity ? 2 : 1);
+    at = r * 12 * (parity ? 3 : 1);
   } else {
     h.sum = reinterpret_cast<double*>(smem);
     at = r * 8;
@@ -304,7 +270,7 @@ __device__ inline BlockHist make_hist(unsigned char* smem, u32 rows, bool parity
   }
   h.cnt = reinterpret_cast<u32*>(smem + at);
   at += r * 4;
-  if (parity && !h.fixed) h.deg = reinterpret_cast<u32*>(smem + at);
+  if (parity) h.deg = reinterpret_cast<u32*>(smem + at);
   return h;
 }
 
@@ -483,9 +449,9 @@ struct FourArgs {
 
 /// Byte layout of a neighbourhood of capacity D (shared memory or global scratch). Per entry
 /// `ent`: even {w, bin(i,c) * n^3} in 16 bytes; parity {ux, uy, uz, w} in 32 bytes (the bin term
-/// then from `bin`), so that the tetrahedron loop reads an entry with one or two 16-byte loads.
+/// then in cb3), so that the tetrahedron loop reads an entry with one or two 16-byte loads.
 struct HoodLayout {
-  std::size_t ent, nb, bits, bin, T, total;
+  std::size_t ent, cb3, nb, bits, bin, T, total;
 };
 __host__ __device__ inline HoodLayout hood_layout(u32 D, bool parity) {
   HoodLayout L{};
@@ -493,6 +459,8 @@ __host__ __device__ inline HoodLayout hood_layout(u32 D, bool parity) {
   std::size_t at = 0;
   L.ent = at;
   at += (parity ? 32 : 16) * d;
+  L.cb3 = at;
+  at += parity ? ((4 * d + 15) & ~std::size_t{15}) : 0;
   L.nb = at;
   at += 4 * d;
   L.bits = at;
@@ -530,7 +498,7 @@ __device__ __forceinline__ u32 range_pick(const u32 (&lo)[3], const u32 (&len)[3
 }
 
 template <bool kParity, bool kScratch, bool kFixed>
-__device__ __forceinline__ void count4_body(const FourArgs& a) {
+__global__ void count4_kernel(FourArgs a) {
   extern __shared__ __align__(16) unsigned char smem[];
   __shared__ u32 s_item;
   __shared__ u32 s_range[6];
@@ -543,6 +511,7 @@ __device__ __forceinline__ void count4_body(const FourArgs& a) {
   const HoodLayout L = hood_layout(a.dcap, kParity);
   uint4* l_ent = reinterpret_cast<uint4*>(hood + L.ent);      // even: {w lo, w hi, cb3, 0}
   double2* l_ent2 = reinterpret_cast<double2*>(hood + L.ent);  // parity: {ux, uy}, {uz, w}
+  u32* l_cb3 = reinterpret_cast<u32*>(hood + L.cb3);
   u32* l_nb = reinterpret_cast<u32*>(hood + L.nb);
   u32* l_bits = reinterpret_cast<u32*>(hood + L.bits);
   u8* l_bin = hood + L.bin;
@@ -630,6 +599,7 @@ __device__ __forceinline__ void count4_body(const FourArgs& a) {
         }
         l_ent2[2 * q] = make_double2(ux, uy);
         l_ent2[2 * q + 1] = make_double2(uz, wj);
+        l_cb3[q] = b * a.n3;
       } else {
         l_ent[q] = make_uint4(static_cast<u32>(__double_as_longlong(wj)),
                               static_cast<u32>(static_cast<unsigned long long>(__double_as_longlong(wj)) >> 32),
@@ -680,9 +650,6 @@ __device__ __forceinline__ void count4_body(const FourArgs& a) {
       const u32* ra = l_bits + pa * nw;
       const u32* rb = l_bits + pb * nw;
       const double wab = wi * weight(pa) * weight(pb);
-      // fixed point: the scale 2^k folded into wab (exact: a power of two, no overflow since
-      // 2^k max|w|^4 <= 2^59), so that x = rint((wab 2^k) wc) = rint((wab wc) 2^k)
-      const double wabx = kFixed ? mul(wab, a.fx_scale) : wab;
       const u32 code_ab = static_cast<u32>(l_bin[pa]) * a.n5 - bias +
                           static_cast<u32>(l_bin[pb]) * a.n4 + static_cast<u32>(ta[pb]) * a.n2;
       double cx = 0, cy = 0, cz = 0;
@@ -708,7 +675,7 @@ __device__ __forceinline__ void count4_body(const FourArgs& a) {
             vy = c0.y;
             vz = c1.x;
             wc = c1.y;
-            cb3 = static_cast<u32>(l_bin[c]) * a.n3;
+            cb3 = l_cb3[c];
           } else {
             const uint4 v = l_ent[c];
             wc = __hiloint2double(static_cast<int>(v.y), static_cast<int>(v.x));
@@ -717,18 +684,18 @@ __device__ __forceinline__ void count4_body(const FourArgs& a) {
           const u32 code = code_ab + cb3 + static_cast<u32>(ta[c]) * n + static_cast<u32>(tb[c]);
           const u32 pk = a.packed16 ? static_cast<u32>(__ldg(a.packed16 + code)) : __ldg(a.packed + code);
           const u32 row = pk >> 1;
-          const double prod = wabx * wc;  // fixed point: already scaled by 2^k
+          const double prod = wab * wc;
           if constexpr (kParity) {
             const double v = add(add(mul(cx, vx), mul(cy, vy)), mul(cz, vz));
             // odd sign: relabelling sign x sign(V); |V| < 1e-9 is degenerate
             const bool degenerate = fabs(v) < 1e-9, negative = (v > 0) == ((pk & 1u) != 0);
             if constexpr (kFixed)
-              hist.add_parity_fx(a.acc, row, __double2ll_rn(prod), degenerate, negative);
+              hist.add_parity_fx(row, __double2ll_rn(mul(prod, a.fx_scale)), degenerate, negative);
             else
               hist.add_parity(a.acc, row, prod, degenerate, negative);
           } else {
             if constexpr (kFixed)
-              hist.add_fx(row, __double2ll_rn(prod));
+              hist.add_fx(row, __double2ll_rn(mul(prod, a.fx_scale)));
             else
               hist.add(a.acc, row, prod);
           }
@@ -769,18 +736,6 @@ __device__ __forceinline__ void count4_body(const FourArgs& a) {
   }
   __syncthreads();
   hist.flush(a.acc, kParity);
-}
-
-template <bool kParity, bool kScratch, bool kFixed>
-__global__ void count4_kernel(FourArgs a) {
-  count4_body<kParity, kScratch, kFixed>(a);
-}
-/// The common parity case (fixed point, shared-memory neighbourhood) capped at 48 registers (the
-/// compiler otherwise takes 66: 3 blocks of 256 threads per SM): 5 blocks in the 96-entry class
-/// (was 4) and 3 in the 192-entry class (shared memory; was 2). ptxas spills 12 bytes at 48 (and
-/// still 8 bytes at 64).
-__global__ void __maxnreg__(48) count4_parity_fx_kernel(FourArgs a) {
-  count4_body<true, false, true>(a);
 }
 
 // ---------------------------------------------------------------------------------------------

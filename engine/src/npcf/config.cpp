@@ -157,23 +157,9 @@ double Binning::centre(int i) const {
   return 0.5 * (lo + hi);
 }
 
-std::vector<std::string> NpcfConfig::validate() const {
-  std::vector<std::string> out;
-  for (auto& [field, msg] : problems_of(*this)) out.push_back(field + ": " + msg);
-  return out;
-}
+std::vector<std::string> NpcfConfig::validate() const { return format_problems(problems_of(*this)); }
 
-void NpcfConfig::check() const {
-  const auto p = problems_of(*this);
-  if (p.empty()) return;
-  if (p.size() == 1) throw ConfigError(p[0].first, p[0].second);
-  std::string all;
-  for (std::size_t i = 0; i < p.size(); ++i) {
-    if (i) all += "; ";
-    all += p[i].first + ": " + p[i].second;
-  }
-  throw ConfigError("", all);
-}
+void NpcfConfig::check() const { throw_if_problems(problems_of(*this)); }
 
 std::string NpcfConfig::to_json() const {
   nlohmann::json j;

@@ -56,23 +56,9 @@ std::vector<std::pair<std::string, std::string>> problems_of(const ShtConfig& c)
 }
 }  // namespace
 
-std::vector<std::string> ShtConfig::validate() const {
-  std::vector<std::string> out;
-  for (auto& [f, m] : problems_of(*this)) out.push_back(f + ": " + m);
-  return out;
-}
+std::vector<std::string> ShtConfig::validate() const { return format_problems(problems_of(*this)); }
 
-void ShtConfig::check() const {
-  const auto p = problems_of(*this);
-  if (p.empty()) return;
-  if (p.size() == 1) throw ConfigError(p[0].first, p[0].second);
-  std::string all;
-  for (std::size_t i = 0; i < p.size(); ++i) {
-    if (i) all += "; ";
-    all += p[i].first + ": " + p[i].second;
-  }
-  throw ConfigError("", all);
-}
+void ShtConfig::check() const { throw_if_problems(problems_of(*this)); }
 
 std::string ShtConfig::to_json() const {
   nlohmann::json j;

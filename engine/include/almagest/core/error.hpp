@@ -85,3 +85,30 @@ public:
       throw ::almagest::Error(std::string("internal error at ") + __FILE__ + ":" +             \
                               std::to_string(__LINE__) + ": " + (msg));                         \
   } while (0)
+
+#include <utility>
+#include <vector>
+
+namespace almagest {
+
+/// Problems found by a configuration's validation: (field, message) pairs.
+using FieldProblems = std::vector<std::pair<std::string, std::string>>;
+
+/// "field: message" per problem (what XxxConfig::validate() returns).
+inline std::vector<std::string> format_problems(const FieldProblems& problems) {
+  std::vector<std::string> out;
+  out.reserve(problems.size());
+  for (const auto& [field, message] : problems) out.push_back(field + ": " + message);
+  return out;
+}
+
+/// Throws one ConfigError listing every problem (none: returns). A single problem keeps its field.
+inline void throw_if_problems(const FieldProblems& problems) {
+  if (problems.empty()) return;
+  if (problems.size() == 1) throw ConfigError(problems[0].first, problems[0].second);
+  std::string all;
+  for (const auto& line : format_problems(problems)) all += (all.empty() ? "" : "; ") + line;
+  throw ConfigError("", all);
+}
+
+}  // namespace almagest
