@@ -488,7 +488,7 @@ void MainWindow::showGpuStatus() {
                 .arg(d.cc_minor)
                 .arg(d.multiprocessors)
                 .arg(static_cast<double>(d.total_memory) / (1024.0 * 1024.0 * 1024.0), 0, 'f', 1);
-  text += tr("<p>The CPU backend is always available; jobs in this window use it.</p>");
+  text += tr("<p>The CPU backend is always available; choose the CUDA or Auto backend in the job panel where a GPU is.</p>");
   QMessageBox::information(this, tr("GPU status"), text);
 }
 

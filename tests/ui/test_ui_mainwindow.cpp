@@ -21,7 +21,11 @@
 #include <cmath>
 #include <set>
 
+#include <QComboBox>
+#include <QStandardItemModel>
+
 #include "MainWindow.hpp"
+#include "almagest/core/gpu.hpp"
 #include "almagest/npcf/result.hpp"
 #include "jobs/JobRunner.hpp"
 #include "panels/JobPanel.hpp"
@@ -93,6 +97,7 @@ private slots:
   void mouseDragRotatesTheCamera();
   void threePointJobShowsZeta();
   void cancelledJobLeavesNoResult();
+  void backendChoiceFollowsGpuStatus();
 };
 
 void TestUiMainWindow::initTestCase() {
@@ -313,6 +318,20 @@ void TestUiMainWindow::cancelledJobLeavesNoResult() {
   for (const auto& args : progress) QVERIFY(args.at(0).toInt() < 100);
   QVERIFY(!w.jobPanel()->cancelButton()->isEnabled());
   QVERIFY(w.jobPanel()->runButton()->isEnabled());
+}
+
+void TestUiMainWindow::backendChoiceFollowsGpuStatus() {
+  MainWindow w;
+  auto* backend = w.jobPanel()->findChild<QComboBox*>(QStringLiteral("backend"));
+  QVERIFY2(backend, "the job panel has no backend selector");
+  auto* model = qobject_cast<QStandardItemModel*>(backend->model());
+  QVERIFY(model);
+  const int cuda = backend->findData(static_cast<int>(almagest::npcf::Backend::Cuda));
+  QCOMPARE(model->item(cuda)->isEnabled(), almagest::gpu_status().available);
+  // The chosen backend reaches the job configuration.
+  const int autoIdx = backend->findData(static_cast<int>(almagest::npcf::Backend::Auto));
+  backend->setCurrentIndex(autoIdx);
+  QCOMPARE(w.jobPanel()->config().backend, almagest::npcf::Backend::Auto);
 }
 
 int main(int argc, char** argv) {

@@ -1,5 +1,7 @@
 #include "panels/JobPanel.hpp"
 
+#include <QStandardItemModel>
+
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDoubleSpinBox>
@@ -18,6 +20,8 @@
 #include <QVBoxLayout>
 
 #include <thread>
+
+#include "almagest/core/gpu.hpp"
 
 namespace almagest::ui {
 
@@ -108,6 +112,25 @@ JobPanel::JobPanel(QWidget* parent) : QWidget(parent) {
   threads_->setSpecialValueText(tr("all (%1)").arg(hw));
   threads_->setToolTip(tr("Worker threads of the CPU backend. Results do not depend on it."));
   form->addRow(tr("Threads"), threads_);
+
+  // Backend: the CUDA entry is disabled (with the reason) where no GPU can be used.
+  backend_ = new QComboBox(stat);
+  backend_->setObjectName(QStringLiteral("backend"));
+  backend_->addItem(tr("CPU"), static_cast<int>(npcf::Backend::Cpu));
+  backend_->addItem(tr("CUDA (GPU)"), static_cast<int>(npcf::Backend::Cuda));
+  backend_->addItem(tr("Auto (GPU when it pays)"), static_cast<int>(npcf::Backend::Auto));
+  const GpuStatus& gpu = gpu_status();
+  if (!gpu.available) {
+    if (auto* model = qobject_cast<QStandardItemModel*>(backend_->model()))
+      if (QStandardItem* item = model->item(1)) {
+        item->setEnabled(false);
+        item->setToolTip(QString::fromStdString(gpu.reason));
+      }
+    backend_->setToolTip(tr("No usable GPU: %1").arg(QString::fromStdString(gpu.reason)));
+  } else {
+    backend_->setToolTip(tr("GPU: %1").arg(QString::fromStdString(gpu.summary())));
+  }
+  form->addRow(tr("Backend"), backend_);
   settingsLayout->addWidget(stat);
   outer->addWidget(settings_);
 
@@ -154,6 +177,7 @@ npcf::NpcfConfig JobPanel::config() const {
   c.bins.nbins = nbins_->value();
   c.bins.scale = log_->isChecked() ? npcf::BinScale::Log : npcf::BinScale::Linear;
   c.threads = threads_->value();
+  c.backend = static_cast<npcf::Backend>(backend_->currentData().toInt());
   return c;
 }
 
@@ -165,6 +189,8 @@ void JobPanel::setConfig(const npcf::NpcfConfig& c) {
   nbins_->setValue(c.bins.nbins);
   log_->setChecked(c.bins.scale == npcf::BinScale::Log);
   threads_->setValue(c.threads);
+  const int bidx = backend_->findData(static_cast<int>(c.backend));
+  backend_->setCurrentIndex(bidx >= 0 ? bidx : 0);
   statisticChanged();
 }
 

@@ -65,6 +65,7 @@ private:
   QSpinBox* nbins_ = nullptr;
   QCheckBox* log_ = nullptr;
   QSpinBox* threads_ = nullptr;
+  QComboBox* backend_ = nullptr;
   QPushButton* run_ = nullptr;
   QPushButton* cancel_ = nullptr;
   QProgressBar* progress_ = nullptr;
