@@ -132,6 +132,17 @@ private slots:
           QCOMPARE(v[7], r.r[k]);
           QCOMPARE(v[8], r.estimator[k]);
         }
+    // Impossible configurations (b3 > b1 + b2 + 1) have no triangles: their sums print as 0,
+    // never -0 (the sign flip that makes RRR positive must not leak a negative zero).
+    bool empty_row = false;
+    for (std::size_t row = 0; row < r.rows(); ++row)
+      if (r.tuples[row] == 0) {
+        empty_row = true;
+        QVERIFY(!std::signbit(r.r[row]));
+        QVERIFY(!std::signbit(r.n[row]));
+      }
+    QVERIFY(empty_row);
+    QVERIFY(text.find(" -0 ") == std::string::npos && text.find(" -0\n") == std::string::npos);
   }
 
   void gramsci_layout_2pcf_and_4pcf() {

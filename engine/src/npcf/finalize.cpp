@@ -19,6 +19,9 @@ void finalize(NpcfResult& r, const PointSet& p) {
                   "finalize: result without bins");
   r.ndata = p.ndata;
   r.nrandom = p.size() - p.ndata;
+  // Empty rows: the sign flip that makes RR..RRRR positive turns 0 into -0; report +0.
+  for (auto* v : {&r.n, &r.r, &r.n_odd, &r.r_odd})
+    for (double& x : *v) x += 0.0;
 
   if (!p.has_randoms()) {
     if (r.order != 2)
