@@ -1,7 +1,12 @@
 #pragma once
 // Helpers shared by the CLI tests (tests/cli/test_cli_*.cpp): running the built almagest-cli
 // (path in the ALMAGEST_CLI macro) with QProcess, and small file utilities.
+#include <QByteArray>
+#include <QDir>
+#include <QElapsedTimer>
 #include <QProcess>
+#include <QTest>
+#include <csignal>
 #include <QString>
 #include <QStringList>
 #include <algorithm>
@@ -36,6 +41,54 @@ inline CliRun run_cli(const QStringList& args,
   r.out = QString::fromUtf8(p.readAllStandardOutput());
   r.err = QString::fromUtf8(p.readAllStandardError());
   return r;
+}
+
+/// Starts almagest-cli with `args`, sends SIGINT after `after_ms` and waits up to 15 s.
+struct Interrupted {
+  bool started = false;
+  bool running = false;    ///< still running when SIGINT was sent
+  bool finished = false;   ///< exited within 15 s of SIGINT
+  qint64 latency_ms = 0;   ///< SIGINT to exit
+  bool normal_exit = false;
+  int code = -1;
+  QString err;
+};
+
+inline Interrupted interrupt_cli(const QStringList& args, int after_ms) {
+  Interrupted r;
+  QProcess p;
+  p.start(QStringLiteral(ALMAGEST_CLI), args);
+  r.started = p.waitForStarted(10000);
+  if (!r.started) return r;
+  QTest::qWait(after_ms);
+  r.running = p.state() == QProcess::Running;
+  if (!r.running) return r;
+  QElapsedTimer t;
+  t.start();
+  ::kill(static_cast<pid_t>(p.processId()), SIGINT);
+  r.finished = p.waitForFinished(15000);
+  r.latency_ms = t.elapsed();
+  if (!r.finished) {
+    p.kill();
+    p.waitForFinished(5000);
+    return r;
+  }
+  r.normal_exit = p.exitStatus() == QProcess::NormalExit;
+  r.code = p.exitCode();
+  r.err = QString::fromUtf8(p.readAllStandardError());
+  return r;
+}
+
+/// QTemporaryDir template "<$ALMAGEST_TEST_TMP or the system temp>/<name>-XXXXXX" (the ctest
+/// folder is created if needed).
+inline QString temp_dir_template(const char* name) {
+  const QByteArray root = qgetenv("ALMAGEST_TEST_TMP");
+  QString base = QDir::tempPath();
+  if (!root.isEmpty()) {
+    std::filesystem::create_directories(root.toStdString());
+    base = QString::fromUtf8(root);
+  }
+  return base + "/" + QString::fromUtf8(name) + "-XXXXXX";
 }
 
 inline QString q(const std::filesystem::path& p) { return QString::fromStdString(p.string()); }

@@ -128,13 +128,7 @@ class TestCliNpcf : public QObject {
 private slots:
   void initTestCase() {
     QVERIFY2(fs::exists(ALMAGEST_CLI), ALMAGEST_CLI);
-    const QByteArray root = qgetenv("ALMAGEST_TEST_TMP");
-    if (!root.isEmpty()) {
-      fs::create_directories(root.toStdString());
-      tmp_.emplace(QString::fromUtf8(root) + "/cli-npcf-XXXXXX");
-    } else {
-      tmp_.emplace();
-    }
+    tmp_.emplace(temp_dir_template("cli-npcf"));
     QVERIFY(tmp_->isValid());
     dir_ = tmp_->path().toStdString();
     data_ = dir_ / "data.txt";
@@ -391,25 +385,16 @@ private slots:
     io::save_catalogue_text(test::clustered_catalogue(20000, 150.0, 10, 3.0, 77), (out / "big.txt").string());
     io::save_catalogue_text(test::uniform_catalogue(20000, 150.0, 78), (out / "bigr.txt").string());
     fs::path res = fresh_dir("cancel-out");
-    QProcess p;
-    p.start(QStringLiteral(ALMAGEST_CLI),
-            {"npcf", "--stat", "4pcf-parity", "--data", q(out / "big.txt"), "--randoms", q(out / "bigr.txt"),
-             "--rmin", "1", "--rmax", "15", "--nbins", "5", "--threads", "2", "-o", q(res / "x.h5")});
-    QVERIFY(p.waitForStarted(10000));
-    QTest::qWait(1500);
-    QVERIFY2(p.state() == QProcess::Running, "the job finished before it could be interrupted");
-    QElapsedTimer t;
-    t.start();
-    ::kill(static_cast<pid_t>(p.processId()), SIGINT);
-    const bool done = p.waitForFinished(15000);
-    const qint64 latency = t.elapsed();
-    if (!done) p.kill();
-    QVERIFY2(done, "not cancelled within 15 s");
-    qInfo("cancel latency: %lld ms", static_cast<long long>(latency));
-    QCOMPARE(p.exitStatus(), QProcess::NormalExit);
-    QCOMPARE(p.exitCode(), 130);
-    QVERIFY(QString::fromUtf8(p.readAllStandardError()).contains("cancelled"));
-    QVERIFY(latency < 3000);
+    const Interrupted r = interrupt_cli({"npcf", "--stat", "4pcf-parity", "--data", q(out / "big.txt"), "--randoms", q(out / "bigr.txt"),
+             "--rmin", "1", "--rmax", "15", "--nbins", "5", "--threads", "2", "-o", q(res / "x.h5")}, 1500);
+    QVERIFY(r.started);
+    QVERIFY2(r.running, "the job finished before it could be interrupted");
+    QVERIFY2(r.finished, "not cancelled within 15 s");
+    qInfo("cancel latency: %lld ms", static_cast<long long>(r.latency_ms));
+    QVERIFY(r.normal_exit);
+    QCOMPARE(r.code, 130);
+    QVERIFY(r.err.contains("cancelled"));
+    QVERIFY(r.latency_ms < 3000);
     QCOMPARE(listing(res), std::vector<std::string>{});
   }
 

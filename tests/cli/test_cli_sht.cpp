@@ -214,13 +214,7 @@ class TestCliSht : public QObject {
 private slots:
   void initTestCase() {
     QVERIFY2(fs::exists(ALMAGEST_CLI), ALMAGEST_CLI);
-    const QByteArray root = qgetenv("ALMAGEST_TEST_TMP");
-    if (!root.isEmpty()) {
-      fs::create_directories(root.toStdString());
-      tmp_.emplace(QString::fromUtf8(root) + "/cli-sht-XXXXXX");
-    } else {
-      tmp_.emplace();
-    }
+    tmp_.emplace(temp_dir_template("cli-sht"));
     QVERIFY(tmp_->isValid());
     dir_ = tmp_->path().toStdString();
     teb_ = {random_alm(kLmax, false, 11), random_alm(kLmax, true, 12), random_alm(kLmax, true, 13)};
@@ -641,24 +635,16 @@ private slots:
     fs::path out = fresh_dir("cancel");
     write_healpix_map((out / "m32.fits").string(), make_map(32, engine_synth(32, kLmax, {teb_[0]})));
     fs::path res = fresh_dir("cancel-out");
-    QProcess p;
-    p.start(QStringLiteral(ALMAGEST_CLI), {"sht", "inverse", q(out / "m32.fits"), "--epsilon", "1e-300", "--max-iter",
-                                           "100000000", "--threads", "1", "-o", q(res / "a.fits")});
-    QVERIFY(p.waitForStarted(10000));
-    QTest::qWait(800);
-    QVERIFY2(p.state() == QProcess::Running, "the inverse finished before it could be interrupted");
-    QElapsedTimer t;
-    t.start();
-    ::kill(static_cast<pid_t>(p.processId()), SIGINT);
-    const bool done = p.waitForFinished(15000);
-    const qint64 latency = t.elapsed();
-    if (!done) p.kill();
-    QVERIFY2(done, "not cancelled within 15 s");
-    qInfo("cancel latency: %lld ms", static_cast<long long>(latency));
-    QCOMPARE(p.exitStatus(), QProcess::NormalExit);
-    QCOMPARE(p.exitCode(), 130);
-    QVERIFY(QString::fromUtf8(p.readAllStandardError()).contains("cancelled"));
-    QVERIFY(latency < 3000);
+    const Interrupted r = interrupt_cli({"sht", "inverse", q(out / "m32.fits"), "--epsilon", "1e-300", "--max-iter",
+                                           "100000000", "--threads", "1", "-o", q(res / "a.fits")}, 800);
+    QVERIFY(r.started);
+    QVERIFY2(r.running, "the inverse finished before it could be interrupted");
+    QVERIFY2(r.finished, "not cancelled within 15 s");
+    qInfo("cancel latency: %lld ms", static_cast<long long>(r.latency_ms));
+    QVERIFY(r.normal_exit);
+    QCOMPARE(r.code, 130);
+    QVERIFY(r.err.contains("cancelled"));
+    QVERIFY(r.latency_ms < 3000);
     QCOMPARE(listing(res), std::vector<std::string>{});
   }
 

@@ -305,13 +305,7 @@ class TestCliStack : public QObject {
 private slots:
   void initTestCase() {
     QVERIFY2(fs::exists(ALMAGEST_CLI), ALMAGEST_CLI);
-    const QByteArray root = qgetenv("ALMAGEST_TEST_TMP");
-    if (!root.isEmpty()) {
-      fs::create_directories(root.toStdString());
-      tmp_.emplace(QString::fromUtf8(root) + "/cli-stack-XXXXXX");
-    } else {
-      tmp_.emplace();
-    }
+    tmp_.emplace(temp_dir_template("cli-stack"));
     QVERIFY(tmp_->isValid());
     dir_ = tmp_->path().toStdString();
     // One random mover (SNR 12, 3 px/day) and one explicit mover, a TAN WCS; WorkUnit and cube.
