@@ -12,10 +12,12 @@
 #include <array>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <exception>
 #include <map>
 #include <mutex>
 #include <numeric>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -237,6 +239,43 @@ private:
                    : (f ? count4_kernel<false, false, true> : count4_kernel<false, false, false>);
   }
 
+  /// Shared-memory neighbourhood classes of the 4pCF: (capacity, threads per block), ascending.
+  /// Default measured on the H200 (docs/benchmarks.md): with the packed connectivity table the
+  /// 128/192 classes fit 3-4 blocks per SM, and 384 threads keep more warps on each neighbourhood.
+  /// The environment variable ALMAGEST_NPCF4_CLASSES ("cap:threads,cap:threads,...") replaces
+  /// the default, for tuning on other cards; a malformed value is an error, not ignored.
+  static std::vector<std::pair<u32, int>> class_shapes() {
+    std::vector<std::pair<u32, int>> caps{{64, 256}, {128, 384}, {192, 384}, {384, 512}};
+    const char* env = std::getenv("ALMAGEST_NPCF4_CLASSES");
+    if (env == nullptr || *env == '\0') return caps;
+    caps.clear();
+    const std::string s(env);
+    std::size_t at = 0;
+    while (at < s.size()) {
+      const std::size_t end = std::min(s.find(',', at), s.size());
+      const std::string item = s.substr(at, end - at);
+      const std::size_t colon = item.find(':');
+      unsigned long cap = 0, threads = 0;
+      try {
+        if (colon == std::string::npos) throw std::invalid_argument("no colon");
+        std::size_t used = 0;
+        cap = std::stoul(item.substr(0, colon), &used);
+        if (used != colon) throw std::invalid_argument("cap");
+        threads = std::stoul(item.substr(colon + 1), &used);
+        if (used != item.size() - colon - 1) throw std::invalid_argument("threads");
+      } catch (const std::exception&) {
+        throw DeviceError("ALMAGEST_NPCF4_CLASSES: '" + item + "' is not cap:threads");
+      }
+      if (cap < 3 || cap > 65535 || threads < 32 || threads > 1024 || threads % 32 != 0 ||
+          (!caps.empty() && cap <= caps.back().first))
+        throw DeviceError("ALMAGEST_NPCF4_CLASSES: '" + item +
+                          "' needs 3 <= cap <= 65535 (ascending) and threads a multiple of 32 up to 1024");
+      caps.emplace_back(static_cast<u32>(cap), static_cast<int>(threads));
+      at = end + 1;
+    }
+    return caps;
+  }
+
   /// Launch shapes and the number of partial slots G.
   void plan_launches() {
     const Job& J = job_;
@@ -279,7 +318,7 @@ private:
                                     static_cast<int>(max_dyn)));
     CUDA_CHECK(cudaFuncSetAttribute(kernel4(true), cudaFuncAttributeMaxDynamicSharedMemorySize,
                                     static_cast<int>(max_dyn)));
-    const std::array<std::pair<u32, int>, 3> caps{{{96, 256}, {192, 256}, {384, 512}}};
+    const std::vector<std::pair<u32, int>> caps = class_shapes();
     G_ = 1;
     const u32 forced = J.opt->shared_degree_cap;
     for (auto [cap, threads] : caps) {

@@ -450,6 +450,17 @@ struct FourArgs {
 /// Byte layout of a neighbourhood of capacity D (shared memory or global scratch). Per entry
 /// `ent`: even {w, bin(i,c) * n^3} in 16 bytes; parity {ux, uy, uz, w} in 32 bytes (the bin term
 /// then in cb3), so that the tetrahedron loop reads an entry with one or two 16-byte loads.
+/// The connectivity table holds only its upper triangle (entries (r, c) with c > r, the only ones
+/// the tetrahedron loop reads), row after row: d (d - 1) / 2 bytes instead of d^2, so that more
+/// blocks fit in shared memory.
+__host__ __device__ inline std::size_t tri_size(u32 d) {
+  return static_cast<std::size_t>(d) * (d > 0 ? d - 1 : 0) / 2;
+}
+/// Offset of row r in the packed table, less r + 1: row r's entry for column c > r is at
+/// tri_row(r, d) + c.
+__host__ __device__ inline long long tri_row(u32 r, u32 d) {
+  return static_cast<long long>(r) * (2 * static_cast<long long>(d) - r - 1) / 2 - r - 1;
+}
 struct HoodLayout {
   std::size_t ent, cb3, nb, bits, bin, T, total;
 };
@@ -468,7 +479,7 @@ __host__ __device__ inline HoodLayout hood_layout(u32 D, bool parity) {
   L.bin = at;
   at += (d + 15) & ~std::size_t{15};
   L.T = at;
-  at += (d * d + 15) & ~std::size_t{15};
+  at += (tri_size(D) + 15) & ~std::size_t{15};
   L.total = at;
   return L;
 }
@@ -627,7 +638,7 @@ __global__ void count4_kernel(FourArgs a) {
         if (k > last) break;
         const u32 pos = lower_bound<u32>(l_nb, r + 1, d, k);
         if (pos < d && l_nb[pos] == k) {
-          T[r * d + pos] = static_cast<u8>(wbin[e] + 1);
+          T[tri_row(r, d) + pos] = static_cast<u8>(wbin[e] + 1);
           atomicOr(l_bits + r * nw + (pos >> 5), 1u << (pos & 31));
         }
       }
@@ -645,8 +656,8 @@ __global__ void count4_kernel(FourArgs a) {
       }
     };
     auto process = [&](u32 pa, u32 pb) {
-      const u8* ta = T + pa * d;
-      const u8* tb = T + pb * d;
+      const u8* ta = T + tri_row(pa, d);  // read at columns > pa
+      const u8* tb = T + tri_row(pb, d);  // read at columns > pb
       const u32* ra = l_bits + pa * nw;
       const u32* rb = l_bits + pb * nw;
       const double wab = wi * weight(pa) * weight(pb);
