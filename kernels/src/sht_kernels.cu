@@ -113,6 +113,24 @@ __device__ __forceinline__ void rescale(int& e, double& v0, double& v1, double& 
   }
 }
 
+/// A chain whose output is discarded (no ring pair, or m above the pair's mlim) runs on zeros
+/// at scale 0, so that it never keeps its warp off the fast path below.
+__device__ __forceinline__ void idle_chain(double& v1, double& w1, int& e) {
+  v1 = 0.0;
+  w1 = 0.0;
+  e = 0;
+}
+
+/// True when every chain of every lane of the warp is at scale 0 (its values count); once true
+/// it stays true (scales only grow towards 0). Warp-uniform.
+template <int P>
+__device__ __forceinline__ bool warp_all_scaled_in(const int (&e)[P]) {
+  bool all = true;
+#pragma unroll
+  for (int k = 0; k < P; ++k) all = all && e[k] == 0;
+  return __all_sync(0xffffffffu, all);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Legendre synthesis: block (m, column group), threads over active ring pairs, P pairs each.
 template <int SPIN, int P, int NC>
@@ -166,11 +184,38 @@ __global__ void __launch_bounds__(kThreads) k_legendre_synthesis(LegendreArgs a)
       } else {
         start_spin2(m, nu, g, v1[k], w1[k], e[k]);
       }
+      if (!on[k]) idle_chain(v1[k], w1[k], e[k]);
 #pragma unroll
       for (int c = 0; c < NC; ++c)
 #pragma unroll
         for (int q = 0; q < (SPIN ? 8 : 2); ++q) acc[k][c][q] = {0.0, 0.0};
     }
+    // Adds lambda (spin 0: P_ = lambda; spin 2: P_, M_ = lambda^+, lambda^-) of chain k at
+    // chunk position li into the accumulators of parity par.
+    auto accumulate = [&](int k, int li, int par, double P_, double M_) {
+      if (SPIN == 0) {
+#pragma unroll
+        for (int c = 0; c < NC; ++c) {
+          const cplx x = s_alm[c][li];
+          acc[k][c][par].re = fma(x.re, P_, acc[k][c][par].re);
+          acc[k][c][par].im = fma(x.im, P_, acc[k][c][par].im);
+        }
+      } else {
+#pragma unroll
+        for (int c = 0; c < NC; ++c) {
+          const cplx aE = s_alm[2 * c][li], aB = s_alm[2 * c + 1][li];
+          // acc[0+par] += aE P, [2+par] += aE M, [4+par] += aB P, [6+par] += aB M
+          acc[k][c][0 + par].re = fma(aE.re, P_, acc[k][c][0 + par].re);
+          acc[k][c][0 + par].im = fma(aE.im, P_, acc[k][c][0 + par].im);
+          acc[k][c][2 + par].re = fma(aE.re, M_, acc[k][c][2 + par].re);
+          acc[k][c][2 + par].im = fma(aE.im, M_, acc[k][c][2 + par].im);
+          acc[k][c][4 + par].re = fma(aB.re, P_, acc[k][c][4 + par].re);
+          acc[k][c][4 + par].im = fma(aB.im, P_, acc[k][c][4 + par].im);
+          acc[k][c][6 + par].re = fma(aB.re, M_, acc[k][c][6 + par].re);
+          acc[k][c][6 + par].im = fma(aB.im, M_, acc[k][c][6 + par].im);
+        }
+      }
+    };
     for (int lc = l0; lc <= lmax; lc += LC) {
       __syncthreads();
       for (int i = threadIdx.x; i < LC; i += kThreads) {
@@ -198,41 +243,35 @@ __global__ void __launch_bounds__(kThreads) k_legendre_synthesis(LegendreArgs a)
         s_alm[cc][li] = v;
       }
       __syncthreads();
-      for (int li2 = 0; li2 < LC; li2 += 2) {
+      if (lc != l0 && warp_all_scaled_in(e)) {
+        // Fast path: every chain of the warp counts (e = 0) and none starts in this chunk, so
+        // no per-step scale selects, no rescale checks: the loop is the recursion and the FMAs.
+        for (int li2 = 0; li2 < LC; li2 += 2) {
 #pragma unroll
-      for (int par = 0; par < 2; ++par) {
-        const int li = li2 + par;
-        const int l = lc + li;
-        const double al = s_a[li], be = s_b[li], ga = s_g[li];
+          for (int par = 0; par < 2; ++par) {
+            const int li = li2 + par;
+            const double al = s_a[li], be = s_b[li];
 #pragma unroll
-        for (int k = 0; k < P; ++k) {
-          if (l != l0) step<SPIN>(al, be, ga, z[k], v0[k], v1[k], w0[k], w1[k]);
-          if (SPIN == 0) {
-            const double lam = e[k] == 0 ? v1[k] : 0.0;
-#pragma unroll
-            for (int c = 0; c < NC; ++c) {
-              const cplx x = s_alm[c][li];
-              acc[k][c][par].re = fma(x.re, lam, acc[k][c][par].re);
-              acc[k][c][par].im = fma(x.im, lam, acc[k][c][par].im);
-            }
-          } else {
-            const double P_ = e[k] == 0 ? v1[k] : 0.0, M_ = e[k] == 0 ? w1[k] : 0.0;
-#pragma unroll
-            for (int c = 0; c < NC; ++c) {
-              const cplx aE = s_alm[2 * c][li], aB = s_alm[2 * c + 1][li];
-              // acc[0+par] += aE P, [2+par] += aE M, [4+par] += aB P, [6+par] += aB M
-              acc[k][c][0 + par].re = fma(aE.re, P_, acc[k][c][0 + par].re);
-              acc[k][c][0 + par].im = fma(aE.im, P_, acc[k][c][0 + par].im);
-              acc[k][c][2 + par].re = fma(aE.re, M_, acc[k][c][2 + par].re);
-              acc[k][c][2 + par].im = fma(aE.im, M_, acc[k][c][2 + par].im);
-              acc[k][c][4 + par].re = fma(aB.re, P_, acc[k][c][4 + par].re);
-              acc[k][c][4 + par].im = fma(aB.im, P_, acc[k][c][4 + par].im);
-              acc[k][c][6 + par].re = fma(aB.re, M_, acc[k][c][6 + par].re);
-              acc[k][c][6 + par].im = fma(aB.im, M_, acc[k][c][6 + par].im);
+            for (int k = 0; k < P; ++k) {
+              step<SPIN>(al, be, 0.0, z[k], v0[k], v1[k], w0[k], w1[k]);
+              accumulate(k, li, par, v1[k], w1[k]);
             }
           }
         }
+        continue;
       }
+      for (int li2 = 0; li2 < LC; li2 += 2) {
+#pragma unroll
+        for (int par = 0; par < 2; ++par) {
+          const int li = li2 + par;
+          const int l = lc + li;
+          const double al = s_a[li], be = s_b[li], ga = s_g[li];
+#pragma unroll
+          for (int k = 0; k < P; ++k) {
+            if (l != l0) step<SPIN>(al, be, ga, z[k], v0[k], v1[k], w0[k], w1[k]);
+            accumulate(k, li, par, e[k] == 0 ? v1[k] : 0.0, e[k] == 0 ? w1[k] : 0.0);
+          }
+        }
         if ((li2 & 6) == 6) {
 #pragma unroll
           for (int k = 0; k < P; ++k) rescale<SPIN>(e[k], v0[k], v1[k], w0[k], w1[k]);
@@ -342,6 +381,7 @@ __global__ void __launch_bounds__(kThreads) k_legendre_adjoint(LegendreArgs a) {
       } else {
         start_spin2(m, nu, g, v1[k], w1[k], e[k]);
       }
+      if (!on) idle_chain(v1[k], w1[k], e[k]);
 #pragma unroll
       for (int c = 0; c < NC; ++c) {
         const bool cv = on && col0 + c < a.ncols;
@@ -391,46 +431,68 @@ __global__ void __launch_bounds__(kThreads) k_legendre_adjoint(LegendreArgs a) {
         s_g[i] = nl;
       }
       __syncthreads();
+      // Adds lambda (spin 0: P_; spin 2: P_, M_ = lambda^+, lambda^-) of chain k times the ring
+      // data of parity par into sum.
+      auto gather = [&](cplx (&sum)[NCC], int k, int par, double P_, double M_) {
+        if (SPIN == 0) {
 #pragma unroll
-      for (int li = 0; li < LC; ++li) {
-        const int l = lc + li;
-        const int par = li & 1;  // relative to l0; the swap above maps it to (l - m) parity
-        const double al = s_a[li], be = s_b[li], ga = s_g[li];
-        cplx sum[NCC];
+          for (int c = 0; c < NC; ++c) {
+            const cplx x = f[k][c][par];
+            sum[c].re = fma(P_, x.re, sum[c].re);
+            sum[c].im = fma(P_, x.im, sum[c].im);
+          }
+        } else {
+          const double W = P_ + M_, X = M_ - P_;
 #pragma unroll
-        for (int q = 0; q < NCC; ++q) sum[q] = {0.0, 0.0};
-#pragma unroll
-        for (int k = 0; k < P; ++k) {
-          if (l != l0) step<SPIN>(al, be, ga, z[k], v0[k], v1[k], w0[k], w1[k]);
-          if (SPIN == 0) {
-            const double lam = e[k] == 0 ? v1[k] : 0.0;
-#pragma unroll
-            for (int c = 0; c < NC; ++c) {
-              const cplx x = f[k][c][par];
-              sum[c].re = fma(lam, x.re, sum[c].re);
-              sum[c].im = fma(lam, x.im, sum[c].im);
-            }
-          } else {
-            const double P_ = e[k] == 0 ? v1[k] : 0.0, M_ = e[k] == 0 ? w1[k] : 0.0;
-            const double W = P_ + M_, X = M_ - P_;
-#pragma unroll
-            for (int c = 0; c < NC; ++c) {
-              // even: bE += -W QE - i X UO ; bB += i X QO - W UE
-              // odd:  bE += -W QO - i X UE ; bB += i X QE - W UO
-              const cplx A1 = f[k][c][par ? 1 : 0], A2 = f[k][c][par ? 2 : 3];
-              const cplx A3 = f[k][c][par ? 0 : 1], A4 = f[k][c][par ? 3 : 2];
-              sum[2 * c].re += -W * A1.re + X * A2.im;
-              sum[2 * c].im += -W * A1.im - X * A2.re;
-              sum[2 * c + 1].re += -X * A3.im - W * A4.re;
-              sum[2 * c + 1].im += X * A3.re - W * A4.im;
-            }
+          for (int c = 0; c < NC; ++c) {
+            // even: bE += -W QE - i X UO ; bB += i X QO - W UE
+            // odd:  bE += -W QO - i X UE ; bB += i X QE - W UO
+            const cplx A1 = f[k][c][par ? 1 : 0], A2 = f[k][c][par ? 2 : 3];
+            const cplx A3 = f[k][c][par ? 0 : 1], A4 = f[k][c][par ? 3 : 2];
+            sum[2 * c].re += -W * A1.re + X * A2.im;
+            sum[2 * c].im += -W * A1.im - X * A2.re;
+            sum[2 * c + 1].re += -X * A3.im - W * A4.re;
+            sum[2 * c + 1].im += X * A3.re - W * A4.im;
           }
         }
+      };
+      if (lc != l0 && warp_all_scaled_in(e)) {
+        // Fast path (see the synthesis): no scale selects, no rescale checks.
 #pragma unroll
-        for (int q = 0; q < NCC; ++q) red[li * NCC + q][threadIdx.x] = sum[q];
-        if ((li & 7) == 7 || li == LC - 1) {
+        for (int li = 0; li < LC; ++li) {
+          const int par = li & 1;
+          const double al = s_a[li], be = s_b[li];
+          cplx sum[NCC];
 #pragma unroll
-          for (int k = 0; k < P; ++k) rescale<SPIN>(e[k], v0[k], v1[k], w0[k], w1[k]);
+          for (int q = 0; q < NCC; ++q) sum[q] = {0.0, 0.0};
+#pragma unroll
+          for (int k = 0; k < P; ++k) {
+            step<SPIN>(al, be, 0.0, z[k], v0[k], v1[k], w0[k], w1[k]);
+            gather(sum, k, par, v1[k], w1[k]);
+          }
+#pragma unroll
+          for (int q = 0; q < NCC; ++q) red[li * NCC + q][threadIdx.x] = sum[q];
+        }
+      } else {
+#pragma unroll
+        for (int li = 0; li < LC; ++li) {
+          const int l = lc + li;
+          const int par = li & 1;  // relative to l0; the swap above maps it to (l - m) parity
+          const double al = s_a[li], be = s_b[li], ga = s_g[li];
+          cplx sum[NCC];
+#pragma unroll
+          for (int q = 0; q < NCC; ++q) sum[q] = {0.0, 0.0};
+#pragma unroll
+          for (int k = 0; k < P; ++k) {
+            if (l != l0) step<SPIN>(al, be, ga, z[k], v0[k], v1[k], w0[k], w1[k]);
+            gather(sum, k, par, e[k] == 0 ? v1[k] : 0.0, e[k] == 0 ? w1[k] : 0.0);
+          }
+#pragma unroll
+          for (int q = 0; q < NCC; ++q) red[li * NCC + q][threadIdx.x] = sum[q];
+          if ((li & 7) == 7 || li == LC - 1) {
+#pragma unroll
+            for (int k = 0; k < P; ++k) rescale<SPIN>(e[k], v0[k], v1[k], w0[k], w1[k]);
+          }
         }
       }
       __syncthreads();
@@ -681,6 +743,10 @@ void launch_legendre_synthesis(const LegendreArgs& a, cudaStream_t s) {
 }
 
 void launch_legendre_adjoint(const LegendreArgs& a, cudaStream_t s) {
+  // The adjoint reduces over the block's threads for every l through shared memory; for spin 2
+  // four ring pairs per thread (instead of two) amortise that traffic over more FP64 work where
+  // there are enough active pairs to fill the tiles (kThreads * P pairs each): -4% at nside
+  // 2048, -8% at 512 on the H200. Spin 0 with eight pairs (168 registers, spills) was not faster.
   if (a.spin == 0) {
     if (a.ncols >= 4)
       launch_adj_t<0, 2, 4>(a, s);
@@ -691,6 +757,8 @@ void launch_legendre_adjoint(const LegendreArgs& a, cudaStream_t s) {
   } else {
     if (a.ncols >= 2)
       launch_adj_t<2, 1, 2>(a, s);
+    else if (a.nactive >= 2 * kThreads * 4)
+      launch_adj_t<2, 4, 1>(a, s);
     else
       launch_adj_t<2, 2, 1>(a, s);
   }
