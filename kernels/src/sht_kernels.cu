@@ -131,6 +131,25 @@ __device__ __forceinline__ bool warp_all_scaled_in(const int (&e)[P]) {
   return __all_sync(0xffffffffu, all);
 }
 
+/// Recursion coefficients A_l, B_l (spin 2) and normalisation N_l of l = lc .. lc + LC - 1 into
+/// shared memory (zeros above lmax, where the chains then run on without effect).
+template <int SPIN, int LC>
+__device__ __forceinline__ void load_coefficients(const LegendreArgs& a, std::size_t mst, int lc,
+                                                  double* s_a, double* s_b, double* s_g) {
+  for (int i = threadIdx.x; i < LC; i += kThreads) {
+    const int l = lc + i;
+    double al = 0, be = 0, nl = 0;
+    if (l <= a.lmax) {
+      al = a.tabA[mst + l];
+      be = SPIN ? a.tabB[mst + l] : 0.0;
+      nl = a.tabN[mst + l];
+    }
+    s_a[i] = al;
+    s_b[i] = be;
+    s_g[i] = nl;
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Legendre synthesis: block (m, column group), threads over active ring pairs, P pairs each.
 template <int SPIN, int P, int NC>
@@ -218,18 +237,7 @@ __global__ void __launch_bounds__(kThreads) k_legendre_synthesis(LegendreArgs a)
     };
     for (int lc = l0; lc <= lmax; lc += LC) {
       __syncthreads();
-      for (int i = threadIdx.x; i < LC; i += kThreads) {
-        const int l = lc + i;
-        double al = 0, be = 0, nl = 0;
-        if (l <= lmax) {
-          al = a.tabA[mst + l];
-          be = SPIN ? a.tabB[mst + l] : 0.0;
-          nl = a.tabN[mst + l];
-        }
-        s_a[i] = al;
-        s_b[i] = be;
-        s_g[i] = nl;
-      }
+      load_coefficients<SPIN, LC>(a, mst, lc, s_a, s_b, s_g);
       __syncthreads();
       for (int i = threadIdx.x; i < NCC * LC; i += kThreads) {
         const int cc = i / LC, li = i % LC, l = lc + li;
@@ -418,18 +426,7 @@ __global__ void __launch_bounds__(kThreads) k_legendre_adjoint(LegendreArgs a) {
       }
     }
     for (int lc = l0; lc <= lmax; lc += LC) {
-      for (int i = threadIdx.x; i < LC; i += kThreads) {
-        const int l = lc + i;
-        double al = 0, be = 0, nl = 0;
-        if (l <= lmax) {
-          al = a.tabA[mst + l];
-          be = SPIN ? a.tabB[mst + l] : 0.0;
-          nl = a.tabN[mst + l];
-        }
-        s_a[i] = al;
-        s_b[i] = be;
-        s_g[i] = nl;
-      }
+      load_coefficients<SPIN, LC>(a, mst, lc, s_a, s_b, s_g);
       __syncthreads();
       // Adds lambda (spin 0: P_; spin 2: P_, M_ = lambda^+, lambda^-) of chain k times the ring
       // data of parity par into sum.

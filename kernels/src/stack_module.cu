@@ -101,6 +101,39 @@ __device__ __forceinline__ void stage_store(float2* buf, int4 b, const float2 (&
   }
 }
 
+/// The double-buffered staging of one packet's regions: begin() stages exposure 0 into buf[0];
+/// per exposure e, prefetch(e) loads region e + 1 into registers, the caller sums region e from
+/// buf[e & 1] (row width region().z), then commit(e) stores region e + 1 into the other buffer.
+/// The caller puts a barrier after begin() and after every commit().
+template <int S>
+struct Stager {
+  const DevPlanes& P;
+  const int4* bx;
+  int gx0, gy0, n;
+  int4 b, bn;
+  float2 pre[kMaxPer];
+
+  __device__ __forceinline__ Stager(const DevPlanes& planes, const int4* boxes, int x0, int y0)
+      : P(planes), bx(boxes), gx0(x0), gy0(y0), n(planes.n) {}
+  __device__ __forceinline__ void begin(float2* buf0) {
+    b = __ldg(bx);
+    stage_load<S>(P, 0, b, gx0, gy0, pre);
+    stage_store(buf0, b, pre);
+  }
+  __device__ __forceinline__ void prefetch(int e) {
+    bn = b;
+    if (e + 1 < n) {
+      bn = __ldg(bx + e + 1);
+      stage_load<S>(P, e + 1, bn, gx0, gy0, pre);
+    }
+  }
+  __device__ __forceinline__ int4 region() const { return b; }
+  __device__ __forceinline__ void commit(float2 (&buf)[2][kMaxRegion], int e) {
+    if (e + 1 < n) stage_store(buf[(e + 1) & 1], bn, pre);
+    b = bn;
+  }
+};
+
 template <int S>
 __global__ void __launch_bounds__(kThreads) tiled_kernel(DevPlanes P, const int4* __restrict__ box,
                                                          const int* __restrict__ loc,
@@ -138,19 +171,13 @@ __global__ void __launch_bounds__(kThreads) tiled_kernel(DevPlanes P, const int4
       acc_b[k] = 0.f;
       acc_c[k] = 0;
     }
-    float2 pre[kMaxPer];
-    int4 b = __ldg(bx);
-    stage_load<S>(P, 0, b, gx0, gy0, pre);
-    stage_store(buf[0], b, pre);
+    Stager<S> st(P, bx, gx0, gy0);
+    st.begin(buf[0]);
     __syncthreads();
     for (int e = 0; e < n; ++e) {
-      int4 bn = b;
-      if (e + 1 < n) {
-        bn = __ldg(bx + e + 1);
-        stage_load<S>(P, e + 1, bn, gx0, gy0, pre);
-      }
+      st.prefetch(e);
       const float2* cur = buf[e & 1];
-      const int rw = b.z;
+      const int rw = st.region().z;
 #pragma unroll
       for (int k = 0; k < kNV; ++k) {
         const int l = __ldg(lc + std::size_t(e) * kNV + k);
@@ -159,8 +186,7 @@ __global__ void __launch_bounds__(kThreads) tiled_kernel(DevPlanes P, const int4
         acc_b[k] += s.y;
         acc_c[k] += s.y > 0.f ? 1 : 0;
       }
-      if (e + 1 < n) stage_store(buf[(e + 1) & 1], bn, pre);
-      b = bn;
+      st.commit(buf, e);
       __syncthreads();
     }
     if (inside) {
@@ -206,19 +232,13 @@ __global__ void __launch_bounds__(kThreads, 2) tiled16_kernel(DevPlanes P, const
     a1[k] = 0.f;
     b1[k] = 0.f;
   }
-  float2 pre[kMaxPer];
-  int4 b = __ldg(bx);
-  stage_load<S>(P, 0, b, gx0, gy0, pre);
-  stage_store(buf[0], b, pre);
+  Stager<S> st(P, bx, gx0, gy0);
+  st.begin(buf[0]);
   __syncthreads();
   for (int e = 0; e < n; ++e) {
-    int4 bn = b;
-    if (e + 1 < n) {
-      bn = __ldg(bx + e + 1);
-      stage_load<S>(P, e + 1, bn, gx0, gy0, pre);
-    }
+    st.prefetch(e);
     const float2* cur = buf[e & 1];
-    const int rw = b.z;
+    const int rw = st.region().z;
     int4 L[4];
 #pragma unroll
     for (int q = 0; q < 4; ++q) L[q] = __ldg(lc + std::size_t(e) * 4 + q);
@@ -234,8 +254,7 @@ __global__ void __launch_bounds__(kThreads, 2) tiled16_kernel(DevPlanes P, const
       a1[k] += s1.x;
       b1[k] += s1.y;
     }
-    if (e + 1 < n) stage_store(buf[(e + 1) & 1], bn, pre);
-    b = bn;
+    st.commit(buf, e);
     __syncthreads();
   }
   ThreadDigest d;

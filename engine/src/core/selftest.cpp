@@ -195,6 +195,14 @@ std::vector<std::pair<std::string, CudaOptions>> variants(bool quick, bool four)
 
 }  // namespace
 
+SelftestReport SelftestReport::for_current_gpu() {
+  SelftestReport r;
+  const GpuStatus& st = gpu_status();
+  r.gpu_available = st.available;
+  r.device = st.summary();
+  return r;
+}
+
 bool SelftestReport::passed() const {
   if (!gpu_available || checks.empty()) return false;
   return std::all_of(checks.begin(), checks.end(), [](const SelftestCheck& c) { return c.passed; });
@@ -215,11 +223,8 @@ std::string SelftestReport::text() const {
 
 SelftestReport run_gpu_selftest(const SelftestOptions& opt, const JobContext& ctx) {
   const auto t0 = Clock::now();
-  SelftestReport report;
-  const GpuStatus& st = gpu_status();
-  report.gpu_available = st.available;
-  report.device = st.summary();
-  if (!st.available) return report;
+  SelftestReport report = SelftestReport::for_current_gpu();
+  if (!report.gpu_available) return report;
   Runner run{opt, ctx, report};
 
   // A: clustered, not periodic, linear bins, direction pixels stored.

@@ -32,6 +32,8 @@ struct SelftestReport {
   bool passed() const;
   /// Multi-line report: one line per check ("PASS name: detail"), then a summary line.
   std::string text() const;
+  /// An empty report for the current process's GPU (gpu_available, device filled in).
+  static SelftestReport for_current_gpu();
 };
 
 struct SelftestOptions {
