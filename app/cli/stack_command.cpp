@@ -42,6 +42,7 @@ struct InputSettings {
   double psf_sigma = 0, fallback_psf_sigma = 0;
   std::string backend = "cpu";
   int device = 0, threads = 0;
+  double device_memory_mib = 0;  ///< 0 = the device's free memory
   RunOptions run;
 };
 
@@ -54,6 +55,8 @@ void validate_inputs(const InputSettings& s) {
     throw ConfigError("--backend", "unknown backend '" + s.backend + "' (expected cpu, cuda or auto)");
   if (s.threads < 0) throw ConfigError("--threads", "must be >= 0 (0 = all), got " + std::to_string(s.threads));
   if (s.device < 0) throw ConfigError("--device", "must be >= 0, got " + std::to_string(s.device));
+  if (!(s.device_memory_mib >= 0) || !std::isfinite(s.device_memory_mib))
+    throw ConfigError("--device-memory", fmt::format("must be >= 0 MiB (0 = the free memory), got {}", s.device_memory_mib));
 }
 
 /// True when the GPU is to be used: cuda (BackendUnavailable naming why when it cannot be), or
@@ -212,6 +215,7 @@ stack::SearchConfig search_config(const SearchSettings& s) {
   cfg.reference_mjd = s.reference_mjd;
   cfg.threads = s.threads;
   cfg.device = s.device;
+  cfg.device_memory_limit = static_cast<std::uint64_t>(s.device_memory_mib * 1048576.0);
   cfg.bank = build_bank(s);
   return cfg;
 }
@@ -526,6 +530,9 @@ void add_input_options(CLI::App& app, InputSettings& s, bool positional_stack) {
   app.add_option("--backend", s.backend, wrap_text("cpu (default), cuda (exit code 4 without a usable GPU) or auto (the GPU when available).", 62))
       ->type_name("cpu|cuda|auto")->group("Run");
   app.add_option("--device", s.device, "CUDA device index (default 0).")->type_name("N")->group("Run");
+  app.add_option("--device-memory", s.device_memory_mib,
+                 wrap_text("Device memory the stack may occupy [MiB], 0 = the free memory (default). A larger stack is streamed in row bands with identical results; the Fourier method needs it whole.", 62))
+      ->type_name("MIB")->group("Run");
   app.add_option("--threads", s.threads, "CPU worker threads, 0 = all (default); results do not depend on it.")->type_name("N")->group("Run");
   app.add_flag("-q,--quiet", s.run.quiet, "No progress bar and no summary; errors are still printed.")->group("Run");
   app.add_flag("-v,--verbose", s.run.verbose, "Also print the engine's log messages.")->group("Run");

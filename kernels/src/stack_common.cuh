@@ -41,10 +41,12 @@ struct ScanArgs {
   int n_vel;
 };
 
+/// Sample (psi, phi) of exposure e at pixel (x, y); the planes hold exposures from e0 on (exposure
+/// chunks; 0 for whole stacks and row bands), the scales are indexed by the absolute e.
 template <int S>
-__device__ __forceinline__ float2 load_sample(const DevPlanes& P, int e, int x, int y) {
+__device__ __forceinline__ float2 load_sample(const DevPlanes& P, int e, int x, int y, int e0 = 0) {
   if (x < 0 || x >= P.width || y < 0 || y >= P.height) return make_float2(0.f, 0.f);
-  const std::size_t i = (std::size_t(e) * P.rows + std::size_t(y - P.r0)) * P.width + x;
+  const std::size_t i = (std::size_t(e - e0) * P.rows + std::size_t(y - P.r0)) * P.width + x;
   if constexpr (S == 0) {
     return make_float2(__ldg(static_cast<const float*>(P.psi) + i), __ldg(static_cast<const float*>(P.phi) + i));
   } else if constexpr (S == 1) {

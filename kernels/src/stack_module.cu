@@ -270,17 +270,25 @@ __global__ void __launch_bounds__(kThreads, 2) tiled16_kernel(DevPlanes P, const
   reduce_digest(d, A.partials);
 }
 
+/// Exact sums of listed trajectories over exposures [e_begin, e_end), continuing the running
+/// sums in a_out / b_out / obs_out when e_begin > 0 (exposure chunks keep the exposure order);
+/// the planes hold exposures from e_data on.
 template <int S>
 __global__ void evaluate_kernel(DevPlanes P, const int* __restrict__ sx, const int* __restrict__ sy,
-                                const StackHit* __restrict__ list, std::size_t n_list, float* a_out,
-                                float* b_out, int* obs_out) {
+                                const StackHit* __restrict__ list, std::size_t n_list, int e_data,
+                                int e_begin, int e_end, float* a_out, float* b_out, int* obs_out) {
   const std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x;
   if (i >= n_list) return;
   const StackHit h = list[i];
   float a = 0.f, b = 0.f;
   int c = 0;
-  for (int e = 0; e < P.n; ++e) {
-    const float2 s = load_sample<S>(P, e, h.x + sx[std::size_t(h.v) * P.n + e], h.y + sy[std::size_t(h.v) * P.n + e]);
+  if (e_begin > 0) {
+    a = a_out[i];
+    b = b_out[i];
+    c = obs_out[i];
+  }
+  for (int e = e_begin; e < e_end; ++e) {
+    const float2 s = load_sample<S>(P, e, h.x + sx[std::size_t(h.v) * P.n + e], h.y + sy[std::size_t(h.v) * P.n + e], e_data);
     a += s.x;
     b += s.y;
     c += s.y > 0.f ? 1 : 0;
@@ -421,6 +429,8 @@ public:
     }
     Timer t(*stream_);
     try {
+      if (host_.memory_limit > 0 && total * (eb + phi_eb) > host_.memory_limit)
+        throw DeviceOutOfMemory("stack planes above the session's memory limit");
       psi_.allocate(total * eb);
       phi_.allocate(total * phi_eb);
       psi_.upload(static_cast<const unsigned char*>(host_.psi), total * eb, *stream_);
@@ -450,6 +460,26 @@ public:
     P.r0 = r0;
     P.rows = rows;
     return P;
+  }
+
+  /// Device bytes the session may use now: the free memory, capped by the planes' limit.
+  std::size_t budget() const {
+    std::size_t fr = 0, tot = 0;
+    CUDA_CHECK(cudaMemGetInfo(&fr, &tot));
+    return host_.memory_limit > 0 ? std::min<std::size_t>(fr, host_.memory_limit) : fr;
+  }
+
+  /// Uploads exposures [e0, e1) (all rows) into the band buffers.
+  void upload_exposures(int e0, int e1) {
+    const std::size_t eb = elem_bytes(host_.storage), np = std::size_t(host_.width) * host_.height;
+    const std::size_t phi_eb = host_.storage == StackStorage::Int8 ? 1 : eb;
+    const std::size_t ne = std::size_t(e1 - e0);
+    psi_.reserve(ne * np * eb);
+    phi_.reserve(ne * np * phi_eb);
+    CUDA_CHECK(cudaMemcpyAsync(psi_.data(), static_cast<const unsigned char*>(host_.psi) + e0 * np * eb,
+                               ne * np * eb, cudaMemcpyHostToDevice, *stream_));
+    CUDA_CHECK(cudaMemcpyAsync(phi_.data(), static_cast<const unsigned char*>(host_.phi) + e0 * np * phi_eb,
+                               ne * np * phi_eb, cudaMemcpyHostToDevice, *stream_));
   }
 
   /// Uploads rows [r0, r0 + rows) of every exposure into the band buffers.
@@ -508,8 +538,7 @@ public:
     // Bands: the whole image when resident, else as many rows as a quarter of free memory holds.
     int band = H;
     if (!resident_) {
-      std::size_t fr = 0, tot = 0;
-      CUDA_CHECK(cudaMemGetInfo(&fr, &tot));
+      const std::size_t fr = budget();
       const std::size_t per_row = std::size_t(host_.n) * W * (elem_bytes(host_.storage) * 2);
       const int extra = tile_h;
       int span = 0;
@@ -646,14 +675,28 @@ public:
     dl.upload(list, n, s);
     DeviceBuffer<float> da(n), db(n);
     DeviceBuffer<int> dobs(n);
-    if (!resident_) upload_band(0, host_.height);  // throws DeviceOutOfMemory if even this fails
-    const DevPlanes P = planes(0, host_.height);
     const unsigned blocks = unsigned((n + 255) / 256);
     const int storage = int(host_.storage);
-    if (storage == 0) evaluate_kernel<0><<<blocks, 256, 0, s>>>(P, dsx.data(), dsy.data(), dl.data(), n, da.data(), db.data(), dobs.data());
-    else if (storage == 1) evaluate_kernel<1><<<blocks, 256, 0, s>>>(P, dsx.data(), dsy.data(), dl.data(), n, da.data(), db.data(), dobs.data());
-    else evaluate_kernel<2><<<blocks, 256, 0, s>>>(P, dsx.data(), dsy.data(), dl.data(), n, da.data(), db.data(), dobs.data());
-    CUDA_CHECK_LAUNCH();
+    auto launch = [&](const DevPlanes& P, int ed, int e0, int e1) {
+      if (storage == 0) evaluate_kernel<0><<<blocks, 256, 0, s>>>(P, dsx.data(), dsy.data(), dl.data(), n, ed, e0, e1, da.data(), db.data(), dobs.data());
+      else if (storage == 1) evaluate_kernel<1><<<blocks, 256, 0, s>>>(P, dsx.data(), dsy.data(), dl.data(), n, ed, e0, e1, da.data(), db.data(), dobs.data());
+      else evaluate_kernel<2><<<blocks, 256, 0, s>>>(P, dsx.data(), dsy.data(), dl.data(), n, ed, e0, e1, da.data(), db.data(), dobs.data());
+      CUDA_CHECK_LAUNCH();
+    };
+    if (resident_) {
+      launch(planes(0, host_.height), 0, 0, host_.n);
+    } else {
+      // Exposure chunks in order: each launch continues the running sums of the previous one.
+      const std::size_t eb = elem_bytes(host_.storage);
+      const std::size_t per_exp = std::size_t(host_.width) * host_.height *
+                                  (eb + (host_.storage == StackStorage::Int8 ? 1 : eb));
+      const int chunk = int(std::clamp<std::size_t>(budget() / 2 / per_exp, 1, std::size_t(host_.n)));
+      for (int e0 = 0; e0 < host_.n; e0 += chunk) {
+        const int e1 = std::min(host_.n, e0 + chunk);
+        upload_exposures(e0, e1);  // throws DeviceOutOfMemory if not even one exposure fits
+        launch(planes(0, host_.height), e0, e0, e1);  // the next upload is ordered after it
+      }
+    }
     da.download(a, n, s);
     db.download(b, n, s);
     dobs.download(reinterpret_cast<int*>(obs), n, s);

@@ -104,6 +104,7 @@ std::string SearchConfig::to_json() const {
   j["dense"] = dense;
   j["threads"] = threads;
   j["device"] = device;
+  j["device_memory_limit"] = device_memory_limit;
   return j.dump();
 }
 

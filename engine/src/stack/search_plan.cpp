@@ -208,7 +208,8 @@ SearchResult SearchPlan::execute(const EncodedPsiPhi& in, const JobContext& ctx)
     sp.dense = cfg.dense;
     sp.cancelled = [&ctx] { return ctx.cancelled(); };
     sp.progress = [&ctx](double d, double t, const char* stage) { ctx.progress(d, t, stage); };
-    const auto planes = planes_of(in);
+    auto planes = planes_of(in);
+    planes.memory_limit = cfg.device_memory_limit;
     const auto shifts = shifts_of(P.shifts);
     with_cuda_errors([&] {
       auto session = P.gpu->open(planes, cfg.device);

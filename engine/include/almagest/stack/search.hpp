@@ -61,6 +61,10 @@ struct SearchConfig {
   bool dense = false;   ///< keep A, B, obs for every trajectory (small problems, tests)
   int threads = 0;      ///< CPU worker threads (0 = all)
   int device = 0;       ///< CUDA device index
+  /// GPU backends: device bytes the stack planes may occupy (0 = the free memory). A larger stack
+  /// is streamed (row bands for the scan, exposure chunks for the exact sums of candidates) with
+  /// identical results; the Fourier backend needs the whole stack and reports that it does not fit.
+  std::uint64_t device_memory_limit = 0;
 
   std::vector<std::string> validate() const;  ///< every problem, "field: message"
   void check() const;                         ///< throws ConfigError listing every problem

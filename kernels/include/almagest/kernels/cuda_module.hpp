@@ -15,7 +15,7 @@
 
 namespace almagest::kernels {
 
-inline constexpr std::uint32_t kAbiVersion = 2;  // 2: NpcfOptions::accumulate
+inline constexpr std::uint32_t kAbiVersion = 3;  // 2: NpcfOptions::accumulate; 3: StackPlanes::memory_limit
 
 class DeviceError : public std::runtime_error {
 public:

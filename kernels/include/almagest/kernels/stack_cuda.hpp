@@ -26,6 +26,10 @@ struct StackPlanes {
   const void* phi = nullptr;
   const float* psi_scale = nullptr;
   const float* phi_scale = nullptr;
+  /// Device bytes the session may hold for the planes; 0 = what the device has free. A stack
+  /// above the limit is not made resident: scans stream row bands and evaluate() streams
+  /// exposure chunks (same sums, same order); the Fourier method needs a resident stack.
+  std::uint64_t memory_limit = 0;
 };
 
 /// Integer shift tables (host, non-owning): [n_vel][n_exp]; separable per-axis tables
