@@ -30,7 +30,7 @@ Command add_selftest_command(CLI::App& parent) {
   app->add_flag("--quick", opts->quick, "Fewer tiling variants");
   app->add_option("--only", opts->only,
                   "Groups to run: graph, 2pcf, 3pcf, 3pcf-equilateral, 4pcf, 4pcf-parity, mirror, "
-                  "injection (default: all)")
+                  "injection, resident (default: all)")
       ->delimiter(',');
   app->add_option("--tolerance", opts->tolerance,
                   "Normwise relative tolerance of the weighted sums")

@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <exception>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <numeric>
 #include <stdexcept>
@@ -97,6 +98,61 @@ struct Class4 {
   int grid = 0;
 };
 
+/// Graph and points kept on one device between calls under the caller's key
+/// (NpcfOptions::resident_key): all rows in one window. The mutex serialises calls that use it.
+struct ResidentGraph {
+  std::mutex mu;
+  u64 key = 0, n = 0, edges = 0;
+  DeviceBuffer<double> w, x, y, z;
+  DeviceBuffer<u64> offsets;
+  DeviceBuffer<u32> nb;
+  DeviceBuffer<u8> bin;
+  DeviceBuffer<u16> pix;
+  bool have_graph = false, have_xyz = false, have_pix = false;
+};
+
+/// One resident graph per device: the latest key wins; release() frees a key's entries.
+class ResidentStore {
+public:
+  std::shared_ptr<ResidentGraph> get(int device, u64 key) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto& slot = by_device_[device];
+    if (!slot || slot->key != key) {
+      if (slot) {
+        // the previous key's buffers are freed when the last call using them ends
+        DeviceGuard g(device);
+        slot.reset();
+      }
+      slot = std::make_shared<ResidentGraph>();
+      slot->key = key;
+    }
+    return slot;
+  }
+  /// True when `device` holds the graph of `key` (a later call then needs no window split).
+  bool holds(int device, u64 key) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = by_device_.find(device);
+    return it != by_device_.end() && it->second && it->second->key == key && it->second->have_graph;
+  }
+  void release(u64 key) {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& [device, slot] : by_device_)
+      if (slot && slot->key == key) {
+        DeviceGuard g(device);
+        slot.reset();
+      }
+  }
+
+private:
+  std::mutex mu_;
+  std::map<int, std::shared_ptr<ResidentGraph>> by_device_;
+};
+
+ResidentStore& resident_store() {
+  static ResidentStore store;
+  return store;
+}
+
 class DeviceRunner {
 public:
   DeviceRunner(const Job& job, int device) : job_(job), device_(device) {}
@@ -127,32 +183,79 @@ private:
     device_bytes_ += b.bytes();
   }
 
+  /// All rows in one window and a resident key: the graph and points live in the device's
+  /// resident entry (uploaded by the first call with the key, reused by the next ones).
+  void setup_resident() {
+    const Job& J = job_;
+    const u64 n = J.p.size, edges = J.g.num_edges;
+    res_ = resident_store().get(device_, J.opt->resident_key);
+    res_lock_ = std::unique_lock<std::mutex>(res_->mu);
+    ResidentGraph& R = *res_;
+    if (R.have_graph && (R.n != n || R.edges != edges))
+      throw DeviceError("NpCF on the GPU: resident key reused for another graph");
+    if (!R.have_graph) {
+      R.w.allocate(n);
+      R.w.upload(J.p.w, n, s_);
+      R.offsets.allocate(n + 1);
+      R.offsets.upload(J.g.offsets, n + 1, s_);
+      R.nb.allocate(std::max<u64>(1, edges));
+      R.bin.allocate(std::max<u64>(1, edges));
+      R.nb.upload(J.g.neighbour, edges, s_);
+      R.bin.upload(J.g.bin, edges, s_);
+      R.n = n;
+      R.edges = edges;
+      R.have_graph = true;
+    }
+    if (J.parity && J.par.exact && !R.have_xyz) {
+      R.x.allocate(n);
+      R.y.allocate(n);
+      R.z.allocate(n);
+      R.x.upload(J.p.x, n, s_);
+      R.y.upload(J.p.y, n, s_);
+      R.z.upload(J.p.z, n, s_);
+      R.have_xyz = true;
+    }
+    if (J.parity && !J.par.exact && !R.have_pix) {
+      R.pix.allocate(std::max<u64>(1, edges));
+      R.pix.upload(J.g.pixel, edges, s_);
+      R.have_pix = true;
+    }
+    device_bytes_ += R.w.bytes() + R.offsets.bytes() + R.nb.bytes() + R.bin.bytes() + R.pix.bytes() +
+                     R.x.bytes() + R.y.bytes() + R.z.bytes();
+    slot_win_.assign(1, 0);  // window 0 (every row) is in "slot" 0 for good
+    slot_used_.assign(1, 0);
+  }
+
   void setup() {
     const Job& J = job_;
     const u64 n = J.p.size;
-    alloc(w_, n);
-    w_.upload(J.p.w, n, s_);
-    if (J.parity && J.par.exact) {
-      alloc(x_, n);
-      alloc(y_, n);
-      alloc(z_, n);
-      x_.upload(J.p.x, n, s_);
-      y_.upload(J.p.y, n, s_);
-      z_.upload(J.p.z, n, s_);
-    }
-    alloc(offsets_, n + 1);
-    offsets_.upload(J.g.offsets, n + 1, s_);
     const bool pix = J.parity && !J.par.exact;
-    slot_nb_.resize(J.slots);
-    slot_bin_.resize(J.slots);
-    slot_pix_.resize(J.slots);
-    slot_win_.assign(J.slots, -1);
-    slot_used_.assign(J.slots, 0);
-    const u64 cap = std::max<u64>(1, J.max_window_edges);
-    for (int s = 0; s < J.slots; ++s) {
-      alloc(slot_nb_[s], cap);
-      alloc(slot_bin_[s], cap);
-      if (pix) alloc(slot_pix_[s], cap);
+    if (J.opt->resident_key != 0 && J.win_row.size() == 2) {
+      setup_resident();
+    } else {
+      alloc(w_, n);
+      w_.upload(J.p.w, n, s_);
+      if (J.parity && J.par.exact) {
+        alloc(x_, n);
+        alloc(y_, n);
+        alloc(z_, n);
+        x_.upload(J.p.x, n, s_);
+        y_.upload(J.p.y, n, s_);
+        z_.upload(J.p.z, n, s_);
+      }
+      alloc(offsets_, n + 1);
+      offsets_.upload(J.g.offsets, n + 1, s_);
+      slot_nb_.resize(J.slots);
+      slot_bin_.resize(J.slots);
+      slot_pix_.resize(J.slots);
+      slot_win_.assign(J.slots, -1);
+      slot_used_.assign(J.slots, 0);
+      const u64 cap = std::max<u64>(1, J.max_window_edges);
+      for (int s = 0; s < J.slots; ++s) {
+        alloc(slot_nb_[s], cap);
+        alloc(slot_bin_[s], cap);
+        if (pix) alloc(slot_pix_[s], cap);
+      }
     }
     if (J.kind == Kind::Three && !J.equilateral) {
       alloc(tri_, static_cast<std::size_t>(J.nbins) * J.nbins);
@@ -425,9 +528,15 @@ private:
   Win window(int slot, int win) const {
     const Job& J = job_;
     Win w;
-    w.nb = slot_nb_[slot].data();
-    w.bin = slot_bin_[slot].data();
-    w.pix = slot_pix_[slot].empty() ? nullptr : slot_pix_[slot].data();
+    if (res_) {
+      w.nb = res_->nb.data();
+      w.bin = res_->bin.data();
+      w.pix = J.parity && !J.par.exact ? res_->pix.data() : nullptr;
+    } else {
+      w.nb = slot_nb_[slot].data();
+      w.bin = slot_bin_[slot].data();
+      w.pix = slot_pix_[slot].empty() ? nullptr : slot_pix_[slot].data();
+    }
     w.base = J.g.offsets[J.win_row[win]];
     w.lo = static_cast<u32>(J.win_row[win]);
     w.hi = static_cast<u32>(J.win_row[win + 1]);
@@ -453,11 +562,11 @@ private:
 
   Common common() const {
     Common c;
-    c.offsets = offsets_.data();
-    c.w = w_.data();
-    c.x = x_.data();
-    c.y = y_.data();
-    c.z = z_.data();
+    c.offsets = res_ ? res_->offsets.data() : offsets_.data();
+    c.w = res_ ? res_->w.data() : w_.data();
+    c.x = res_ ? res_->x.data() : x_.data();
+    c.y = res_ ? res_->y.data() : y_.data();
+    c.z = res_ ? res_->z.data() : z_.data();
     c.periodic = job_.par.periodic;
     c.box = job_.par.box;
     c.ndata = job_.p.ndata;
@@ -707,6 +816,8 @@ private:
   std::map<std::pair<std::size_t, u32>, u64> above_;
   u64 scratch_stride_ = 0;
   u64 tick_ = 0;
+  std::shared_ptr<ResidentGraph> res_;     // resident mode: graph and points (else the buffers below)
+  std::unique_lock<std::mutex> res_lock_;  // held for the whole call
   DeviceBuffer<double> w_, x_, y_, z_, pixel_unit_;
   DeviceBuffer<u64> offsets_;
   std::vector<DeviceBuffer<u32>> slot_nb_;
@@ -751,6 +862,11 @@ NpcfSums run_job(Job& job, const NpcfOptions& opt) {
   }
   // Windows: forced, or as few as fit the memory limit.
   int W = opt.windows;
+  // The graph of this key already resident on the devices: no split (it fitted before).
+  if (W <= 0 && opt.resident_key != 0 &&
+      std::all_of(devices.begin(), devices.end(),
+                  [&](int d) { return resident_store().holds(d, opt.resident_key); }))
+    W = 1;
   const double per_edge = 5.0 + (job.parity && !job.par.exact ? 2.0 : 0.0);
   const double edge_bytes = per_edge * static_cast<double>(g.num_edges);
   if (W <= 0) {
@@ -906,6 +1022,8 @@ public:
     }
     return run_job(job, opt);
   }
+  void release_resident(std::uint64_t key) override { resident_store().release(key); }
+
   NpcfGraphHost build_graph(const NpcfPointsView& p, const NpcfGraphSpec& spec,
                             const NpcfOptions& opt) override {
     return npcf_build_graph(p, spec, opt);

@@ -156,7 +156,7 @@ struct Runner {
     }
     const double cpu_s = since(t0);
     for (auto& [vname, o] : variants) {
-      const std::string name = label + " " + vname;
+      const std::string name = vname.empty() ? label : label + " " + vname;
       guarded(name, [&] {
         CudaStats st;
         const NpcfResult gpu = count_cuda(s, g, p, cc, ctx, o, &st);
@@ -285,6 +285,28 @@ SelftestReport run_gpu_selftest(const SelftestOptions& opt, const JobContext& ct
     ce.directions = DirectionMode::Exact;
     run.statistic("4pcf-parity exact", Statistic::FourPointParity, ga, pa, ce, v4);
     run.statistic("4pcf-parity exact periodic", Statistic::FourPointParity, gb, pb, cb, {v4.front(), v4[1]});
+  }
+  if (run.wanted("resident")) {
+    // Graphs kept on the device between calls (NpcfPlan's resident keys): first call uploads,
+    // later calls reuse, another key evicts, the first key uploads again; all equal to the CPU.
+    const std::uint64_t ka = new_resident_key(), kb = new_resident_key();
+    CudaOptions oa, ob;
+    oa.resident_key = ka;
+    ob.resident_key = kb;
+    NpcfConfig cp = ca;
+    cp.directions = DirectionMode::Pixel;
+    NpcfConfig ce = ca;
+    ce.directions = DirectionMode::Exact;
+    NpcfConfig c2 = ca;
+    c2.bins.nbins = 5;
+    run.statistic("resident key A 4pcf-parity pixel (upload)", Statistic::FourPointParity, ga, pa, cp, {{"", oa}});
+    run.statistic("resident key A 4pcf-parity pixel (reuse)", Statistic::FourPointParity, ga, pa, cp, {{"", oa}});
+    run.statistic("resident key A 4pcf-parity exact (reuse + coordinates)", Statistic::FourPointParity, ga, pa, ce, {{"", oa}});
+    run.statistic("resident key A 2pcf (reuse)", Statistic::TwoPoint, ga, pa, c2, {{"", oa}});
+    run.statistic("resident key B 2pcf periodic (evicts A)", Statistic::TwoPoint, gb, pb, cb, {{"", ob}});
+    run.statistic("resident key A 4pcf (upload again)", Statistic::FourPoint, ga, pa, ca, {{"", oa}});
+    release_resident_graph(ka);
+    release_resident_graph(kb);
   }
   if (run.wanted("mirror")) {
     run.guarded("mirror 4pcf-parity exact", [&] {

@@ -3,6 +3,7 @@
 #include "almagest/npcf/cuda.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -34,6 +35,7 @@ kernels::NpcfOptions module_options(const CudaOptions& o, const JobContext& ctx)
   k.memory_limit = o.memory_limit;
   k.shared_degree_cap = o.shared_degree_cap;
   k.accumulate = o.accumulate;
+  k.resident_key = o.resident_key;
   k.progress = [&ctx](double done, double total, const char* stage) {
     ctx.check_cancel();
     ctx.progress(done, total > 0 ? total : 1, stage);
@@ -312,6 +314,20 @@ NpcfResult count_cuda(Statistic statistic, const Graph& g, const PointSet& p, co
     case Statistic::FourPointParity: return count_4pcf_cuda(g, p, c, true, ctx, opt, stats);
   }
   throw ConfigError("statistic", "unknown statistic");
+}
+
+std::uint64_t new_resident_key() {
+  static std::atomic<std::uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
+
+void release_resident_graph(std::uint64_t key) noexcept {
+  if (key == 0 || !gpu_status().available) return;
+  try {
+    if (kernels::NpcfKernels* k = cuda_module().npcf()) k->release_resident(key);
+  } catch (...) {
+    // freeing device memory at teardown: nothing useful to report
+  }
 }
 
 bool cuda_worthwhile(Statistic statistic, std::uint64_t graph_edges) {

@@ -49,6 +49,8 @@ struct NpcfPlan::Impl {
   double graph_seconds = 0;
   std::string backend = "cpu";
   std::string backend_note;  // why Auto chose the CPU
+  std::uint64_t resident_key = new_resident_key();  // the graph stays on the GPU between runs
+  ~Impl() { release_resident_graph(resident_key); }
 };
 
 NpcfPlan::NpcfPlan(NpcfConfig config, PointSet points, const JobContext& ctx)
@@ -135,7 +137,11 @@ NpcfResult NpcfPlan::execute(Statistic statistic, const JobContext& ctx) const {
   const bool cuda = impl_->backend == "cuda";
   CudaStats stats;
   auto count = [&](Statistic st, const NpcfConfig& c) {
-    if (cuda) return count_cuda(st, g, p, c, ctx, {}, &stats);
+    if (cuda) {
+      CudaOptions o;
+      o.resident_key = impl_->resident_key;
+      return count_cuda(st, g, p, c, ctx, o, &stats);
+    }
     switch (st) {
       case Statistic::TwoPoint:
         return count_2pcf_cpu(g, p, c, ctx);

@@ -41,7 +41,8 @@ struct SelftestOptions {
   std::uint64_t seed = 20261129;
   bool quick = false;          ///< fewer tiling variants
   /// Groups to run: "graph", "2pcf", "3pcf", "3pcf-equilateral", "4pcf", "4pcf-parity",
-  /// "mirror", "injection" (chiral tetrahedra, NNNN_odd n^4 / N = eps (2x - 1)); empty = all.
+  /// "mirror", "injection" (chiral tetrahedra, NNNN_odd n^4 / N = eps (2x - 1)), "resident"
+  /// (graphs kept on the device between calls under resident keys); empty = all.
   std::vector<std::string> only;
   double tolerance = 1e-12;    ///< weighted sums, normwise relative
 };

@@ -37,7 +37,17 @@ struct CudaOptions {
   std::uint64_t memory_limit = 0;    ///< bytes per device the job may use; 0 = 85% of free memory
   std::uint32_t shared_degree_cap = 0;  ///< 4pCF: 0 = automatic; small values test the global path
   int accumulate = 0;  ///< 4pCF block sums: 0 = automatic (fixed point), 1 = double, 2 = fixed point
+  /// Non-zero: keep the graph and points on the devices after the call under this key (when the
+  /// graph fits in one window) so that later calls with the key skip the upload; the key must
+  /// always name the same graph and points (new_resident_key() draws fresh ones; NpcfPlan does
+  /// this per plan) and release_resident_graph(key) frees them. 0: upload on every call.
+  std::uint64_t resident_key = 0;
 };
+
+/// A process-wide unique non-zero key for CudaOptions::resident_key.
+std::uint64_t new_resident_key();
+/// Frees what calls with this resident key left on the devices; a no-op without a loaded module.
+void release_resident_graph(std::uint64_t key) noexcept;
 
 /// What one CUDA call did (also recorded in the result's provenance timings).
 struct CudaStats {

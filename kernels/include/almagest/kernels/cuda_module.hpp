@@ -15,7 +15,8 @@
 
 namespace almagest::kernels {
 
-inline constexpr std::uint32_t kAbiVersion = 3;  // 2: NpcfOptions::accumulate; 3: StackPlanes::memory_limit
+inline constexpr std::uint32_t kAbiVersion = 4;  // 2: NpcfOptions::accumulate; 3: StackPlanes::memory_limit;
+                                                 // 4: NpcfOptions::resident_key, release_resident
 
 class DeviceError : public std::runtime_error {
 public:

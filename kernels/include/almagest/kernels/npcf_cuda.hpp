@@ -69,6 +69,12 @@ struct NpcfOptions {
   /// reductions, 2 = fixed point (96-bit integers of the products scaled by 2^k; see
   /// docs/npcf-cuda.md). Both agree with the CPU to the documented tolerance.
   int accumulate = 0;
+  /// Non-zero: when the whole graph fits one window, its edges, offsets and the points stay on
+  /// each device after the call under this key, and later calls with the same key reuse them
+  /// instead of uploading again (one key per device; a new key replaces the old one). The caller
+  /// guarantees that a key always names the same graph and points (the engine's NpcfPlan draws a
+  /// fresh key per plan) and calls release_resident(key) when they go away. 0: upload per call.
+  std::uint64_t resident_key = 0;
 };
 
 /// Timings and sizes of one call, for provenance and the benchmark.
@@ -168,6 +174,8 @@ public:
   /// Builds the half graph of `p` on the first device of opt.devices (or device 0).
   virtual NpcfGraphHost build_graph(const NpcfPointsView& p, const NpcfGraphSpec& spec,
                                     const NpcfOptions& opt) = 0;
+  /// Frees what calls with NpcfOptions::resident_key == key left on the devices (no-op if none).
+  virtual void release_resident(std::uint64_t key) = 0;
 };
 
 }  // namespace almagest::kernels
