@@ -740,20 +740,23 @@ void launch_legendre_synthesis(const LegendreArgs& a, cudaStream_t s) {
 }
 
 void launch_legendre_adjoint(const LegendreArgs& a, cudaStream_t s) {
-  // The adjoint reduces over the block's threads for every l through shared memory; for spin 2
-  // four ring pairs per thread (instead of two) amortise that traffic over more FP64 work where
-  // there are enough active pairs to fill the tiles (kThreads * P pairs each): -4% at nside
-  // 2048, -8% at 512 on the H200. Spin 0 with eight pairs (168 registers, spills) was not faster.
+  // The adjoint reduces over the block's threads for every l through shared memory, a chunk of
+  // LC = 16 / (columns x components) l per barrier. Measured on the H200 (docs/benchmarks.md):
+  // batched columns go best two (spin 0) or one (spin 2) per block, whose chunks are 8 l long
+  // (four columns per block: 4 l per barrier, 10-25% slower); single transforms take two ring
+  // pairs per thread while one tile of kThreads * 2 holds every pair (nside <= 128), four above,
+  // and for spin 2 four where there are at least 1024 pairs (-4% at nside 2048, -8% at 512).
+  // Spin 0 with eight pairs (168 registers, spills) was not faster.
   if (a.spin == 0) {
-    if (a.ncols >= 4)
-      launch_adj_t<0, 2, 4>(a, s);
-    else if (a.ncols >= 2)
+    if (a.ncols >= 2)
       launch_adj_t<0, 2, 2>(a, s);
+    else if (a.nactive <= kThreads * 2)
+      launch_adj_t<0, 2, 1>(a, s);
     else
       launch_adj_t<0, 4, 1>(a, s);
   } else {
     if (a.ncols >= 2)
-      launch_adj_t<2, 1, 2>(a, s);
+      launch_adj_t<2, 2, 1>(a, s);
     else if (a.nactive >= 2 * kThreads * 4)
       launch_adj_t<2, 4, 1>(a, s);
     else
