@@ -571,10 +571,18 @@ __global__ void k_alias_belt(FftArgs a) {
   }
 }
 
+/// Polar rings of i <= small_polar_rings(a) (4i pixels, 4i * 8 <= lmax + 1) have so many m per
+/// bin that one thread per bin would be a long serial loop (latency-bound, the whole kernel waits
+/// for it: 0.46 ms at nside 512); k_alias_polar_small sums them with a warp per bin.
+__host__ __device__ inline int small_polar_rings(int nside, int lmax) {
+  return min(nside - 1, (lmax + 1) / 32);
+}
+
 __global__ void k_alias_polar(FftArgs a) {
   const int npolar = 2 * (a.nside - 1), M = a.M;
   const long long total = static_cast<long long>(a.ncc) * npolar * M;
   const int R = 4 * a.nside - 1;
+  const int small = small_polar_rings(a.nside, a.lmax);
   for (long long t = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; t < total;
        t += static_cast<long long>(gridDim.x) * blockDim.x) {
     const int j = static_cast<int>(t % M);
@@ -584,10 +592,57 @@ __global__ void k_alias_polar(FftArgs a) {
     const RingLoc L = locate(a.nside, r);
     cplx u = {0.0, 0.0};
     if (j < L.N) {
+      if (L.N <= 4 * small) continue;  // written by k_alias_polar_small
       const cplx* Frow = a.F + (static_cast<std::size_t>(cc) * R + r) * (a.lmax + 1);
       u = cmul(alias_bin(Frow, j, L.N, a.lmax, L.shifted), chirp(j, L.N));
     }
     a.PU[t] = u;
+  }
+}
+
+/// One warp per bin j of the small polar rings (both caps, every column): lanes take every 32nd
+/// alias m = j + N k (and N - j + N k for the negative m), then a fixed-order shuffle sum, so the
+/// result does not depend on scheduling. Bins are numbered per cap like cap pixels:
+/// b = 2 i (i - 1) + j for ring i (4i bins).
+__global__ void k_alias_polar_small(FftArgs a) {
+  const int small = small_polar_rings(a.nside, a.lmax);
+  const long long per_cap = 2LL * small * (small + 1);
+  const long long total = static_cast<long long>(a.ncc) * 2 * per_cap;
+  const int npolar = 2 * (a.nside - 1), M = a.M, R = 4 * a.nside - 1, mmax = a.lmax;
+  const int lane = threadIdx.x & 31;
+  const long long warps = static_cast<long long>(gridDim.x) * (blockDim.x >> 5);
+  for (long long w = blockIdx.x * static_cast<long long>(blockDim.x >> 5) + (threadIdx.x >> 5);
+       w < total; w += warps) {
+    const long long b = w % per_cap;
+    const long long rest = w / per_cap;
+    const int south = static_cast<int>(rest % 2), cc = static_cast<int>(rest / 2);
+    long long i = static_cast<long long>(0.5 * (1.0 + sqrt(1.0 + 2.0 * b)));
+    while (2 * i * (i - 1) > b) --i;
+    while (2 * (i + 1) * i <= b) ++i;
+    const int j = static_cast<int>(b - 2 * i * (i - 1));
+    const int q = south ? 2 * a.nside - 2 - static_cast<int>(i) : static_cast<int>(i) - 1;
+    const int r = q < a.nside - 1 ? q : 3 * a.nside + (q - (a.nside - 1));
+    const RingLoc L = locate(a.nside, r);  // L.N == 4 i
+    const cplx* Frow = a.F + (static_cast<std::size_t>(cc) * R + r) * (a.lmax + 1);
+    cplx sum = {0.0, 0.0};
+    for (long long m = j + static_cast<long long>(L.N) * lane; m <= mmax; m += 32LL * L.N) {
+      const cplx f = cmul(Frow[m], phase(m, L.N, L.shifted));
+      sum.re += f.re;
+      if (m != 0) sum.im += f.im;
+    }
+    for (long long m = (j == 0 ? L.N : L.N - j) + static_cast<long long>(L.N) * lane; m <= mmax;
+         m += 32LL * L.N) {
+      const cplx f = cmul(Frow[m], phase(m, L.N, L.shifted));
+      sum.re += f.re;
+      sum.im -= f.im;
+    }
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) {
+      sum.re += __shfl_xor_sync(0xffffffffu, sum.re, off);
+      sum.im += __shfl_xor_sync(0xffffffffu, sum.im, off);
+    }
+    if (lane == 0)
+      a.PU[(static_cast<std::size_t>(cc) * npolar + q) * M + j] = cmul(sum, chirp(j, L.N));
   }
 }
 
@@ -772,6 +827,12 @@ void launch_alias_synthesis(const FftArgs& a, cudaStream_t s) {
     const long long np = static_cast<long long>(a.ncc) * 2 * (a.nside - 1) * a.M;
     k_alias_polar<<<grid_for(np), 256, 0, s>>>(a);
     CUDA_CHECK_LAUNCH();
+    const int small = small_polar_rings(a.nside, a.lmax);
+    if (small > 0) {
+      const long long warps = static_cast<long long>(a.ncc) * 4LL * small * (small + 1);
+      k_alias_polar_small<<<grid_for(warps * 32), 256, 0, s>>>(a);
+      CUDA_CHECK_LAUNCH();
+    }
   }
 }
 
