@@ -29,6 +29,7 @@
 #include "almagest/npcf/result.hpp"
 #include "panels/JobPanel.hpp"
 #include "panels/LogPanel.hpp"
+#include "sky/SkyMapWindow.hpp"
 #include "views/CorrelationChart.hpp"
 #include "views/PointCloudScene.hpp"
 #include "views/VtkView.hpp"
@@ -134,6 +135,14 @@ MainWindow::~MainWindow() {
   scene_.reset();
 }
 
+SkyMapWindow* MainWindow::showSkyMap() {
+  auto* w = new SkyMapWindow(this);       // top-level window owned by this one
+  w->setAttribute(Qt::WA_DeleteOnClose);  // closing it frees it (a running job is cancelled)
+  w->setInteractiveErrors(interactiveErrors_);
+  w->show();
+  return w;
+}
+
 void MainWindow::buildMenus() {
   QMenu* file = menuBar()->addMenu(tr("&File"));
   openDataAction_ = file->addAction(tr("Open &data…"), this, [this] { openFile(false); });
@@ -166,6 +175,11 @@ void MainWindow::buildMenus() {
   viewMenu->addAction(tr("Reset &camera"), this, [this] { scene_->resetCamera(); });
   viewMenu->addSeparator();
   for (QDockWidget* dock : findChildren<QDockWidget*>()) viewMenu->addAction(dock->toggleViewAction());
+
+  QMenu* tools = menuBar()->addMenu(tr("&Tools"));
+  QAction* skyMap = tools->addAction(tr("&Sky map (HEALPix)…"), this, [this] { showSkyMap(); });
+  skyMap->setShortcut(QKeySequence(QStringLiteral("Ctrl+M")));
+  skyMap->setToolTip(tr("HEALPix maps: Mollweide view and angular power spectrum"));
 
   QMenu* help = menuBar()->addMenu(tr("&Help"));
   help->addAction(tr("&GPU status…"), this, &MainWindow::showGpuStatus);

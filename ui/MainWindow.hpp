@@ -26,6 +26,7 @@ class CorrelationChart;
 class JobPanel;
 class LogPanel;
 class PointCloudScene;
+class SkyMapWindow;
 class VtkView;
 
 class MainWindow : public QMainWindow {
@@ -53,6 +54,8 @@ public:
   bool saveResult(const QString& path, SaveFormat format);
   /// Saves a picture of the whole window (PNG by extension).
   bool saveScreenshot(const QString& path);
+  /// Opens a new HEALPix sky-map window (Tools menu); it closes with this window.
+  SkyMapWindow* showSkyMap();
   /// When false, errors go to the log only (no message boxes): for tests and scripted runs.
   void setInteractiveErrors(bool on) { interactiveErrors_ = on; }
 

@@ -29,6 +29,7 @@
 #include "almagest/npcf/result.hpp"
 #include "jobs/JobRunner.hpp"
 #include "panels/JobPanel.hpp"
+#include "sky/SkyMapWindow.hpp"
 #include "views/CorrelationChart.hpp"
 #include "views/PointCloudScene.hpp"
 #include "views/VtkView.hpp"
@@ -98,6 +99,7 @@ private slots:
   void threePointJobShowsZeta();
   void cancelledJobLeavesNoResult();
   void backendChoiceFollowsGpuStatus();
+  void toolsMenuOpensSkyMap();
 };
 
 void TestUiMainWindow::initTestCase() {
@@ -332,6 +334,28 @@ void TestUiMainWindow::backendChoiceFollowsGpuStatus() {
   const int autoIdx = backend->findData(static_cast<int>(almagest::npcf::Backend::Auto));
   backend->setCurrentIndex(autoIdx);
   QCOMPARE(w.jobPanel()->config().backend, almagest::npcf::Backend::Auto);
+}
+
+void TestUiMainWindow::toolsMenuOpensSkyMap() {
+  MainWindow w;
+  w.setInteractiveErrors(false);
+  w.show();
+  // The Tools menu holds the action; triggering it opens a sky-map window owned by `w`.
+  QAction* action = nullptr;
+  for (QAction* a : w.findChildren<QAction*>())
+    if (a->text().contains(QStringLiteral("Sky map"))) action = a;
+  QVERIFY2(action, "no Sky map action in the menus");
+  action->trigger();
+  const auto windows = w.findChildren<almagest::ui::SkyMapWindow*>();
+  QCOMPARE(windows.size(), 1);
+  almagest::ui::SkyMapWindow* sky = windows.front();
+  QVERIFY(sky->isWindow() && sky->isVisible());
+  QSignalSpy loaded(sky, &almagest::ui::SkyMapWindow::mapLoaded);
+  QVERIFY(sky->openDemoMap(16, 7));
+  QTRY_COMPARE_WITH_TIMEOUT(loaded.count(), 1, 20000);
+  QCOMPARE(sky->nside(), 16);
+  sky->close();  // WA_DeleteOnClose
+  QTRY_VERIFY(w.findChildren<almagest::ui::SkyMapWindow*>().isEmpty());
 }
 
 int main(int argc, char** argv) {

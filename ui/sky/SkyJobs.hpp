@@ -1,0 +1,98 @@
+#pragma once
+// The work behind the sky-map window, as plain functions taking a JobContext so that they run
+// inside a JobRunner (off the GUI thread) and can be tested without widgets.
+//
+//  - loadSkyMap: a HEALPix FITS map (RING or NESTED, full or partial sky) -> full-sky RING
+//    columns plus the Mollweide lookup of the window's image.
+//  - synthesiseSkyMap: a seeded Gaussian random map with a given C_l (alm synthesis on the CPU).
+//  - computeSkySpectrum: map2alm (3 Jacobi iterations, as healpy anafast) + alm2cl, on the CPU
+//    or CUDA backend; optionally writes the spectrum file (atomically) before returning.
+//  - writeSpectrum: the text file (columns l, C_l, D_l) through AtomicFile.
+// Errors: almagest::IoError naming the file, ConfigError naming the field; Cancelled.
+#include <QString>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "almagest/core/job_context.hpp"
+#include "almagest/sht/config.hpp"
+#include "sky/SkyProjection.hpp"
+
+namespace almagest::ui::sky {
+
+/// Size of the Mollweide image the window renders (2:1, the ellipse's aspect ratio).
+inline constexpr int kImageWidth = 1200;
+inline constexpr int kImageHeight = 600;
+
+/// A loaded or synthesised map: full sky, RING order, one vector of 12 nside^2 values per column
+/// (blind pixels = sht::kUnseen), plus the image lookup (see SkyProjection.hpp).
+struct SkyMapData {
+  std::string source;                      ///< file path, or a description of the demo map
+  int nside = 0;
+  std::vector<std::string> names;          ///< column names (TTYPE), one per column
+  std::vector<std::string> units;          ///< column units ("" when none)
+  std::vector<std::vector<double>> columns;
+  std::string coordsys;                    ///< 'G', 'E', 'C' or "" (unknown)
+  bool wasNested = false;                  ///< the file was NESTED (converted to RING)
+  bool wasPartial = false;                 ///< explicit-index file expanded to the full sky
+  std::vector<double> inputCl;             ///< synthesised maps: the C_l used (else empty)
+  std::uint64_t seed = 0;                  ///< synthesised maps: the seed
+  std::vector<ValueRange> ranges;          ///< per column: range of the seen values
+  int imageWidth = 0, imageHeight = 0;
+  std::vector<std::int64_t> lookup;        ///< imageWidth * imageHeight RING pixels, -1 outside
+
+  std::int64_t npix() const noexcept { return 12LL * nside * nside; }
+};
+using SkyMapPtr = std::shared_ptr<const SkyMapData>;
+
+/// Reads `path` (first BINTABLE), converts to full-sky RING and builds the image lookup.
+/// Throws IoError (unreadable, not FITS, no NSIDE, ...) or ConfigError("column") if the file has
+/// no column `column`.
+SkyMapData loadSkyMap(const std::string& path, int column, int imageWidth, int imageHeight,
+                      const JobContext& ctx);
+
+/// The demo spectrum: C_l = 2 pi / (l (l + 1)) for l >= 2 (so D_l = 1), C_0 = C_1 = 0.
+std::vector<double> demoCl(int lmax);
+
+/// A Gaussian random map with power spectrum `cl` (lmax = cl.size() - 1 <= 4 nside): a_l0 =
+/// sqrt(C_l) g, a_lm = sqrt(C_l / 2) (g1 + i g2) for m > 0, with g from the portable seeded
+/// generator of almagest::npcf::synthetic::Rng drawn in healpy alm order (same seed, same map);
+/// then CPU synthesis. One column named "TEMPERATURE".
+SkyMapData synthesiseSkyMap(int nside, const std::vector<double>& cl, std::uint64_t seed,
+                            int imageWidth, int imageHeight, const JobContext& ctx);
+
+/// The angular power spectrum of one column.
+struct SkySpectrum {
+  std::string source;
+  std::string column;
+  int nside = 0;
+  int lmax = 0;
+  int iterations = 3;
+  std::string backend;   ///< "cpu" | "cuda"
+  std::string device;
+  std::int64_t unseen = 0;  ///< blind pixels, set to 0 before the transform (as healpy anafast)
+  double seconds = 0.0;     ///< map2alm + alm2cl wall time
+  std::vector<double> cl;   ///< C_l, l = 0..lmax
+
+  /// D_l = l (l + 1) C_l / (2 pi).
+  double dl(int l) const noexcept;
+};
+
+/// Backend choice of the window: Auto is CUDA when gpu_status().available, else CPU.
+enum class BackendChoice { Cpu, Cuda, Auto };
+sht::Backend resolveBackend(BackendChoice choice);
+
+/// map2alm(iterations = 3) + alm2cl of map.columns[column] up to lmax (0 <= lmax <= 4 nside).
+/// With a non-empty savePath the spectrum file is written (atomically) at the end; a cancelled
+/// or failed job leaves no file.
+SkySpectrum computeSkySpectrum(const SkyMapData& map, int column, int lmax, sht::Backend backend,
+                               const std::string& savePath, const JobContext& ctx);
+
+/// The spectrum file text: '#' header lines, then lmax + 1 rows "l C_l D_l".
+std::string spectrumText(const SkySpectrum& s);
+/// Writes spectrumText(s) to `path` through AtomicFile (nothing is left on error or cancel).
+void writeSpectrum(const std::string& path, const SkySpectrum& s, const JobContext& ctx = {});
+
+}  // namespace almagest::ui::sky

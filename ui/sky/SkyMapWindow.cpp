@@ -1,0 +1,531 @@
+#include "sky/SkyMapWindow.hpp"
+
+#include <QAction>
+#include <QApplication>
+#include <QComboBox>
+#include <QDir>
+#include <QDockWidget>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QLabel>
+#include <QMenu>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QScreen>
+#include <QSpinBox>
+#include <QSplitter>
+#include <QStandardItemModel>
+#include <QStatusBar>
+#include <QToolBar>
+#include <QVBoxLayout>
+
+#include <string>
+
+#include "almagest/core/error.hpp"
+#include "almagest/core/gpu.hpp"
+#include "almagest/sht/config.hpp"
+#include "panels/LogPanel.hpp"
+#include "sky/SkyMapView.hpp"
+#include "sky/SkyProjection.hpp"
+#include "sky/SpectrumChart.hpp"
+
+namespace almagest::ui {
+
+namespace {
+
+/// Adds the file name to an error that does not name it (the engine's IoErrors do already).
+[[noreturn]] void rethrowNamingFile(const std::string& path) {
+  try {
+    throw;
+  } catch (const almagest::Cancelled&) {
+    throw;
+  } catch (const std::bad_alloc&) {
+    throw;
+  } catch (const almagest::Error& e) {
+    if (std::string(e.what()).find(path) != std::string::npos) throw;
+    throw almagest::IoError(path, "", e.what());
+  } catch (const std::exception& e) {
+    throw almagest::IoError(path, "", e.what());
+  } catch (...) {
+    throw;
+  }
+}
+
+QString describeMap(const sky::SkyMapData& m) {
+  QString s = QObject::tr("nside %1, %2 pixels, %3 column(s)")
+                  .arg(m.nside)
+                  .arg(m.npix())
+                  .arg(m.columns.size());
+  if (m.wasNested) s += QObject::tr(", NESTED on disk");
+  if (m.wasPartial) s += QObject::tr(", partial sky");
+  if (!m.coordsys.empty()) s += QObject::tr(", COORDSYS %1").arg(QString::fromStdString(m.coordsys));
+  return s;
+}
+
+}  // namespace
+
+SkyMapWindow::SkyMapWindow(QWidget* parent) : QMainWindow(parent) {
+  setWindowTitle(tr("Sky map — Almagest"));
+  setObjectName(QStringLiteral("SkyMapWindow"));
+  pool_.setMaxThreadCount(1);  // one job at a time
+  buildUi();
+  buildActions();
+  // 1100 x 880, or 90% of the screen where that is smaller.
+  QSize size(1100, 880);
+  if (const QScreen* sc = screen()) size = size.boundedTo(sc->availableGeometry().size() * 0.9);
+  resize(size);
+  updateActions();
+}
+
+SkyMapWindow::~SkyMapWindow() {
+  // Cancel and wait here, while the pool and the views still exist.
+  if (runner_) {
+    runner_->cancel();
+    delete runner_.data();
+  }
+  pool_.waitForDone();
+}
+
+void SkyMapWindow::buildUi() {
+  view_ = new SkyMapView(this);
+  chart_ = new SpectrumChart(this);
+  auto* splitter = new QSplitter(Qt::Vertical, this);
+  splitter->addWidget(view_);
+  splitter->addWidget(chart_);
+  splitter->setStretchFactor(0, 3);
+  splitter->setStretchFactor(1, 2);
+  splitter->setSizes({430, 330});
+  splitter->setChildrenCollapsible(false);
+  setCentralWidget(splitter);
+
+  log_ = new LogPanel(this);
+  auto* dock = new QDockWidget(tr("Log"), this);
+  dock->setObjectName(QStringLiteral("skyLogDock"));
+  dock->setWidget(log_);
+  addDockWidget(Qt::BottomDockWidgetArea, dock);
+  resizeDocks({dock}, {110}, Qt::Vertical);  // a few lines; the chart needs the height
+
+  columnBox_ = new QComboBox(this);
+  columnBox_->setObjectName(QStringLiteral("column"));
+  columnBox_->setToolTip(tr("Map column to show and analyse (e.g. I, Q, U)."));
+  columnBox_->setMinimumContentsLength(14);
+  columnBox_->setEnabled(false);
+  connect(columnBox_, &QComboBox::activated, this, [this](int index) { setColumn(index); });
+
+  lmaxSpin_ = new QSpinBox(this);
+  lmaxSpin_->setObjectName(QStringLiteral("lmax"));
+  lmaxSpin_->setRange(0, 4 * 8192);
+  lmaxSpin_->setValue(3 * kDemoNside - 1);
+  lmaxSpin_->setToolTip(tr("Band limit of the spectrum (default 3 nside - 1, at most 4 nside)."));
+
+  // Backend: the CUDA entry is disabled (with the reason) where no GPU can be used.
+  backendBox_ = new QComboBox(this);
+  backendBox_->setObjectName(QStringLiteral("backend"));
+  backendBox_->addItem(tr("CPU"), static_cast<int>(sky::BackendChoice::Cpu));
+  backendBox_->addItem(tr("CUDA (GPU)"), static_cast<int>(sky::BackendChoice::Cuda));
+  backendBox_->addItem(tr("Auto"), static_cast<int>(sky::BackendChoice::Auto));
+  const GpuStatus& gpu = gpu_status();
+  if (!gpu.available) {
+    if (auto* model = qobject_cast<QStandardItemModel*>(backendBox_->model()))
+      if (QStandardItem* item = model->item(1)) {
+        item->setEnabled(false);
+        item->setToolTip(QString::fromStdString(gpu.reason));
+      }
+    backendBox_->setToolTip(tr("SHT backend. No usable GPU: %1 (Auto runs on the CPU).")
+                                .arg(QString::fromStdString(gpu.reason)));
+  } else {
+    backendBox_->setToolTip(tr("SHT backend. GPU: %1 (Auto runs on it).")
+                                .arg(QString::fromStdString(gpu.summary())));
+  }
+  backendBox_->setCurrentIndex(2);
+
+  readout_ = new QLabel(this);
+  readout_->setObjectName(QStringLiteral("readout"));
+  readout_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  mapInfo_ = new QLabel(this);
+  progress_ = new QProgressBar(this);
+  progress_->setRange(0, 100);
+  progress_->setValue(0);
+  progress_->setMaximumWidth(260);
+  progress_->setTextVisible(true);
+  progress_->setToolTip(tr("Progress of the running job"));
+  cancelButton_ = new QPushButton(tr("Cancel"), this);
+  cancelButton_->setToolTip(tr("Cancel the running job (Esc)"));
+  connect(cancelButton_, &QPushButton::clicked, this, &SkyMapWindow::cancelJob);
+  statusBar()->addWidget(readout_, 1);
+  statusBar()->addPermanentWidget(mapInfo_);
+  statusBar()->addPermanentWidget(progress_);
+  statusBar()->addPermanentWidget(cancelButton_);
+  connect(view_, &SkyMapView::hovered, readout_, &QLabel::setText);
+}
+
+void SkyMapWindow::buildActions() {
+  QMenu* file = menuBar()->addMenu(tr("&File"));
+  openAction_ = file->addAction(tr("&Open map…"), this, &SkyMapWindow::openMapDialog);
+  openAction_->setShortcut(QKeySequence::Open);
+  openAction_->setIconText(tr("Open…"));
+  openAction_->setToolTip(tr("Open a HEALPix map FITS file (Ctrl+O)"));
+  demoAction_ = file->addAction(tr("Open &demo map"), this, [this] { openDemoMap(); });
+  demoAction_->setShortcut(QKeySequence(QStringLiteral("Ctrl+D")));
+  demoAction_->setIconText(tr("Demo map"));
+  demoAction_->setToolTip(tr("Synthesise a seeded Gaussian random map, nside %1, with "
+                             "D_l = 1 (Ctrl+D)").arg(kDemoNside));
+  QMenu* demoSizes = file->addMenu(tr("Open demo map with &nside"));
+  demoSizes->setToolTipsVisible(true);
+  for (int ns : {32, 64, 128, 256, 512, 1024}) {
+    QAction* a = demoSizes->addAction(tr("nside %1 (%2 pixels)").arg(ns).arg(12LL * ns * ns), this,
+                                      [this, ns] { openDemoMap(ns); });
+    a->setToolTip(tr("Gaussian random map with D_l = 1 up to lmax = %1").arg(3 * ns - 1));
+    demoSizeActions_.push_back(a);
+  }
+  file->addSeparator();
+  saveSpectrumAction_ = file->addAction(tr("&Save spectrum…"), this, &SkyMapWindow::saveSpectrumDialog);
+  saveSpectrumAction_->setShortcut(QKeySequence::Save);
+  saveSpectrumAction_->setIconText(tr("Save spectrum"));
+  saveSpectrumAction_->setToolTip(tr("Save the spectrum as text: l, C_l, D_l (Ctrl+S)"));
+  saveImageAction_ = file->addAction(tr("Save &image…"), this, &SkyMapWindow::saveImageDialog);
+  saveImageAction_->setShortcut(QKeySequence(QStringLiteral("Ctrl+Shift+S")));
+  saveImageAction_->setToolTip(tr("Save the Mollweide image as PNG (Ctrl+Shift+S)"));
+  file->addSeparator();
+  QAction* close = file->addAction(tr("&Close"), this, &QWidget::close);
+  close->setShortcut(QKeySequence::Close);
+
+  QMenu* analysis = menuBar()->addMenu(tr("&Analysis"));
+  spectrumAction_ = analysis->addAction(tr("Compute &spectrum"), this, [this] { computeSpectrum(); });
+  spectrumAction_->setShortcut(QKeySequence(QStringLiteral("Ctrl+R")));
+  spectrumAction_->setIconText(tr("Spectrum"));
+  spectrumAction_->setToolTip(tr("Angular power spectrum of the shown column: map2alm (3 "
+                                 "iterations) and alm2cl (Ctrl+R)"));
+  cancelAction_ = analysis->addAction(tr("&Cancel job"), this, &SkyMapWindow::cancelJob);
+  cancelAction_->setShortcut(QKeySequence(Qt::Key_Escape));
+  cancelAction_->setIconText(tr("Cancel"));
+  cancelAction_->setToolTip(tr("Cancel the running job (Esc)"));
+
+  QMenu* viewMenu = menuBar()->addMenu(tr("&View"));
+  logAxesAction_ = viewMenu->addAction(tr("&Logarithmic axes"));
+  logAxesAction_->setCheckable(true);
+  logAxesAction_->setShortcut(QKeySequence(QStringLiteral("Ctrl+L")));
+  logAxesAction_->setIconText(tr("Log axes"));
+  logAxesAction_->setToolTip(tr("Logarithmic l and D_l axes for the spectrum (Ctrl+L)"));
+  connect(logAxesAction_, &QAction::toggled, chart_, &SpectrumChart::setLogAxes);
+  viewMenu->addSeparator();
+  for (QDockWidget* dock : findChildren<QDockWidget*>()) viewMenu->addAction(dock->toggleViewAction());
+
+  QToolBar* tb = addToolBar(tr("Sky map"));
+  tb->setObjectName(QStringLiteral("skyToolBar"));
+  tb->addAction(openAction_);
+  tb->addAction(demoAction_);
+  tb->addSeparator();
+  tb->addWidget(new QLabel(tr(" Column "), tb));
+  tb->addWidget(columnBox_);
+  tb->addSeparator();
+  tb->addWidget(new QLabel(tr(" lmax "), tb));
+  tb->addWidget(lmaxSpin_);
+  tb->addWidget(new QLabel(tr(" Backend "), tb));
+  tb->addWidget(backendBox_);
+  tb->addAction(spectrumAction_);
+  tb->addAction(cancelAction_);
+  tb->addSeparator();
+  tb->addAction(logAxesAction_);
+  tb->addAction(saveSpectrumAction_);
+}
+
+bool SkyMapWindow::isBusy() const noexcept { return runner_ && !runner_->isFinished(); }
+
+const std::vector<double>& SkyMapWindow::values() const {
+  static const std::vector<double> empty;
+  if (!map_ || column_ < 0 || column_ >= static_cast<int>(map_->columns.size())) return empty;
+  return map_->columns[static_cast<std::size_t>(column_)];
+}
+
+const std::vector<double>& SkyMapWindow::spectrum() const {
+  static const std::vector<double> empty;
+  return spectrum_ ? spectrum_->cl : empty;
+}
+
+void SkyMapWindow::setBackendChoice(sky::BackendChoice choice) {
+  const int i = backendBox_->findData(static_cast<int>(choice));
+  if (i >= 0) backendBox_->setCurrentIndex(i);
+}
+
+sky::BackendChoice SkyMapWindow::backendChoice() const {
+  return static_cast<sky::BackendChoice>(backendBox_->currentData().toInt());
+}
+
+void SkyMapWindow::setLogAxes(bool on) { logAxesAction_->setChecked(on); }
+
+bool SkyMapWindow::openMap(const QString& path, int column) {
+  if (isBusy()) {
+    reportError(tr("Busy"), tr("A job is running: cancel it or wait before opening a map."));
+    return false;
+  }
+  const std::string p = QDir::toNativeSeparators(path).toStdString();
+  log_->info(tr("Opening %1").arg(path));
+  lastDir_ = QFileInfo(path).absolutePath();
+  return startJob(JobKind::Map, tr("open map"),
+                  [p, column](const JobContext& ctx) -> std::any {
+                    try {
+                      return std::any(std::make_shared<const sky::SkyMapData>(sky::loadSkyMap(
+                          p, column, sky::kImageWidth, sky::kImageHeight, ctx)));
+                    } catch (...) {
+                      rethrowNamingFile(p);
+                    }
+                  },
+                  column);
+}
+
+bool SkyMapWindow::openDemoMap(int nside, std::uint64_t seed) {
+  if (nside < 1 || nside > 8192) {
+    reportError(tr("Demo map"), tr("nside must be in 1..8192, got %1.").arg(nside));
+    return false;
+  }
+  return openSynthesisedMap(nside, sky::demoCl(3 * nside - 1), seed);
+}
+
+bool SkyMapWindow::openSynthesisedMap(int nside, const std::vector<double>& cl, std::uint64_t seed) {
+  if (isBusy()) {
+    reportError(tr("Busy"), tr("A job is running: cancel it or wait before opening a map."));
+    return false;
+  }
+  log_->info(tr("Synthesising a Gaussian random map: nside %1, lmax %2, seed %3")
+                 .arg(nside)
+                 .arg(static_cast<int>(cl.size()) - 1)
+                 .arg(seed));
+  return startJob(JobKind::Map, tr("synthesise map"),
+                  [nside, cl, seed](const JobContext& ctx) {
+                    return std::any(std::make_shared<const sky::SkyMapData>(sky::synthesiseSkyMap(
+                        nside, cl, seed, sky::kImageWidth, sky::kImageHeight, ctx)));
+                  },
+                  0);
+}
+
+bool SkyMapWindow::computeSpectrum(int lmax, const QString& savePath) {
+  if (isBusy()) {
+    reportError(tr("Busy"), tr("A job is running: cancel it or wait."));
+    return false;
+  }
+  if (!map_) {
+    reportError(tr("No map"), tr("Open a map first (File > Open map… or Open demo map)."));
+    return false;
+  }
+  if (lmax < 0) lmax = lmaxSpin_->value();
+  if (lmax > 4 * map_->nside) {
+    reportError(tr("Invalid lmax"),
+                tr("lmax must be at most 4 nside = %1, got %2.").arg(4 * map_->nside).arg(lmax));
+    return false;
+  }
+  const sky::BackendChoice choice = backendChoice();
+  if (choice == sky::BackendChoice::Cuda && !gpu_status().available) {
+    reportError(tr("CUDA unavailable"),
+                tr("The CUDA backend cannot run here: %1").arg(QString::fromStdString(gpu_status().reason)));
+    return false;
+  }
+  const sht::Backend backend = sky::resolveBackend(choice);
+  sky::SkyMapPtr map = map_;
+  const int column = column_;
+  const std::string save = savePath.isEmpty() ? std::string() : QDir::toNativeSeparators(savePath).toStdString();
+  log_->info(tr("Spectrum of %1: lmax %2, map2alm with 3 iterations on the %3 backend%4")
+                 .arg(columnLabel(column))
+                 .arg(lmax)
+                 .arg(QString::fromLatin1(sht::to_string(backend)))
+                 .arg(save.empty() ? QString() : tr(", saving to %1").arg(savePath)));
+  return startJob(JobKind::Spectrum, tr("spectrum"),
+                  [map, column, lmax, backend, save](const JobContext& ctx) {
+                    return std::any(std::make_shared<const sky::SkySpectrum>(
+                        sky::computeSkySpectrum(*map, column, lmax, backend, save, ctx)));
+                  },
+                  column);
+}
+
+bool SkyMapWindow::startJob(JobKind kind, const QString& name, JobRunner::Job job, int column) {
+  // The previous runner is finished; deleteLater because this may run inside its finished().
+  if (runner_) runner_->deleteLater();
+  auto* runner = new JobRunner(name, std::move(job), this);
+  runner_ = runner;
+  connect(runner, &JobRunner::logMessage, log_, &LogPanel::append);
+  connect(runner, &JobRunner::progressChanged, this, [this](int pct, const QString& stage) {
+    progress_->setValue(pct);
+    progress_->setFormat(stage.isEmpty() ? QStringLiteral("%p%") : stage + QStringLiteral(" %p%"));
+    emit jobProgress(pct, stage);
+  });
+  connect(runner, &JobRunner::finished, this,
+          [this, runner, kind, column] { onJobFinished(runner, kind, column); });
+  progress_->setValue(0);
+  progress_->setFormat(tr("%1: queued").arg(name));
+  runner->start(&pool_);
+  updateActions();
+  emit jobStarted(runner);
+  return true;
+}
+
+void SkyMapWindow::onJobFinished(JobRunner* runner, JobKind kind, int column) {
+  const JobRunner::State state = runner->state();
+  bool loaded = false, spectrum = false;
+  if (state == JobRunner::State::Completed) {
+    if (kind == JobKind::Map) {
+      if (const auto* m = runner->resultAs<std::shared_ptr<const sky::SkyMapData>>()) {
+        map_ = *m;
+        spectrum_.reset();
+        chart_->clear();
+        columnBox_->clear();
+        for (int c = 0; c < static_cast<int>(map_->columns.size()); ++c)
+          columnBox_->addItem(columnLabel(c));
+        lmaxSpin_->setRange(0, 4 * map_->nside);
+        lmaxSpin_->setValue(3 * map_->nside - 1);
+        mapInfo_->setText(describeMap(*map_));
+        setWindowTitle(tr("%1 — Sky map — Almagest")
+                           .arg(QFileInfo(QString::fromStdString(map_->source)).fileName()));
+        showColumn(column);
+        log_->info(tr("Loaded %1: %2 (%3 s)")
+                       .arg(QString::fromStdString(map_->source), describeMap(*map_))
+                       .arg(runner->elapsedSeconds(), 0, 'f', 2));
+        loaded = true;
+      }
+    } else if (const auto* s = runner->resultAs<std::shared_ptr<const sky::SkySpectrum>>()) {
+      spectrum_ = *s;
+      const std::vector<double> ref =
+          map_ && map_->source == spectrum_->source ? map_->inputCl : std::vector<double>();
+      chart_->setSpectrum(spectrum_->cl,
+                          tr("%1 — lmax %2, %3 backend").arg(QString::fromStdString(spectrum_->column))
+                              .arg(spectrum_->lmax)
+                              .arg(QString::fromStdString(spectrum_->backend)),
+                          ref);
+      log_->info(tr("Spectrum done: lmax %1 on %2 (%3) in %4 s")
+                     .arg(spectrum_->lmax)
+                     .arg(QString::fromStdString(spectrum_->backend),
+                          QString::fromStdString(spectrum_->device))
+                     .arg(spectrum_->seconds, 0, 'f', 2));
+      spectrum = true;
+    }
+    progress_->setFormat(tr("done"));
+    progress_->setValue(100);
+  } else if (state == JobRunner::State::Cancelled) {
+    log_->info(tr("%1 cancelled.").arg(runner->name()));
+    progress_->setFormat(tr("cancelled"));
+    progress_->setValue(0);
+  } else {
+    progress_->setFormat(tr("failed"));
+    progress_->setValue(0);
+    reportError(kind == JobKind::Map ? tr("Could not open the map") : tr("Spectrum failed"),
+                runner->errorMessage());
+  }
+  updateActions();
+  // Last, so that slots may start the next job (the finished runner is deleted later).
+  if (loaded) emit mapLoaded();
+  if (spectrum) emit spectrumReady();
+  emit jobFinished(state);
+}
+
+QString SkyMapWindow::columnLabel(int column) const {
+  if (!map_ || column < 0 || column >= static_cast<int>(map_->names.size())) return {};
+  QString s = QString::fromStdString(map_->names[static_cast<std::size_t>(column)]);
+  const std::string& unit = map_->units[static_cast<std::size_t>(column)];
+  if (!unit.empty()) s += QStringLiteral(" [%1]").arg(QString::fromStdString(unit));
+  return s;
+}
+
+bool SkyMapWindow::setColumn(int column) {
+  if (!map_ || column < 0 || column >= static_cast<int>(map_->columns.size())) return false;
+  showColumn(column);
+  return true;
+}
+
+void SkyMapWindow::showColumn(int column) {
+  column_ = column;
+  if (columnBox_->currentIndex() != column) columnBox_->setCurrentIndex(column);
+  const auto& vals = values();
+  const sky::ValueRange r = static_cast<std::size_t>(column) < map_->ranges.size()
+                                ? map_->ranges[static_cast<std::size_t>(column)]
+                                : sky::valueRange(vals);
+  image_ = sky::colouriseMollweide(map_->lookup, map_->imageWidth, map_->imageHeight, vals, r.min, r.max);
+  view_->setMap(map_, column, image_, r.min, r.max, columnLabel(column));
+  if (r.unseen > 0)
+    log_->info(tr("%1: %2 UNSEEN pixels (shown grey)").arg(columnLabel(column)).arg(r.unseen));
+  updateActions();
+}
+
+void SkyMapWindow::cancelJob() {
+  if (isBusy()) {
+    runner_->cancel();
+    progress_->setFormat(tr("cancelling…"));
+  }
+}
+
+bool SkyMapWindow::saveSpectrum(const QString& path) {
+  if (!spectrum_) {
+    reportError(tr("No spectrum"), tr("Compute a spectrum first (Analysis > Compute spectrum)."));
+    return false;
+  }
+  try {
+    sky::writeSpectrum(QDir::toNativeSeparators(path).toStdString(), *spectrum_);
+  } catch (const std::exception& e) {
+    reportError(tr("Could not save the spectrum"), QString::fromUtf8(e.what()));
+    return false;
+  }
+  log_->info(tr("Saved the spectrum to %1 (%2 rows)").arg(path).arg(spectrum_->cl.size()));
+  statusBar()->showMessage(tr("Saved %1").arg(QFileInfo(path).fileName()), 5000);
+  return true;
+}
+
+bool SkyMapWindow::saveImage(const QString& path) {
+  if (image_.isNull()) {
+    reportError(tr("No map"), tr("Open a map first."));
+    return false;
+  }
+  if (!image_.save(path)) {
+    reportError(tr("Could not save the image"), tr("%1: could not write the image.").arg(path));
+    return false;
+  }
+  log_->info(tr("Saved the image to %1").arg(path));
+  return true;
+}
+
+void SkyMapWindow::updateActions() {
+  const bool busy = isBusy();
+  openAction_->setEnabled(!busy);
+  demoAction_->setEnabled(!busy);
+  for (QAction* a : demoSizeActions_) a->setEnabled(!busy);
+  spectrumAction_->setEnabled(!busy && map_ != nullptr);
+  cancelAction_->setEnabled(busy);
+  cancelButton_->setEnabled(busy);
+  saveSpectrumAction_->setEnabled(spectrum_ != nullptr);
+  saveImageAction_->setEnabled(!image_.isNull());
+  columnBox_->setEnabled(map_ && map_->columns.size() > 1);
+  lmaxSpin_->setEnabled(map_ != nullptr);
+}
+
+void SkyMapWindow::reportError(const QString& title, const QString& message) {
+  log_->error(message);
+  statusBar()->showMessage(message, 10000);
+  if (!interactiveErrors_) return;
+  auto* box = new QMessageBox(QMessageBox::Warning, title, message, QMessageBox::Ok, this);
+  box->setAttribute(Qt::WA_DeleteOnClose);
+  box->open();  // window-modal, does not block the event loop
+}
+
+void SkyMapWindow::openMapDialog() {
+  const QString path = QFileDialog::getOpenFileName(
+      this, tr("Open HEALPix map"), lastDir_,
+      tr("HEALPix maps (*.fits *.fit *.fits.gz *.fit.gz);;All files (*)"));
+  if (!path.isEmpty()) openMap(path, 0);
+}
+
+void SkyMapWindow::saveSpectrumDialog() {
+  const QString path = QFileDialog::getSaveFileName(this, tr("Save spectrum"),
+                                                    lastDir_.isEmpty() ? QStringLiteral("spectrum.txt")
+                                                                       : lastDir_ + QStringLiteral("/spectrum.txt"),
+                                                    tr("Text (*.txt *.dat);;All files (*)"));
+  if (!path.isEmpty()) saveSpectrum(path);
+}
+
+void SkyMapWindow::saveImageDialog() {
+  const QString path = QFileDialog::getSaveFileName(this, tr("Save image"),
+                                                    lastDir_.isEmpty() ? QStringLiteral("skymap.png")
+                                                                       : lastDir_ + QStringLiteral("/skymap.png"),
+                                                    tr("PNG images (*.png);;All files (*)"));
+  if (!path.isEmpty()) saveImage(path);
+}
+
+}  // namespace almagest::ui

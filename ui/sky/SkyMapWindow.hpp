@@ -1,0 +1,153 @@
+#pragma once
+// SkyMapWindow: a window for HEALPix maps. Open a map FITS file (any column, RING or NESTED, full
+// or partial sky) or a seeded demo map, see it in a Mollweide projection with a viridis-like
+// colour map, colour bar and a status-bar readout of direction / pixel / value under the mouse,
+// compute its angular power spectrum (healpy anafast: map2alm with 3 iterations, then alm2cl) on
+// the CPU or CUDA backend with progress and Cancel, plot D_l, and save the spectrum as text.
+//
+// Jobs (loading, synthesis, spectra) run one at a time on the window's own one-thread pool
+// through JobRunner; results are immutable and handed to the GUI thread. A cancelled job leaves
+// no result and no file; a failed one is reported in the log (and, unless
+// setInteractiveErrors(false), in a non-blocking message box). Destroying the window cancels the
+// running job and waits for its worker.
+//
+// Opened from a MainWindow menu action; it is a top-level QMainWindow even with a parent (use
+// Qt::WA_DeleteOnClose for a window that frees itself, and its job, when closed).
+#include <QImage>
+#include <QMainWindow>
+#include <QPointer>
+#include <QThreadPool>
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "jobs/JobRunner.hpp"
+#include "sky/SkyJobs.hpp"
+
+class QAction;
+class QComboBox;
+class QLabel;
+class QProgressBar;
+class QPushButton;
+class QSpinBox;
+
+namespace almagest::ui {
+
+class LogPanel;
+class SkyMapView;
+class SpectrumChart;
+
+class SkyMapWindow : public QMainWindow {
+  Q_OBJECT
+public:
+  explicit SkyMapWindow(QWidget* parent = nullptr);
+  ~SkyMapWindow() override;
+
+  /// Default demo map: nside 128, this seed.
+  static constexpr int kDemoNside = 128;
+  static constexpr std::uint64_t kDemoSeed = 20261129;
+
+  /// Starts loading a HEALPix map FITS file and shows column `column` (0-based) once loaded.
+  /// False (with a message) when a job is running; errors of the file arrive as a Failed job.
+  bool openMap(const QString& path, int column = 0);
+  /// Starts synthesising the demo map (C_l = 2 pi / (l (l + 1)), l >= 2, lmax = 3 nside - 1).
+  bool openDemoMap(int nside = kDemoNside, std::uint64_t seed = kDemoSeed);
+  /// Starts synthesising a Gaussian random map with power spectrum `cl` (lmax = cl.size() - 1).
+  bool openSynthesisedMap(int nside, const std::vector<double>& cl, std::uint64_t seed);
+  /// Starts the spectrum of the shown column up to lmax (-1: the lmax spin box, which defaults to
+  /// 3 nside - 1) on the backend chosen in the toolbar. With savePath, the job also writes the
+  /// spectrum file (atomically: nothing is left if it is cancelled or fails).
+  bool computeSpectrum(int lmax = -1, const QString& savePath = {});
+  /// Writes the last spectrum (columns l, C_l, D_l) through AtomicFile. False (with a message)
+  /// without a spectrum or on error.
+  bool saveSpectrum(const QString& path);
+  /// Saves the Mollweide image (PNG, transparent outside the ellipse).
+  bool saveImage(const QString& path);
+  /// Cancels the running job, if any (returns at once; the outcome arrives via jobFinished).
+  void cancelJob();
+  /// Shows another column of the current map (re-colours the image). False if out of range.
+  bool setColumn(int column);
+  void setBackendChoice(sky::BackendChoice choice);
+  sky::BackendChoice backendChoice() const;
+  void setLogAxes(bool on);
+  /// When false, errors go to the log only (no message boxes): for tests and scripted runs.
+  void setInteractiveErrors(bool on) { interactiveErrors_ = on; }
+
+  bool isBusy() const noexcept;
+  sky::SkyMapPtr map() const noexcept { return map_; }
+  int nside() const noexcept { return map_ ? map_->nside : 0; }
+  std::int64_t npix() const noexcept { return map_ ? map_->npix() : 0; }
+  int column() const noexcept { return column_; }
+  int columnCount() const noexcept { return map_ ? static_cast<int>(map_->columns.size()) : 0; }
+  /// Values of the shown column (RING, 12 nside^2; UNSEEN = -1.6375e30); empty without a map.
+  const std::vector<double>& values() const;
+  /// The rendered Mollweide image (sky::kImageWidth x sky::kImageHeight); null without a map.
+  const QImage& image() const noexcept { return image_; }
+  /// C_l (l = 0..lmax) of the last spectrum; empty when none.
+  const std::vector<double>& spectrum() const;
+  std::shared_ptr<const sky::SkySpectrum> spectrumResult() const noexcept { return spectrum_; }
+  /// The running (or last finished) job.
+  JobRunner* currentJob() const noexcept { return runner_; }
+
+  SkyMapView* mapView() const noexcept { return view_; }
+  SpectrumChart* spectrumChart() const noexcept { return chart_; }
+  LogPanel* logPanel() const noexcept { return log_; }
+  QComboBox* columnCombo() const noexcept { return columnBox_; }
+  QComboBox* backendCombo() const noexcept { return backendBox_; }
+  QSpinBox* lmaxSpin() const noexcept { return lmaxSpin_; }
+  QProgressBar* progressBar() const noexcept { return progress_; }
+  QPushButton* cancelButton() const noexcept { return cancelButton_; }
+
+signals:
+  void mapLoaded();
+  void spectrumReady();
+  void jobStarted(almagest::ui::JobRunner* job);
+  void jobProgress(int percent, const QString& stage);
+  void jobFinished(almagest::ui::JobRunner::State state);
+
+private:
+  enum class JobKind { Map, Spectrum };
+  void buildUi();
+  void buildActions();
+  bool startJob(JobKind kind, const QString& name, JobRunner::Job job, int column);
+  void onJobFinished(JobRunner* runner, JobKind kind, int column);
+  void showColumn(int column);
+  void updateActions();
+  void reportError(const QString& title, const QString& message);
+  void openMapDialog();
+  void saveSpectrumDialog();
+  void saveImageDialog();
+  QString columnLabel(int column) const;
+
+  QThreadPool pool_;
+  QPointer<JobRunner> runner_;
+  sky::SkyMapPtr map_;
+  int column_ = 0;
+  QImage image_;
+  std::shared_ptr<const sky::SkySpectrum> spectrum_;
+  bool interactiveErrors_ = true;
+  QString lastDir_;
+
+  SkyMapView* view_ = nullptr;
+  SpectrumChart* chart_ = nullptr;
+  LogPanel* log_ = nullptr;
+  QComboBox* columnBox_ = nullptr;
+  QComboBox* backendBox_ = nullptr;
+  QSpinBox* lmaxSpin_ = nullptr;
+  QProgressBar* progress_ = nullptr;
+  QPushButton* cancelButton_ = nullptr;
+  QLabel* readout_ = nullptr;
+  QLabel* mapInfo_ = nullptr;
+
+  QAction* openAction_ = nullptr;
+  QAction* demoAction_ = nullptr;
+  QAction* spectrumAction_ = nullptr;
+  QAction* cancelAction_ = nullptr;
+  QAction* saveSpectrumAction_ = nullptr;
+  QAction* saveImageAction_ = nullptr;
+  QAction* logAxesAction_ = nullptr;
+  std::vector<QAction*> demoSizeActions_;
+};
+
+}  // namespace almagest::ui
