@@ -30,6 +30,7 @@
 #include "panels/JobPanel.hpp"
 #include "panels/LogPanel.hpp"
 #include "sky/SkyMapWindow.hpp"
+#include "stackview/StackWindow.hpp"
 #include "views/CorrelationChart.hpp"
 #include "views/PointCloudScene.hpp"
 #include "views/VtkView.hpp"
@@ -143,6 +144,14 @@ SkyMapWindow* MainWindow::showSkyMap() {
   return w;
 }
 
+StackWindow* MainWindow::showMovingObjects() {
+  auto* w = new StackWindow(this);        // top-level window owned by this one
+  w->setAttribute(Qt::WA_DeleteOnClose);  // closing it frees it (a running job is cancelled)
+  w->setInteractiveErrors(interactiveErrors_);
+  w->show();
+  return w;
+}
+
 void MainWindow::buildMenus() {
   QMenu* file = menuBar()->addMenu(tr("&File"));
   openDataAction_ = file->addAction(tr("Open &data…"), this, [this] { openFile(false); });
@@ -180,6 +189,9 @@ void MainWindow::buildMenus() {
   QAction* skyMap = tools->addAction(tr("&Sky map (HEALPix)…"), this, [this] { showSkyMap(); });
   skyMap->setShortcut(QKeySequence(QStringLiteral("Ctrl+M")));
   skyMap->setToolTip(tr("HEALPix maps: Mollweide view and angular power spectrum"));
+  QAction* moving = tools->addAction(tr("&Moving objects (shift and stack)…"), this, [this] { showMovingObjects(); });
+  moving->setShortcut(QKeySequence(QStringLiteral("Ctrl+Shift+M")));
+  moving->setToolTip(tr("Shift-and-stack search for faint moving objects in an exposure stack"));
 
   QMenu* help = menuBar()->addMenu(tr("&Help"));
   help->addAction(tr("&GPU status…"), this, &MainWindow::showGpuStatus);

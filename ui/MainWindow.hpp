@@ -27,6 +27,7 @@ class JobPanel;
 class LogPanel;
 class PointCloudScene;
 class SkyMapWindow;
+class StackWindow;
 class VtkView;
 
 class MainWindow : public QMainWindow {
@@ -56,6 +57,8 @@ public:
   bool saveScreenshot(const QString& path);
   /// Opens a new HEALPix sky-map window (Tools menu); it closes with this window.
   SkyMapWindow* showSkyMap();
+  /// Opens a new shift-and-stack window (Tools menu); it closes with this window.
+  StackWindow* showMovingObjects();
   /// When false, errors go to the log only (no message boxes): for tests and scripted runs.
   void setInteractiveErrors(bool on) { interactiveErrors_ = on; }
 

@@ -30,6 +30,7 @@
 #include "jobs/JobRunner.hpp"
 #include "panels/JobPanel.hpp"
 #include "sky/SkyMapWindow.hpp"
+#include "stackview/StackWindow.hpp"
 #include "views/CorrelationChart.hpp"
 #include "views/PointCloudScene.hpp"
 #include "views/VtkView.hpp"
@@ -99,7 +100,7 @@ private slots:
   void threePointJobShowsZeta();
   void cancelledJobLeavesNoResult();
   void backendChoiceFollowsGpuStatus();
-  void toolsMenuOpensSkyMap();
+  void toolsMenuOpensSkyMap();  // and the moving-object window
 };
 
 void TestUiMainWindow::initTestCase() {
@@ -356,6 +357,17 @@ void TestUiMainWindow::toolsMenuOpensSkyMap() {
   QCOMPARE(sky->nside(), 16);
   sky->close();  // WA_DeleteOnClose
   QTRY_VERIFY(w.findChildren<almagest::ui::SkyMapWindow*>().isEmpty());
+  // The same for the moving-object window.
+  QAction* moving = nullptr;
+  for (QAction* a : w.findChildren<QAction*>())
+    if (a->text().contains(QStringLiteral("Moving objects"))) moving = a;
+  QVERIFY2(moving, "no Moving objects action in the menus");
+  moving->trigger();
+  const auto stacks = w.findChildren<almagest::ui::StackWindow*>();
+  QCOMPARE(stacks.size(), 1);
+  QVERIFY(stacks.front()->isWindow() && stacks.front()->isVisible());
+  stacks.front()->close();
+  QTRY_VERIFY(w.findChildren<almagest::ui::StackWindow*>().isEmpty());
 }
 
 int main(int argc, char** argv) {

@@ -1,0 +1,208 @@
+#pragma once
+// StackWindow: the "Moving objects" window for shift-and-stack searches (docs/stack.md).
+//
+// Open a stack (KBMOD WorkUnit FITS, HDF5 cube or a folder of per-exposure FITS files) or generate
+// a seeded synthetic one with injected movers; browse its exposures (grey, asinh stretch between
+// robust limits; MJD in the status bar); set the velocity grid, threshold, min obs, storage,
+// backend and clustering in the side panel; run psi/phi + plan + scan in one job with progress and
+// Cancel; see the candidates in a sortable table and the best Z of every origin pixel as an image
+// with the candidates circled; select a candidate to see its coadded stamp, the strip of
+// per-exposure cutouts along its track and the track on the exposure viewer; save the candidates
+// (ECSV) or the whole result (HDF5, with curves, tracks and stamps) through the engine's atomic
+// writers.
+//
+// Jobs (loading, synthesis, search, saving) run one at a time on the window's own one-thread pool
+// through JobRunner; results are immutable and handed to the GUI thread. A cancelled job leaves no
+// result and no file; a failed one is reported in the log (and, unless setInteractiveErrors(false),
+// in a non-blocking message box) naming the file and field. Destroying the window cancels the
+// running job and waits for its worker. No VTK here: images are QImages painted by QPainter.
+//
+// Opened from MainWindow (the lead adds the menu action); it is a top-level QMainWindow.
+#include <QImage>
+#include <QMainWindow>
+#include <QPointer>
+#include <QThreadPool>
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "jobs/JobRunner.hpp"
+#include "stackview/StackJobs.hpp"
+
+class QAction;
+class QComboBox;
+class QLabel;
+class QProgressBar;
+class QPushButton;
+class QScrollArea;
+class QSlider;
+class QSortFilterProxyModel;
+class QTableView;
+
+namespace almagest::ui {
+
+class LogPanel;
+
+namespace stackview {
+class CandidateModel;
+class SearchPanel;
+class StackImageView;
+}  // namespace stackview
+
+class StackWindow : public QMainWindow {
+  Q_OBJECT
+public:
+  explicit StackWindow(QWidget* parent = nullptr);
+  ~StackWindow() override;
+
+  static constexpr std::uint64_t kDemoSeed = 20261129;
+
+  // ---- actions (each returns false, with a message, when it cannot start) ---------------------
+  /// Starts reading a stack file or folder. Errors of the file arrive as a Failed job.
+  bool openStack(const QString& path);
+  /// Starts generating a synthetic stack from a full engine configuration (movers included).
+  bool newSyntheticStack(const almagest::stack::SyntheticConfig& config);
+  /// Synthetic stack with `movers` movers of stack SNR `snr` whose velocities lie on the current
+  /// search grid (stackview::makeMovers), over a 4-day baseline.
+  bool newSyntheticStack(int nExp, int width, int height, std::uint64_t seed = kDemoSeed, int movers = 3,
+                         double snr = 10.0);
+  /// Starts a search with the panel's settings; with savePath the job also writes the candidates
+  /// (.ecsv) or the result (.h5) atomically.
+  bool runSearch(const QString& savePath = {});
+  /// Cancels the running job, if any (returns at once; the outcome arrives via jobFinished).
+  void cancelJob();
+  /// Starts writing the candidates as ECSV (RA/Dec columns when the stack has a WCS).
+  bool saveCandidates(const QString& path);
+  /// Starts writing the result as HDF5 (candidates, curves, tracks, stamps).
+  bool saveResult(const QString& path);
+  /// Saves the best-Z image (PNG by extension).
+  bool saveBestZImage(const QString& path);
+  /// Shows exposure e (0-based). False if out of range.
+  bool setExposure(int e);
+  /// Selects candidate `index` of candidates() (the engine's order): stamps, cutouts, track.
+  /// -1 clears the selection. False if out of range.
+  bool selectCandidate(int index);
+
+  void setSearchSettings(const stackview::SearchSettings& s);
+  stackview::SearchSettings searchSettings() const;
+  /// The engine configuration a search would run now (throws ConfigError; needs a stack).
+  almagest::stack::SearchConfig searchConfig() const;
+  /// When false, errors go to the log only (no message boxes): for tests and scripted runs.
+  void setInteractiveErrors(bool on) { interactiveErrors_ = on; }
+
+  // ---- state --------------------------------------------------------------------------------
+  bool isBusy() const noexcept;
+  stackview::StackPtr stack() const noexcept { return stack_; }
+  int exposureCount() const noexcept { return stack_ ? stack_->n() : 0; }
+  int stackWidth() const noexcept { return stack_ ? stack_->stack.width : 0; }
+  int stackHeight() const noexcept { return stack_ ? stack_->stack.height : 0; }
+  int exposure() const noexcept { return exposure_; }
+  stackview::SearchOutputPtr searchOutput() const noexcept { return output_; }
+  /// The last search result, or null.
+  const almagest::stack::SearchResult* result() const noexcept { return output_ ? &output_->result : nullptr; }
+  /// Candidates of the last search (empty without one).
+  const std::vector<almagest::stack::Candidate>& candidates() const;
+  /// Best Z per origin pixel of the last search ([height][width]; empty when not computed).
+  const std::vector<float>& bestZ() const;
+  const QImage& exposureImage() const noexcept { return exposureImage_; }
+  const QImage& bestZImage() const noexcept { return bestZImage_; }
+  int selectedCandidate() const noexcept { return selected_; }
+  /// Details (curves, track, stamps) of the selected candidate, or null.
+  const almagest::stack::CandidateDetail* selectedDetail() const noexcept { return detail_.get(); }
+  const QImage& stampImage() const noexcept { return stampImage_; }
+  const QImage& cutoutImage() const noexcept { return cutoutImage_; }
+  /// The running (or last finished) job.
+  JobRunner* currentJob() const noexcept { return runner_; }
+
+  LogPanel* logPanel() const noexcept { return log_; }
+  stackview::SearchPanel* searchPanel() const noexcept { return panel_; }
+  stackview::StackImageView* exposureView() const noexcept { return exposureView_; }
+  stackview::StackImageView* bestZView() const noexcept { return bestZView_; }
+  QTableView* candidateTable() const noexcept { return table_; }
+  QSlider* exposureSlider() const noexcept { return slider_; }
+  QProgressBar* progressBar() const noexcept { return progress_; }
+  QPushButton* cancelButton() const noexcept { return cancelButton_; }
+
+signals:
+  void stackLoaded();
+  void searchFinished();
+  void saved(const QString& path);
+  void candidateSelected(int index);
+  void jobStarted(almagest::ui::JobRunner* job);
+  void jobProgress(int percent, const QString& stage);
+  void jobFinished(almagest::ui::JobRunner::State state);
+
+protected:
+  void closeEvent(QCloseEvent* event) override;
+
+private:
+  enum class JobKind { Load, Search, Save };
+  void buildUi();
+  void buildActions();
+  bool startJob(JobKind kind, const QString& name, JobRunner::Job job);
+  void onJobFinished(JobRunner* runner, JobKind kind);
+  void showStack(stackview::StackPtr s);
+  void showSearch(stackview::SearchOutputPtr out);
+  void showExposure();
+  void showSelection();
+  void updateActions();
+  void updateMjdLabel();
+  void reportError(const QString& title, const QString& message);
+  bool busyGuard(const QString& what);
+  void onHoverExposure(int x, int y);
+  void onHoverBestZ(int x, int y);
+  void onBestZClicked(QPointF p);
+  void onTableSelection();
+  void openStackDialog(bool folder);
+  void syntheticDialog();
+  void saveCandidatesDialog();
+  void saveResultDialog();
+  void saveBestZDialog();
+
+  QThreadPool pool_;
+  QPointer<JobRunner> runner_;
+  stackview::StackPtr stack_;
+  stackview::PsiPhiCache psiphiCache_;
+  stackview::SearchOutputPtr output_;
+  std::unique_ptr<almagest::stack::CandidateDetail> detail_;
+  int exposure_ = 0;
+  int selected_ = -1;
+  bool syncingSelection_ = false;
+  bool interactiveErrors_ = true;
+  QString lastDir_;
+  QImage exposureImage_, bestZImage_, stampImage_, cutoutImage_;
+
+  stackview::SearchPanel* panel_ = nullptr;
+  stackview::StackImageView* exposureView_ = nullptr;
+  stackview::StackImageView* bestZView_ = nullptr;
+  stackview::CandidateModel* model_ = nullptr;
+  QSortFilterProxyModel* proxy_ = nullptr;
+  QTableView* table_ = nullptr;
+  QSlider* slider_ = nullptr;
+  QLabel* exposureLabel_ = nullptr;
+  QLabel* stampLabel_ = nullptr;
+  QLabel* cutoutLabel_ = nullptr;
+  QLabel* detailLabel_ = nullptr;
+  QComboBox* stampKind_ = nullptr;
+  QScrollArea* cutoutScroll_ = nullptr;
+  LogPanel* log_ = nullptr;
+  QLabel* readout_ = nullptr;
+  QLabel* mjdLabel_ = nullptr;
+  QLabel* stackInfo_ = nullptr;
+  QProgressBar* progress_ = nullptr;
+  QPushButton* cancelButton_ = nullptr;
+
+  QAction* openAction_ = nullptr;
+  QAction* openFolderAction_ = nullptr;
+  QAction* syntheticAction_ = nullptr;
+  QAction* runAction_ = nullptr;
+  QAction* cancelAction_ = nullptr;
+  QAction* saveCandidatesAction_ = nullptr;
+  QAction* saveResultAction_ = nullptr;
+  QAction* saveImageAction_ = nullptr;
+  QAction* prevAction_ = nullptr;
+  QAction* nextAction_ = nullptr;
+};
+
+}  // namespace almagest::ui
