@@ -136,21 +136,17 @@ MainWindow::~MainWindow() {
   scene_.reset();
 }
 
-SkyMapWindow* MainWindow::showSkyMap() {
-  auto* w = new SkyMapWindow(this);       // top-level window owned by this one
+template <class Tool>
+Tool* MainWindow::showTool() {
+  auto* w = new Tool(this);               // a top-level window owned by this one
   w->setAttribute(Qt::WA_DeleteOnClose);  // closing it frees it (a running job is cancelled)
   w->setInteractiveErrors(interactiveErrors_);
   w->show();
   return w;
 }
 
-StackWindow* MainWindow::showMovingObjects() {
-  auto* w = new StackWindow(this);        // top-level window owned by this one
-  w->setAttribute(Qt::WA_DeleteOnClose);  // closing it frees it (a running job is cancelled)
-  w->setInteractiveErrors(interactiveErrors_);
-  w->show();
-  return w;
-}
+SkyMapWindow* MainWindow::showSkyMap() { return showTool<SkyMapWindow>(); }
+StackWindow* MainWindow::showMovingObjects() { return showTool<StackWindow>(); }
 
 void MainWindow::buildMenus() {
   QMenu* file = menuBar()->addMenu(tr("&File"));

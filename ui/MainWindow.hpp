@@ -121,6 +121,8 @@ private:
   NpcfOutputPtr result_;
   bool runAfterLoad_ = false;
   bool interactiveErrors_ = true;
+  template <class Tool>
+  Tool* showTool();
 };
 
 }  // namespace almagest::ui

@@ -26,6 +26,7 @@
 #include "almagest/core/error.hpp"
 #include "almagest/core/gpu.hpp"
 #include "almagest/sht/config.hpp"
+#include "jobs/JobProgressBar.hpp"
 #include "panels/LogPanel.hpp"
 #include "sky/SkyMapView.hpp"
 #include "sky/SkyProjection.hpp"
@@ -34,24 +35,6 @@
 namespace almagest::ui {
 
 namespace {
-
-/// Adds the file name to an error that does not name it (the engine's IoErrors do already).
-[[noreturn]] void rethrowNamingFile(const std::string& path) {
-  try {
-    throw;
-  } catch (const almagest::Cancelled&) {
-    throw;
-  } catch (const std::bad_alloc&) {
-    throw;
-  } catch (const almagest::Error& e) {
-    if (std::string(e.what()).find(path) != std::string::npos) throw;
-    throw almagest::IoError(path, "", e.what());
-  } catch (const std::exception& e) {
-    throw almagest::IoError(path, "", e.what());
-  } catch (...) {
-    throw;
-  }
-}
 
 QString describeMap(const sky::SkyMapData& m) {
   QString s = QObject::tr("nside %1, %2 pixels, %3 column(s)")
@@ -66,10 +49,9 @@ QString describeMap(const sky::SkyMapData& m) {
 
 }  // namespace
 
-SkyMapWindow::SkyMapWindow(QWidget* parent) : QMainWindow(parent) {
+SkyMapWindow::SkyMapWindow(QWidget* parent) : JobWindow(parent) {
   setWindowTitle(tr("Sky map — Almagest"));
   setObjectName(QStringLiteral("SkyMapWindow"));
-  pool_.setMaxThreadCount(1);  // one job at a time
   buildUi();
   buildActions();
   // 1100 x 880, or 90% of the screen where that is smaller.
@@ -79,14 +61,7 @@ SkyMapWindow::SkyMapWindow(QWidget* parent) : QMainWindow(parent) {
   updateActions();
 }
 
-SkyMapWindow::~SkyMapWindow() {
-  // Cancel and wait here, while the pool and the views still exist.
-  if (runner_) {
-    runner_->cancel();
-    delete runner_.data();
-  }
-  pool_.waitForDone();
-}
+SkyMapWindow::~SkyMapWindow() { stopJob(); }  // while the views still exist
 
 void SkyMapWindow::buildUi() {
   view_ = new SkyMapView(this);
@@ -101,6 +76,7 @@ void SkyMapWindow::buildUi() {
   setCentralWidget(splitter);
 
   log_ = new LogPanel(this);
+  setJobLog(log_);
   auto* dock = new QDockWidget(tr("Log"), this);
   dock->setObjectName(QStringLiteral("skyLogDock"));
   dock->setWidget(log_);
@@ -145,19 +121,9 @@ void SkyMapWindow::buildUi() {
   readout_->setObjectName(QStringLiteral("readout"));
   readout_->setTextInteractionFlags(Qt::TextSelectableByMouse);
   mapInfo_ = new QLabel(this);
-  progress_ = new QProgressBar(this);
-  progress_->setRange(0, 100);
-  progress_->setValue(0);
-  progress_->setMaximumWidth(260);
-  progress_->setTextVisible(true);
-  progress_->setToolTip(tr("Progress of the running job"));
-  cancelButton_ = new QPushButton(tr("Cancel"), this);
-  cancelButton_->setToolTip(tr("Cancel the running job (Esc)"));
-  connect(cancelButton_, &QPushButton::clicked, this, &SkyMapWindow::cancelJob);
   statusBar()->addWidget(readout_, 1);
   statusBar()->addPermanentWidget(mapInfo_);
-  statusBar()->addPermanentWidget(progress_);
-  statusBar()->addPermanentWidget(cancelButton_);
+  addJobStatus();
   connect(view_, &SkyMapView::hovered, readout_, &QLabel::setText);
 }
 
@@ -231,8 +197,6 @@ void SkyMapWindow::buildActions() {
   tb->addAction(logAxesAction_);
   tb->addAction(saveSpectrumAction_);
 }
-
-bool SkyMapWindow::isBusy() const noexcept { return runner_ && !runner_->isFinished(); }
 
 const std::vector<double>& SkyMapWindow::values() const {
   static const std::vector<double> empty;
@@ -340,23 +304,8 @@ bool SkyMapWindow::computeSpectrum(int lmax, const QString& savePath) {
 }
 
 bool SkyMapWindow::startJob(JobKind kind, const QString& name, JobRunner::Job job, int column) {
-  // The previous runner is finished; deleteLater because this may run inside its finished().
-  if (runner_) runner_->deleteLater();
-  auto* runner = new JobRunner(name, std::move(job), this);
-  runner_ = runner;
-  connect(runner, &JobRunner::logMessage, log_, &LogPanel::append);
-  connect(runner, &JobRunner::progressChanged, this, [this](int pct, const QString& stage) {
-    progress_->setValue(pct);
-    progress_->setFormat(stage.isEmpty() ? QStringLiteral("%p%") : stage + QStringLiteral(" %p%"));
-    emit jobProgress(pct, stage);
-  });
-  connect(runner, &JobRunner::finished, this,
-          [this, runner, kind, column] { onJobFinished(runner, kind, column); });
-  progress_->setValue(0);
-  progress_->setFormat(tr("%1: queued").arg(name));
-  runner->start(&pool_);
-  updateActions();
-  emit jobStarted(runner);
+  launchJob(name, std::move(job),
+            [this, kind, column](JobRunner* runner) { onJobFinished(runner, kind, column); });
   return true;
 }
 
@@ -399,19 +348,13 @@ void SkyMapWindow::onJobFinished(JobRunner* runner, JobKind kind, int column) {
                      .arg(spectrum_->seconds, 0, 'f', 2));
       spectrum = true;
     }
-    progress_->setFormat(tr("done"));
-    progress_->setValue(100);
   } else if (state == JobRunner::State::Cancelled) {
     log_->info(tr("%1 cancelled.").arg(runner->name()));
-    progress_->setFormat(tr("cancelled"));
-    progress_->setValue(0);
-  } else {
-    progress_->setFormat(tr("failed"));
-    progress_->setValue(0);
+  }
+  if (state == JobRunner::State::Failed)
     reportError(kind == JobKind::Map ? tr("Could not open the map") : tr("Spectrum failed"),
                 runner->errorMessage());
-  }
-  updateActions();
+  endJob(state);
   // Last, so that slots may start the next job (the finished runner is deleted later).
   if (loaded) emit mapLoaded();
   if (spectrum) emit spectrumReady();
@@ -444,13 +387,6 @@ void SkyMapWindow::showColumn(int column) {
   if (r.unseen > 0)
     log_->info(tr("%1: %2 UNSEEN pixels (shown grey)").arg(columnLabel(column)).arg(r.unseen));
   updateActions();
-}
-
-void SkyMapWindow::cancelJob() {
-  if (isBusy()) {
-    runner_->cancel();
-    progress_->setFormat(tr("cancelling…"));
-  }
 }
 
 bool SkyMapWindow::saveSpectrum(const QString& path) {
@@ -494,15 +430,6 @@ void SkyMapWindow::updateActions() {
   saveImageAction_->setEnabled(!image_.isNull());
   columnBox_->setEnabled(map_ && map_->columns.size() > 1);
   lmaxSpin_->setEnabled(map_ != nullptr);
-}
-
-void SkyMapWindow::reportError(const QString& title, const QString& message) {
-  log_->error(message);
-  statusBar()->showMessage(message, 10000);
-  if (!interactiveErrors_) return;
-  auto* box = new QMessageBox(QMessageBox::Warning, title, message, QMessageBox::Ok, this);
-  box->setAttribute(Qt::WA_DeleteOnClose);
-  box->open();  // window-modal, does not block the event loop
 }
 
 void SkyMapWindow::openMapDialog() {

@@ -5,24 +5,16 @@
 // compute its angular power spectrum (healpy anafast: map2alm with 3 iterations, then alm2cl) on
 // the CPU or CUDA backend with progress and Cancel, plot D_l, and save the spectrum as text.
 //
-// Jobs (loading, synthesis, spectra) run one at a time on the window's own one-thread pool
-// through JobRunner; results are immutable and handed to the GUI thread. A cancelled job leaves
-// no result and no file; a failed one is reported in the log (and, unless
-// setInteractiveErrors(false), in a non-blocking message box). Destroying the window cancels the
-// running job and waits for its worker.
-//
-// Opened from a MainWindow menu action; it is a top-level QMainWindow even with a parent (use
-// Qt::WA_DeleteOnClose for a window that frees itself, and its job, when closed).
+// Jobs (loading, synthesis, spectra) go through JobWindow (one at a time, progress, Cancel,
+// errors, teardown); results are immutable and handed to the GUI thread. Opened from the main
+// window's Tools menu as a top-level window.
 #include <QImage>
-#include <QMainWindow>
-#include <QPointer>
-#include <QThreadPool>
 
 #include <cstdint>
 #include <memory>
 #include <vector>
 
-#include "jobs/JobRunner.hpp"
+#include "jobs/JobWindow.hpp"
 #include "sky/SkyJobs.hpp"
 
 class QAction;
@@ -38,7 +30,7 @@ class LogPanel;
 class SkyMapView;
 class SpectrumChart;
 
-class SkyMapWindow : public QMainWindow {
+class SkyMapWindow : public JobWindow {
   Q_OBJECT
 public:
   explicit SkyMapWindow(QWidget* parent = nullptr);
@@ -64,17 +56,11 @@ public:
   bool saveSpectrum(const QString& path);
   /// Saves the Mollweide image (PNG, transparent outside the ellipse).
   bool saveImage(const QString& path);
-  /// Cancels the running job, if any (returns at once; the outcome arrives via jobFinished).
-  void cancelJob();
   /// Shows another column of the current map (re-colours the image). False if out of range.
   bool setColumn(int column);
   void setBackendChoice(sky::BackendChoice choice);
   sky::BackendChoice backendChoice() const;
   void setLogAxes(bool on);
-  /// When false, errors go to the log only (no message boxes): for tests and scripted runs.
-  void setInteractiveErrors(bool on) { interactiveErrors_ = on; }
-
-  bool isBusy() const noexcept;
   sky::SkyMapPtr map() const noexcept { return map_; }
   int nside() const noexcept { return map_ ? map_->nside : 0; }
   std::int64_t npix() const noexcept { return map_ ? map_->npix() : 0; }
@@ -87,8 +73,6 @@ public:
   /// C_l (l = 0..lmax) of the last spectrum; empty when none.
   const std::vector<double>& spectrum() const;
   std::shared_ptr<const sky::SkySpectrum> spectrumResult() const noexcept { return spectrum_; }
-  /// The running (or last finished) job.
-  JobRunner* currentJob() const noexcept { return runner_; }
 
   SkyMapView* mapView() const noexcept { return view_; }
   SpectrumChart* spectrumChart() const noexcept { return chart_; }
@@ -96,15 +80,10 @@ public:
   QComboBox* columnCombo() const noexcept { return columnBox_; }
   QComboBox* backendCombo() const noexcept { return backendBox_; }
   QSpinBox* lmaxSpin() const noexcept { return lmaxSpin_; }
-  QProgressBar* progressBar() const noexcept { return progress_; }
-  QPushButton* cancelButton() const noexcept { return cancelButton_; }
 
 signals:
   void mapLoaded();
   void spectrumReady();
-  void jobStarted(almagest::ui::JobRunner* job);
-  void jobProgress(int percent, const QString& stage);
-  void jobFinished(almagest::ui::JobRunner::State state);
 
 private:
   enum class JobKind { Map, Spectrum };
@@ -113,20 +92,16 @@ private:
   bool startJob(JobKind kind, const QString& name, JobRunner::Job job, int column);
   void onJobFinished(JobRunner* runner, JobKind kind, int column);
   void showColumn(int column);
-  void updateActions();
-  void reportError(const QString& title, const QString& message);
+  void updateActions() override;
   void openMapDialog();
   void saveSpectrumDialog();
   void saveImageDialog();
   QString columnLabel(int column) const;
 
-  QThreadPool pool_;
-  QPointer<JobRunner> runner_;
   sky::SkyMapPtr map_;
   int column_ = 0;
   QImage image_;
   std::shared_ptr<const sky::SkySpectrum> spectrum_;
-  bool interactiveErrors_ = true;
   QString lastDir_;
 
   SkyMapView* view_ = nullptr;
@@ -135,8 +110,6 @@ private:
   QComboBox* columnBox_ = nullptr;
   QComboBox* backendBox_ = nullptr;
   QSpinBox* lmaxSpin_ = nullptr;
-  QProgressBar* progress_ = nullptr;
-  QPushButton* cancelButton_ = nullptr;
   QLabel* readout_ = nullptr;
   QLabel* mapInfo_ = nullptr;
 

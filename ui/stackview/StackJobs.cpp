@@ -11,6 +11,7 @@
 #include <system_error>
 
 #include "almagest/core/error.hpp"
+#include "jobs/JobProgressBar.hpp"
 #include "almagest/core/gpu.hpp"
 #include "almagest/stack/stack_io.hpp"
 
@@ -25,21 +26,6 @@ double secondsSince(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-/// Adds the file name to an error that does not name it (the engine's IoErrors already do).
-[[noreturn]] void rethrowNamingFile(const std::string& path) {
-  try {
-    throw;
-  } catch (const almagest::Cancelled&) {
-    throw;
-  } catch (const std::bad_alloc&) {
-    throw;
-  } catch (const almagest::Error& e) {
-    if (std::string(e.what()).find(path) != std::string::npos) throw;
-    throw almagest::IoError(path, "", e.what());
-  } catch (const std::exception& e) {
-    throw almagest::IoError(path, "", e.what());
-  }
-}
 
 bool isEcsv(const QString& path) { return path.endsWith(QStringLiteral(".ecsv"), Qt::CaseInsensitive); }
 

@@ -1,5 +1,7 @@
 #include "stackview/StackWindow.hpp"
 
+#include "jobs/JobProgressBar.hpp"
+
 #include <QAction>
 #include <QCloseEvent>
 #include <QComboBox>
@@ -62,28 +64,20 @@ QString stackSummary(const LoadedStack& s) {
 
 }  // namespace
 
-StackWindow::StackWindow(QWidget* parent) : QMainWindow(parent) {
+StackWindow::StackWindow(QWidget* parent) : JobWindow(parent) {
   setWindowTitle(tr("Moving objects — Almagest"));
   setObjectName(QStringLiteral("StackWindow"));
-  pool_.setMaxThreadCount(1);  // one job at a time
   buildUi();
   buildActions();
   resize(1440, 920);
   updateActions();
 }
 
-StackWindow::~StackWindow() {
-  // Cancel and wait here, while the pool and the views still exist.
-  if (runner_) {
-    runner_->cancel();
-    delete runner_.data();
-  }
-  pool_.waitForDone();
-}
+StackWindow::~StackWindow() { stopJob(); }  // while the views still exist
 
 void StackWindow::closeEvent(QCloseEvent* event) {
   cancelJob();
-  QMainWindow::closeEvent(event);
+  JobWindow::closeEvent(event);
 }
 
 // ---- layout ---------------------------------------------------------------------------------
@@ -206,6 +200,7 @@ void StackWindow::buildUi() {
   connect(panel_, &SearchPanel::cancelRequested, this, &StackWindow::cancelJob);
 
   log_ = new LogPanel(this);
+  setJobLog(log_);
   auto* logDock = new QDockWidget(tr("Log"), this);
   logDock->setObjectName(QStringLiteral("stackLogDock"));
   logDock->setWidget(log_);
@@ -219,20 +214,10 @@ void StackWindow::buildUi() {
   mjdLabel_->setObjectName(QStringLiteral("mjdLabel"));
   mjdLabel_->setToolTip(tr("Shown exposure and its observation time"));
   stackInfo_ = new QLabel(this);
-  progress_ = new QProgressBar(this);
-  progress_->setRange(0, 100);
-  progress_->setValue(0);
-  progress_->setMaximumWidth(260);
-  progress_->setTextVisible(true);
-  progress_->setToolTip(tr("Progress of the running job"));
-  cancelButton_ = new QPushButton(tr("Cancel"), this);
-  cancelButton_->setToolTip(tr("Cancel the running job (Esc)"));
-  connect(cancelButton_, &QPushButton::clicked, this, &StackWindow::cancelJob);
   statusBar()->addWidget(readout_, 1);
   statusBar()->addPermanentWidget(mjdLabel_);
   statusBar()->addPermanentWidget(stackInfo_);
-  statusBar()->addPermanentWidget(progress_);
-  statusBar()->addPermanentWidget(cancelButton_);
+  addJobStatus();
 
   connect(exposureView_, &StackImageView::hovered, this, &StackWindow::onHoverExposure);
   connect(bestZView_, &StackImageView::hovered, this, &StackWindow::onHoverBestZ);
@@ -304,8 +289,6 @@ void StackWindow::buildActions() {
 }
 
 // ---- jobs -----------------------------------------------------------------------------------
-
-bool StackWindow::isBusy() const noexcept { return runner_ && !runner_->isFinished(); }
 
 bool StackWindow::busyGuard(const QString& what) {
   if (!isBusy()) return false;
@@ -422,30 +405,8 @@ bool StackWindow::saveBestZImage(const QString& path) {
   return true;
 }
 
-void StackWindow::cancelJob() {
-  if (isBusy()) {
-    runner_->cancel();
-    progress_->setFormat(tr("cancelling…"));
-  }
-}
-
 bool StackWindow::startJob(JobKind kind, const QString& name, JobRunner::Job job) {
-  // The previous runner is finished; deleteLater because this may run inside its finished().
-  if (runner_) runner_->deleteLater();
-  auto* runner = new JobRunner(name, std::move(job), this);
-  runner_ = runner;
-  connect(runner, &JobRunner::logMessage, log_, &LogPanel::append);
-  connect(runner, &JobRunner::progressChanged, this, [this](int pct, const QString& stage) {
-    progress_->setValue(pct);
-    progress_->setFormat(stage.isEmpty() ? QStringLiteral("%p%") : stage + QStringLiteral(" %p%"));
-    emit jobProgress(pct, stage);
-  });
-  connect(runner, &JobRunner::finished, this, [this, runner, kind] { onJobFinished(runner, kind); });
-  progress_->setValue(0);
-  progress_->setFormat(tr("%1: queued").arg(name));
-  runner->start(&pool_);
-  updateActions();
-  emit jobStarted(runner);
+  launchJob(name, std::move(job), [this, kind](JobRunner* runner) { onJobFinished(runner, kind); });
   return true;
 }
 
@@ -475,21 +436,16 @@ void StackWindow::onJobFinished(JobRunner* runner, JobKind kind) {
       log_->info(tr("Saved %1").arg(savedPath));
       statusBar()->showMessage(tr("Saved %1").arg(QFileInfo(savedPath).fileName()), 5000);
     }
-    progress_->setFormat(tr("done"));
-    progress_->setValue(100);
   } else if (state == JobRunner::State::Cancelled) {
     log_->info(tr("%1 cancelled.").arg(runner->name()));
-    progress_->setFormat(tr("cancelled"));
-    progress_->setValue(0);
-  } else {
-    progress_->setFormat(tr("failed"));
-    progress_->setValue(0);
+  }
+  if (state == JobRunner::State::Failed) {
     const QString title = kind == JobKind::Load     ? tr("Could not open the stack")
                           : kind == JobKind::Search ? tr("Search failed")
                                                     : tr("Could not save");
     reportError(title, runner->errorMessage());
   }
-  updateActions();
+  endJob(state);
   // Last, so that slots may start the next job (the finished runner is deleted later).
   if (loaded) emit stackLoaded();
   if (searched) emit searchFinished();
@@ -757,15 +713,6 @@ void StackWindow::updateActions() {
   slider_->setEnabled(haveStack && stack_->n() > 1);
   prevAction_->setEnabled(haveStack && exposure_ > 0);
   nextAction_->setEnabled(haveStack && exposure_ + 1 < stack_->n());
-}
-
-void StackWindow::reportError(const QString& title, const QString& message) {
-  log_->error(message);
-  statusBar()->showMessage(message, 10000);
-  if (!interactiveErrors_) return;
-  auto* box = new QMessageBox(QMessageBox::Warning, title, message, QMessageBox::Ok, this);
-  box->setAttribute(Qt::WA_DeleteOnClose);
-  box->open();  // window-modal, does not block the event loop
 }
 
 }  // namespace almagest::ui

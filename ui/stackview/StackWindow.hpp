@@ -11,23 +11,16 @@
 // (ECSV) or the whole result (HDF5, with curves, tracks and stamps) through the engine's atomic
 // writers.
 //
-// Jobs (loading, synthesis, search, saving) run one at a time on the window's own one-thread pool
-// through JobRunner; results are immutable and handed to the GUI thread. A cancelled job leaves no
-// result and no file; a failed one is reported in the log (and, unless setInteractiveErrors(false),
-// in a non-blocking message box) naming the file and field. Destroying the window cancels the
-// running job and waits for its worker. No VTK here: images are QImages painted by QPainter.
-//
-// Opened from MainWindow (the lead adds the menu action); it is a top-level QMainWindow.
+// Jobs (loading, synthesis, search, saving) go through JobWindow (one at a time, progress,
+// Cancel, errors naming the file and field, teardown). No VTK here: images are QImages painted by
+// QPainter. Opened from the main window's Tools menu as a top-level window.
 #include <QImage>
-#include <QMainWindow>
-#include <QPointer>
-#include <QThreadPool>
 
 #include <cstdint>
 #include <memory>
 #include <vector>
 
-#include "jobs/JobRunner.hpp"
+#include "jobs/JobWindow.hpp"
 #include "stackview/StackJobs.hpp"
 
 class QAction;
@@ -50,7 +43,7 @@ class SearchPanel;
 class StackImageView;
 }  // namespace stackview
 
-class StackWindow : public QMainWindow {
+class StackWindow : public JobWindow {
   Q_OBJECT
 public:
   explicit StackWindow(QWidget* parent = nullptr);
@@ -70,8 +63,6 @@ public:
   /// Starts a search with the panel's settings; with savePath the job also writes the candidates
   /// (.ecsv) or the result (.h5) atomically.
   bool runSearch(const QString& savePath = {});
-  /// Cancels the running job, if any (returns at once; the outcome arrives via jobFinished).
-  void cancelJob();
   /// Starts writing the candidates as ECSV (RA/Dec columns when the stack has a WCS).
   bool saveCandidates(const QString& path);
   /// Starts writing the result as HDF5 (candidates, curves, tracks, stamps).
@@ -88,11 +79,8 @@ public:
   stackview::SearchSettings searchSettings() const;
   /// The engine configuration a search would run now (throws ConfigError; needs a stack).
   almagest::stack::SearchConfig searchConfig() const;
-  /// When false, errors go to the log only (no message boxes): for tests and scripted runs.
-  void setInteractiveErrors(bool on) { interactiveErrors_ = on; }
 
   // ---- state --------------------------------------------------------------------------------
-  bool isBusy() const noexcept;
   stackview::StackPtr stack() const noexcept { return stack_; }
   int exposureCount() const noexcept { return stack_ ? stack_->n() : 0; }
   int stackWidth() const noexcept { return stack_ ? stack_->stack.width : 0; }
@@ -112,8 +100,6 @@ public:
   const almagest::stack::CandidateDetail* selectedDetail() const noexcept { return detail_.get(); }
   const QImage& stampImage() const noexcept { return stampImage_; }
   const QImage& cutoutImage() const noexcept { return cutoutImage_; }
-  /// The running (or last finished) job.
-  JobRunner* currentJob() const noexcept { return runner_; }
 
   LogPanel* logPanel() const noexcept { return log_; }
   stackview::SearchPanel* searchPanel() const noexcept { return panel_; }
@@ -121,17 +107,12 @@ public:
   stackview::StackImageView* bestZView() const noexcept { return bestZView_; }
   QTableView* candidateTable() const noexcept { return table_; }
   QSlider* exposureSlider() const noexcept { return slider_; }
-  QProgressBar* progressBar() const noexcept { return progress_; }
-  QPushButton* cancelButton() const noexcept { return cancelButton_; }
 
 signals:
   void stackLoaded();
   void searchFinished();
   void saved(const QString& path);
   void candidateSelected(int index);
-  void jobStarted(almagest::ui::JobRunner* job);
-  void jobProgress(int percent, const QString& stage);
-  void jobFinished(almagest::ui::JobRunner::State state);
 
 protected:
   void closeEvent(QCloseEvent* event) override;
@@ -146,9 +127,8 @@ private:
   void showSearch(stackview::SearchOutputPtr out);
   void showExposure();
   void showSelection();
-  void updateActions();
+  void updateActions() override;
   void updateMjdLabel();
-  void reportError(const QString& title, const QString& message);
   bool busyGuard(const QString& what);
   void onHoverExposure(int x, int y);
   void onHoverBestZ(int x, int y);
@@ -160,8 +140,6 @@ private:
   void saveResultDialog();
   void saveBestZDialog();
 
-  QThreadPool pool_;
-  QPointer<JobRunner> runner_;
   stackview::StackPtr stack_;
   stackview::PsiPhiCache psiphiCache_;
   stackview::SearchOutputPtr output_;
@@ -169,7 +147,6 @@ private:
   int exposure_ = 0;
   int selected_ = -1;
   bool syncingSelection_ = false;
-  bool interactiveErrors_ = true;
   QString lastDir_;
   QImage exposureImage_, bestZImage_, stampImage_, cutoutImage_;
 
@@ -190,8 +167,6 @@ private:
   QLabel* readout_ = nullptr;
   QLabel* mjdLabel_ = nullptr;
   QLabel* stackInfo_ = nullptr;
-  QProgressBar* progress_ = nullptr;
-  QPushButton* cancelButton_ = nullptr;
 
   QAction* openAction_ = nullptr;
   QAction* openFolderAction_ = nullptr;
