@@ -98,6 +98,7 @@ private slots:
   void demoJobFillsChartAndView();
   void mouseDragRotatesTheCamera();
   void threePointJobShowsZeta();
+  void parityJobShowsOddChannel();
   void cancelledJobLeavesNoResult();
   void backendChoiceFollowsGpuStatus();
   void toolsMenuOpensSkyMap();  // and the moving-object window
@@ -269,6 +270,46 @@ void TestUiMainWindow::threePointJobShowsZeta() {
   QVERIFY(expected.front().y() > 0);
   QTest::qWait(200);
   w.grab().save(testTmpRoot() + QStringLiteral("/ui_3pcf_by_configuration.png"));
+}
+
+void TestUiMainWindow::parityJobShowsOddChannel() {
+  MainWindow w;
+  w.setInteractiveErrors(false);
+  w.resize(1280, 800);
+  w.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&w));
+  QString why;
+  QVERIFY2(openAndWait(w, false, &why), qPrintable(why));
+  // The parity statistic is offered by the job panel and reaches the configuration with pixels.
+  auto* statistic = w.jobPanel()->findChild<QComboBox*>(QStringLiteral("statistic"));
+  QVERIFY2(statistic, "the job panel has no statistic selector");
+  const int idx = statistic->findData(static_cast<int>(almagest::npcf::Statistic::FourPointParity));
+  QVERIFY2(idx >= 0, "no parity 4pCF entry in the statistic selector");
+  statistic->setCurrentIndex(idx);
+  almagest::npcf::NpcfConfig cfg = w.jobPanel()->config();
+  cfg.statistic = almagest::npcf::Statistic::FourPointParity;
+  cfg.bins.rmin = 2.0;
+  cfg.bins.rmax = 12.0;
+  cfg.bins.nbins = 3;
+  w.jobPanel()->setConfig(cfg);
+  QCOMPARE(w.jobPanel()->config().statistic, almagest::npcf::Statistic::FourPointParity);
+  QVERIFY(w.jobPanel()->config().store_pixels);
+  QSignalSpy finished(&w, &MainWindow::jobFinished);
+  QVERIFY(w.runJob());
+  QVERIFY(finished.wait(120000));
+  QVERIFY2(finished.at(0).at(0).value<State>() == State::Completed, qPrintable(w.currentJob()->errorMessage()));
+  const almagest::npcf::NpcfResult& r = w.result()->result;
+  QCOMPARE(r.zeta_odd.size(), r.rows());
+  CorrelationChart* chart = w.chart();
+  QVERIFY(chart->availableModes().contains(CorrelationChart::Mode::ZetaOddIndex));
+  chart->setMode(CorrelationChart::Mode::ZetaOddIndex);
+  QCOMPARE(chart->mode(), CorrelationChart::Mode::ZetaOddIndex);
+  // One point per row with random tetrahedra, at (row index, zeta_odd).
+  QList<QPointF> expected;
+  for (std::size_t i = 0; i < r.rows(); ++i)
+    if (r.r[i] > 0) expected << QPointF(static_cast<double>(i), r.zeta_odd[i]);
+  QVERIFY(!expected.isEmpty());
+  QCOMPARE(chart->points(), expected);
 }
 
 void TestUiMainWindow::cancelledJobLeavesNoResult() {

@@ -82,10 +82,12 @@ JobPanel::JobPanel(QWidget* parent) : QWidget(parent) {
   auto* form = new QFormLayout(stat);
   form->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
   statistic_ = new QComboBox(stat);
+  statistic_->setObjectName(QStringLiteral("statistic"));
   statistic_->addItem(tr("2pCF  ξ(r)"), static_cast<int>(npcf::Statistic::TwoPoint));
   statistic_->addItem(tr("3pCF  all triangles"), static_cast<int>(npcf::Statistic::ThreePoint));
   statistic_->addItem(tr("3pCF  equilateral"), static_cast<int>(npcf::Statistic::ThreePointEquilateral));
   statistic_->addItem(tr("4pCF  with connected part"), static_cast<int>(npcf::Statistic::FourPoint));
+  statistic_->addItem(tr("4pCF  parity (even and odd)"), static_cast<int>(npcf::Statistic::FourPointParity));
   form->addRow(tr("Statistic"), statistic_);
 
   rmin_ = new QDoubleSpinBox(stat);
@@ -178,6 +180,8 @@ npcf::NpcfConfig JobPanel::config() const {
   c.bins.scale = log_->isChecked() ? npcf::BinScale::Log : npcf::BinScale::Linear;
   c.threads = threads_->value();
   c.backend = static_cast<npcf::Backend>(backend_->currentData().toInt());
+  // Parity: spoke directions from the edges' direction pixels (the engine's default mode).
+  c.store_pixels = c.statistic == npcf::Statistic::FourPointParity;
   return c;
 }
 

@@ -26,6 +26,7 @@ QColor modeColour(CorrelationChart::Mode m) {
     case CorrelationChart::Mode::ZetaEquilateral: return QColor(0x2b, 0x8a, 0x3e);
     case CorrelationChart::Mode::ZetaIndex: return QColor(0x2b, 0x8a, 0x3e);
     case CorrelationChart::Mode::ZetaConnIndex: return QColor(0x86, 0x2e, 0x9c);
+    case CorrelationChart::Mode::ZetaOddIndex: return QColor(0xc2, 0x25, 0x5c);
   }
   return Qt::black;
 }
@@ -94,6 +95,7 @@ QString CorrelationChart::modeName(Mode m) {
     case Mode::ZetaEquilateral: return tr("ζ equilateral (r, r, r)");
     case Mode::ZetaIndex: return tr("ζ by configuration");
     case Mode::ZetaConnIndex: return tr("ζ connected by configuration");
+    case Mode::ZetaOddIndex: return tr("ζ parity-odd by configuration");
   }
   return {};
 }
@@ -102,9 +104,12 @@ QList<CorrelationChart::Mode> CorrelationChart::availableModes() const {
   switch (order_) {
     case 2: return {Mode::Xi, Mode::R2Xi};
     case 3: return {Mode::ZetaEquilateral, Mode::ZetaIndex};
-    case 4:
-      if (hasConn_) return {Mode::ZetaIndex, Mode::ZetaConnIndex};
-      return {Mode::ZetaIndex};
+    case 4: {
+      QList<Mode> m{Mode::ZetaIndex};
+      if (hasConn_) m << Mode::ZetaConnIndex;
+      if (hasOdd_) m << Mode::ZetaOddIndex;
+      return m;
+    }
     default: return {};
   }
 }
@@ -114,6 +119,7 @@ void CorrelationChart::setResult(const almagest::npcf::NpcfResult& result) {
   order_ = result.order;
   logR_ = result.config.bins.scale == almagest::npcf::BinScale::Log;
   hasConn_ = result.zeta_conn.size() == result.rows() && result.rows() > 0;
+  hasOdd_ = result.zeta_odd.size() == result.rows() && result.rows() > 0;
   const std::size_t n = result.rows();
   const int epr = std::max(1, result.edges_per_row);
   rows_.reserve(n);
@@ -126,6 +132,7 @@ void CorrelationChart::setResult(const almagest::npcf::NpcfResult& result) {
     row.r = result.config.bins.centre(row.b[0]);
     row.est = i < result.estimator.size() ? result.estimator[i] : 0.0;
     row.conn = hasConn_ ? result.zeta_conn[i] : 0.0;
+    row.odd = hasOdd_ ? result.zeta_odd[i] : 0.0;
     row.rr = i < result.r.size() ? result.r[i] : 0.0;
     rows_.push_back(row);
   }
@@ -189,6 +196,7 @@ void CorrelationChart::rebuild() {
         break;
       case Mode::ZetaIndex: x = static_cast<double>(i); y = row.est; break;
       case Mode::ZetaConnIndex: x = static_cast<double>(i); y = row.conn; break;
+      case Mode::ZetaOddIndex: x = static_cast<double>(i); y = row.odd; break;
     }
     if (!(row.rr > 0) || !std::isfinite(x) || !std::isfinite(y) || (logR_ && isRadial(mode_) && x <= 0)) {
       ++skipped_;
@@ -219,6 +227,10 @@ void CorrelationChart::rebuild() {
     case Mode::ZetaConnIndex:
       title = tr("Connected four-point correlation");
       xTitle = tr("configuration index"); yTitle = tr("ζ_conn = ζ − ζ_disc");
+      break;
+    case Mode::ZetaOddIndex:
+      title = tr("Parity-odd four-point correlation");
+      xTitle = tr("configuration index"); yTitle = tr("ζ_odd = NNNN_odd/RRRR");
       break;
   }
   c->setTitle(title);

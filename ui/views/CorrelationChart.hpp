@@ -25,7 +25,7 @@ namespace almagest::ui {
 class CorrelationChart : public QWidget {
   Q_OBJECT
 public:
-  enum class Mode { Xi, R2Xi, ZetaEquilateral, ZetaIndex, ZetaConnIndex };
+  enum class Mode { Xi, R2Xi, ZetaEquilateral, ZetaIndex, ZetaConnIndex, ZetaOddIndex };
   Q_ENUM(Mode)
 
   explicit CorrelationChart(QWidget* parent = nullptr);
@@ -59,6 +59,7 @@ private:
     int b[3] = {0, 0, 0}; ///< bins of the row (first edges)
     double est = 0;       ///< estimator
     double conn = 0;      ///< zeta_conn (4pCF)
+    double odd = 0;       ///< zeta_odd (parity 4pCF)
     double rr = 0;        ///< random sum: no estimate when 0
   };
   void rebuild();
@@ -70,6 +71,7 @@ private:
   int order_ = 0;  ///< 0: no result
   bool logR_ = false;
   bool hasConn_ = false;
+  bool hasOdd_ = false;
   std::vector<Row> rows_;
   QList<QPointF> plotted_;
   int skipped_ = 0;
