@@ -88,6 +88,18 @@ bool openAndWait(MainWindow& w, bool run, QString* why) {
   return !loaded.isEmpty();
 }
 
+/// Shows `w` at `size` (errors to the log only) and loads the demo catalogues without running.
+bool showWithDemoData(MainWindow& w, QSize size, QString* why) {
+  w.setInteractiveErrors(false);
+  w.resize(size);
+  w.show();
+  if (!QTest::qWaitForWindowExposed(&w)) {
+    *why = QStringLiteral("the window was not exposed");
+    return false;
+  }
+  return openAndWait(w, false, why);
+}
+
 }  // namespace
 
 class TestUiMainWindow : public QObject {
@@ -199,12 +211,8 @@ void TestUiMainWindow::demoJobFillsChartAndView() {
 
 void TestUiMainWindow::mouseDragRotatesTheCamera() {
   MainWindow w;
-  w.setInteractiveErrors(false);
-  w.resize(1100, 700);
-  w.show();
-  QVERIFY(QTest::qWaitForWindowExposed(&w));
   QString why;
-  QVERIFY2(openAndWait(w, false, &why), qPrintable(why));
+  QVERIFY2(showWithDemoData(w, QSize(1100, 700), &why), qPrintable(why));
   QTest::qWait(100);
   almagest::ui::VtkView* view = w.vtkView();
   const QImage before = view->grabFramebuffer();
@@ -229,12 +237,8 @@ void TestUiMainWindow::mouseDragRotatesTheCamera() {
 
 void TestUiMainWindow::threePointJobShowsZeta() {
   MainWindow w;
-  w.setInteractiveErrors(false);
-  w.resize(1280, 800);
-  w.show();
-  QVERIFY(QTest::qWaitForWindowExposed(&w));
   QString why;
-  QVERIFY2(openAndWait(w, false, &why), qPrintable(why));
+  QVERIFY2(showWithDemoData(w, QSize(1280, 800), &why), qPrintable(why));
   almagest::npcf::NpcfConfig cfg = w.jobPanel()->config();
   cfg.statistic = almagest::npcf::Statistic::ThreePoint;
   cfg.bins.rmin = 2.0;
@@ -274,12 +278,8 @@ void TestUiMainWindow::threePointJobShowsZeta() {
 
 void TestUiMainWindow::parityJobShowsOddChannel() {
   MainWindow w;
-  w.setInteractiveErrors(false);
-  w.resize(1280, 800);
-  w.show();
-  QVERIFY(QTest::qWaitForWindowExposed(&w));
   QString why;
-  QVERIFY2(openAndWait(w, false, &why), qPrintable(why));
+  QVERIFY2(showWithDemoData(w, QSize(1280, 800), &why), qPrintable(why));
   // The parity statistic is offered by the job panel and reaches the configuration with pixels.
   auto* statistic = w.jobPanel()->findChild<QComboBox*>(QStringLiteral("statistic"));
   QVERIFY2(statistic, "the job panel has no statistic selector");
