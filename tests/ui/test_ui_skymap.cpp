@@ -289,10 +289,11 @@ void TestUiSkyMap::spectrumRecoversInputCl() {
   QVERIFY2(std::abs(m[0]) < 1e-6 * total, qPrintable(QString::number(m[0])));
   QVERIFY2(std::abs(m[1]) < 1e-6 * total, qPrintable(QString::number(m[1])));
   for (double c : m) QVERIFY(std::isfinite(c) && c >= 0.0);
-  // Progress over the 7 transforms: monotone, ends at 100.
+  // Progress over the 7 transforms: monotone, ends at 100 (updates are throttled to ~10 Hz, so a
+  // job of a few milliseconds may report only its end).
   QList<int> p;
   for (const auto& args : progress) p << args.at(0).toInt();
-  QVERIFY(p.size() >= 2);
+  QVERIFY(!p.isEmpty());
   for (int i = 1; i < p.size(); ++i) QVERIFY(p[i] >= p[i - 1]);
   QCOMPARE(p.last(), 100);
   QCOMPARE(w.spectrumResult()->backend, std::string("cpu"));
