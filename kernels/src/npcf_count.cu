@@ -706,16 +706,17 @@ private:
         cudaEventDestroy(b);
       }
     } evg{ev0, ev1};
-    auto tile = [&](int h, int s1, int s2) {
+    // One timed launch: progress, the windows it needs made resident, the launch between two
+    // events, then its device time and the tile counters.
+    auto timed = [&](const std::array<int, 3>& wins, int nwin, auto&& launch) {
       if (J.opt->progress) {
         std::lock_guard<std::mutex> lock(*J.progress_mu);
         J.opt->progress(static_cast<double>(*J.tiles_done), static_cast<double>(J.tiles_total),
                         "counting on the GPU");
       }
-      const int count = J.kind == Kind::Two ? 1 : J.kind == Kind::Three ? 2 : 3;
-      const auto slot = ensure({h, s1, s2}, count, info);
+      const auto slot = ensure(wins, nwin, info);
       CUDA_CHECK(cudaEventRecord(ev0, s_));
-      launch_tile(part, h, slot, s1, s2);
+      launch(slot);
       CUDA_CHECK(cudaEventRecord(ev1, s_));
       CUDA_CHECK(cudaEventSynchronize(ev1));
       float ms = 0;
@@ -725,23 +726,14 @@ private:
       ++info.tiles;
       ++*J.tiles_done;
     };
+    auto tile = [&](int h, int s1, int s2) {
+      const int count = J.kind == Kind::Two ? 1 : J.kind == Kind::Three ? 2 : 3;
+      timed({h, s1, s2}, count,
+            [&](const std::array<int, 3>& slot) { launch_tile(part, h, slot, s1, s2); });
+    };
     auto group = [&](int h, const std::array<int, 3>& gw, int nwin, u32 pairs) {
-      if (J.opt->progress) {
-        std::lock_guard<std::mutex> lock(*J.progress_mu);
-        J.opt->progress(static_cast<double>(*J.tiles_done), static_cast<double>(J.tiles_total),
-                        "counting on the GPU");
-      }
-      const auto slot = ensure(gw, nwin, info);
-      CUDA_CHECK(cudaEventRecord(ev0, s_));
-      launch_group(part, h, slot, gw, nwin, pairs);
-      CUDA_CHECK(cudaEventRecord(ev1, s_));
-      CUDA_CHECK(cudaEventSynchronize(ev1));
-      float ms = 0;
-      CUDA_CHECK(cudaEventElapsedTime(&ms, ev0, ev1));
-      std::lock_guard<std::mutex> lock(*J.progress_mu);
-      info.kernel_s += ms * 1e-3;
-      ++info.tiles;
-      ++*J.tiles_done;
+      timed(gw, nwin,
+            [&](const std::array<int, 3>& slot) { launch_group(part, h, slot, gw, nwin, pairs); });
     };
     for (int h = 0; h < W; ++h) {
       if (std::max(J.part_row[part], J.win_row[h]) >= std::min(J.part_row[part + 1], J.win_row[h + 1]))
