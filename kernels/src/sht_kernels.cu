@@ -121,6 +121,27 @@ __device__ __forceinline__ void idle_chain(double& v1, double& w1, int& e) {
   e = 0;
 }
 
+/// Starts the recursion chain of ring pair p (-1: none) for mode m: z, the first values and the
+/// scale. Returns whether the chain's output counts; one that does not (no pair, or m above the
+/// pair's mlim) idles.
+template <int SPIN>
+__device__ __forceinline__ bool start_chain(const LegendreArgs& a, int m, double nu, int p,
+                                            double& z, double& v0, double& v1, double& w0,
+                                            double& w1, int& e) {
+  const bool on = p >= 0 && m <= a.mlim[p];
+  const RingPair g = pair_geometry(a.nside, p >= 0 ? p : 0);
+  z = g.z;
+  v0 = w0 = 0.0;
+  if (SPIN == 0) {
+    start_spin0(m, nu, g, v1, e);
+    w1 = 0.0;
+  } else {
+    start_spin2(m, nu, g, v1, w1, e);
+  }
+  if (!on) idle_chain(v1, w1, e);
+  return on;
+}
+
 /// True when every chain of every lane of the warp is at scale 0 (its values count); once true
 /// it stays true (scales only grow towards 0). Warp-uniform.
 template <int P>
@@ -193,17 +214,7 @@ __global__ void __launch_bounds__(kThreads) k_legendre_synthesis(LegendreArgs a)
     for (int k = 0; k < P; ++k) {
       const int i = tile + k * kThreads + threadIdx.x;
       pr[k] = i < a.nactive ? a.active[i] : -1;
-      on[k] = pr[k] >= 0 && m <= a.mlim[pr[k]];
-      const RingPair g = pair_geometry(a.nside, pr[k] >= 0 ? pr[k] : 0);
-      z[k] = g.z;
-      v0[k] = w0[k] = 0.0;
-      if (SPIN == 0) {
-        start_spin0(m, nu, g, v1[k], e[k]);
-        w1[k] = 0.0;
-      } else {
-        start_spin2(m, nu, g, v1[k], w1[k], e[k]);
-      }
-      if (!on[k]) idle_chain(v1[k], w1[k], e[k]);
+      on[k] = start_chain<SPIN>(a, m, nu, pr[k], z[k], v0[k], v1[k], w0[k], w1[k], e[k]);
 #pragma unroll
       for (int c = 0; c < NC; ++c)
 #pragma unroll
@@ -379,17 +390,7 @@ __global__ void __launch_bounds__(kThreads) k_legendre_adjoint(LegendreArgs a) {
     for (int k = 0; k < P; ++k) {
       const int i = tile + k * kThreads + threadIdx.x;
       const int p = i < a.nactive ? a.active[i] : -1;
-      const bool on = p >= 0 && m <= a.mlim[p];
-      const RingPair g = pair_geometry(a.nside, p >= 0 ? p : 0);
-      z[k] = g.z;
-      v0[k] = w0[k] = 0.0;
-      if (SPIN == 0) {
-        start_spin0(m, nu, g, v1[k], e[k]);
-        w1[k] = 0.0;
-      } else {
-        start_spin2(m, nu, g, v1[k], w1[k], e[k]);
-      }
-      if (!on) idle_chain(v1[k], w1[k], e[k]);
+      const bool on = start_chain<SPIN>(a, m, nu, p, z[k], v0[k], v1[k], w0[k], w1[k], e[k]);
 #pragma unroll
       for (int c = 0; c < NC; ++c) {
         const bool cv = on && col0 + c < a.ncols;
