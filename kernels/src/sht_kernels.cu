@@ -1,6 +1,9 @@
 // Device kernels of the SHT: Legendre stage (synthesis and adjoint, spin 0 and 2, batched
 // columns), the aliasing / Bluestein glue around cuFFT, and map gather/scatter.
 // The math is in sht_math.cuh (checked against healpix_cxx by a host twin, see docs/sht.md).
+#include <algorithm>
+#include <cstdlib>
+
 #include "cuda_check.cuh"
 #include "sht_kernels.cuh"
 
@@ -79,66 +82,43 @@ __device__ __forceinline__ RingPair pair_geometry(int nside, int p) {
   return {g.z, g.omz, 1.0 + g.z, g.sth};
 }
 
-/// One step of the normalised recursion mu_l = (A z -+ B) mu_{l-1} - mu_{l-2} (ga unused).
-template <int SPIN>
-__device__ __forceinline__ void step(double al, double be, double ga, double z, double& v0,
-                                     double& v1, double& w0, double& w1) {
-  const double t = al * z;
-  if (SPIN == 0) {
-    const double vn = fma(t, v1, -v0);
-    v0 = v1;
-    v1 = vn;
-  } else {
-    const double vn = fma(t - be, v1, -v0);
-    const double wn = fma(t + be, w1, -w0);
-    v0 = v1;
-    v1 = vn;
-    w0 = w1;
-    w1 = wn;
-  }
+/// One step of the two spin-2 chains mu_l = (A z -+ B) mu_{l-1} - mu_{l-2} (two FMAs each).
+__device__ __forceinline__ void step2(double al, double be, double z, double& v0, double& v1,
+                                      double& w0, double& w1) {
+  const double vn = fma(fma(al, z, -be), v1, -v0);
+  const double wn = fma(fma(al, z, be), w1, -w0);
+  v0 = v1;
+  v1 = vn;
+  w0 = w1;
+  w1 = wn;
 }
 
 /// Scale tracking, checked every few steps (growth between checks stays far below 2^700).
-template <int SPIN>
-__device__ __forceinline__ void rescale(int& e, double& v0, double& v1, double& w0, double& w1) {
-  if (e < 0) {
-    const double big = SPIN ? fmax(fabs(v1), fabs(w1)) : fabs(v1);
-    if (big > kBig) {
-      v1 *= kDown;
-      v0 *= kDown;
-      w1 *= kDown;
-      w0 *= kDown;
-      ++e;
-    }
+__device__ __forceinline__ void rescale2(int& e, double& v0, double& v1, double& w0, double& w1) {
+  if (e < 0 && fmax(fabs(v1), fabs(w1)) > kBig) {
+    v1 *= kDown;
+    v0 *= kDown;
+    w1 *= kDown;
+    w0 *= kDown;
+    ++e;
   }
 }
 
-/// A chain whose output is discarded (no ring pair, or m above the pair's mlim) runs on zeros
-/// at scale 0, so that it never keeps its warp off the fast path below.
-__device__ __forceinline__ void idle_chain(double& v1, double& w1, int& e) {
-  v1 = 0.0;
-  w1 = 0.0;
-  e = 0;
-}
-
-/// Starts the recursion chain of ring pair p (-1: none) for mode m: z, the first values and the
-/// scale. Returns whether the chain's output counts; one that does not (no pair, or m above the
-/// pair's mlim) idles.
-template <int SPIN>
-__device__ __forceinline__ bool start_chain(const LegendreArgs& a, int m, double nu, int p,
-                                            double& z, double& v0, double& v1, double& w0,
-                                            double& w1, int& e) {
+/// Starts the two spin-2 chains of ring pair p (-1: none) for mode m: z, the first values and
+/// the scale. Returns whether the chains' output counts; chains that do not (no pair, or m above
+/// the pair's mlim) run on zeros at scale 0, so that they never keep their warp off the fast path.
+__device__ __forceinline__ bool start_chain2(const LegendreArgs& a, int m, double nu, int p,
+                                             double& z, double& v0, double& v1, double& w0,
+                                             double& w1, int& e) {
   const bool on = p >= 0 && m <= a.mlim[p];
   const RingPair g = pair_geometry(a.nside, p >= 0 ? p : 0);
   z = g.z;
   v0 = w0 = 0.0;
-  if (SPIN == 0) {
-    start_spin0(m, nu, g, v1, e);
-    w1 = 0.0;
-  } else {
-    start_spin2(m, nu, g, v1, w1, e);
+  start_spin2(m, nu, g, v1, w1, e);
+  if (!on) {
+    v1 = w1 = 0.0;
+    e = 0;
   }
-  if (!on) idle_chain(v1, w1, e);
   return on;
 }
 
@@ -152,9 +132,18 @@ __device__ __forceinline__ bool warp_all_scaled_in(const int (&e)[P]) {
   return __all_sync(0xffffffffu, all);
 }
 
-/// Recursion coefficients A_l, B_l (spin 2) and normalisation N_l of l = lc .. lc + LC - 1 into
+/// True when no chain of the warp counts: each is underflowed (e < 0) or idle. Warp-uniform.
+template <int P>
+__device__ __forceinline__ bool warp_none_counts(const int (&e)[P], const bool (&on)[P]) {
+  bool none = true;
+#pragma unroll
+  for (int k = 0; k < P; ++k) none = none && (e[k] < 0 || !on[k]);
+  return __all_sync(0xffffffffu, none);
+}
+
+/// Spin-2 recursion coefficients A_l, B_l and normalisation N_l of l = lc .. lc + LC - 1 into
 /// shared memory (zeros above lmax, where the chains then run on without effect).
-template <int SPIN, int LC>
+template <int LC>
 __device__ __forceinline__ void load_coefficients(const LegendreArgs& a, std::size_t mst, int lc,
                                                   double* s_a, double* s_b, double* s_g) {
   for (int i = threadIdx.x; i < LC; i += kThreads) {
@@ -162,7 +151,7 @@ __device__ __forceinline__ void load_coefficients(const LegendreArgs& a, std::si
     double al = 0, be = 0, nl = 0;
     if (l <= a.lmax) {
       al = a.tabA[mst + l];
-      be = SPIN ? a.tabB[mst + l] : 0.0;
+      be = a.tabB[mst + l];
       nl = a.tabN[mst + l];
     }
     s_a[i] = al;
@@ -172,11 +161,12 @@ __device__ __forceinline__ void load_coefficients(const LegendreArgs& a, std::si
 }
 
 // ---------------------------------------------------------------------------------------------
-// Legendre synthesis: block (m, column group), threads over active ring pairs, P pairs each.
-template <int SPIN, int P, int NC>
-__global__ void __launch_bounds__(kThreads) k_legendre_synthesis(LegendreArgs a) {
+// Spin-2 Legendre synthesis: block (m, column group), threads over active ring pairs, P pairs
+// each; two Wigner-d chains (lambda^+-) per pair, eight accumulators per column.
+template <int P, int NC>
+__global__ void __launch_bounds__(kThreads) k_synthesis_spin2(LegendreArgs a) {
   constexpr int LC = 64;
-  constexpr int NCOMP = SPIN ? 2 : 1;
+  constexpr int NCOMP = 2;
   constexpr int NCC = NC * NCOMP;
   const int m = blockIdx.x;
   const int col0 = blockIdx.y * NC;
@@ -187,7 +177,7 @@ __global__ void __launch_bounds__(kThreads) k_legendre_synthesis(LegendreArgs a)
   const std::size_t fstride = static_cast<std::size_t>(R) * (lmax + 1);
   __shared__ double s_a[LC], s_b[LC], s_g[LC];
   __shared__ cplx s_alm[NCC][LC];
-  const int l0 = l0_of(SPIN, m);
+  const int l0 = l0_of(2, m);
   const bool swap = ((l0 - m) & 1) != 0;
   const int fa = a.first_active[m];
   const double nu = a.nu[m];
@@ -196,59 +186,43 @@ __global__ void __launch_bounds__(kThreads) k_legendre_synthesis(LegendreArgs a)
     return a.F[(static_cast<std::size_t>(col0) * NCOMP + cc) * fstride +
                static_cast<std::size_t>(ring) * (lmax + 1) + m];
   };
-  for (int i = threadIdx.x; i < fa; i += kThreads) {
-    const int p = a.active[i];
-    for (int cc = 0; cc < NCC; ++cc) {
-      if (col0 + cc / NCOMP >= a.ncols) continue;
-      Fat(cc, p) = {0.0, 0.0};
-      Fat(cc, R - 1 - p) = {0.0, 0.0};
-    }
-  }
+  // F_m of rings whose mlim is below m is neither written nor read (see the spin-0 synthesis).
 
   for (int tile = fa; tile < a.nactive; tile += kThreads * P) {
     double z[P], v0[P], v1[P], w0[P], w1[P];
     int e[P], pr[P];
     bool on[P];
-    cplx acc[P][NC][SPIN ? 8 : 2];
+    cplx acc[P][NC][8];
 #pragma unroll
     for (int k = 0; k < P; ++k) {
       const int i = tile + k * kThreads + threadIdx.x;
       pr[k] = i < a.nactive ? a.active[i] : -1;
-      on[k] = start_chain<SPIN>(a, m, nu, pr[k], z[k], v0[k], v1[k], w0[k], w1[k], e[k]);
+      on[k] = start_chain2(a, m, nu, pr[k], z[k], v0[k], v1[k], w0[k], w1[k], e[k]);
 #pragma unroll
       for (int c = 0; c < NC; ++c)
 #pragma unroll
-        for (int q = 0; q < (SPIN ? 8 : 2); ++q) acc[k][c][q] = {0.0, 0.0};
+        for (int q = 0; q < 8; ++q) acc[k][c][q] = {0.0, 0.0};
     }
-    // Adds lambda (spin 0: P_ = lambda; spin 2: P_, M_ = lambda^+, lambda^-) of chain k at
-    // chunk position li into the accumulators of parity par.
+    // Adds lambda^+ (P_) and lambda^- (M_) of chain k at chunk position li into the
+    // accumulators of parity par.
     auto accumulate = [&](int k, int li, int par, double P_, double M_) {
-      if (SPIN == 0) {
 #pragma unroll
-        for (int c = 0; c < NC; ++c) {
-          const cplx x = s_alm[c][li];
-          acc[k][c][par].re = fma(x.re, P_, acc[k][c][par].re);
-          acc[k][c][par].im = fma(x.im, P_, acc[k][c][par].im);
-        }
-      } else {
-#pragma unroll
-        for (int c = 0; c < NC; ++c) {
-          const cplx aE = s_alm[2 * c][li], aB = s_alm[2 * c + 1][li];
-          // acc[0+par] += aE P, [2+par] += aE M, [4+par] += aB P, [6+par] += aB M
-          acc[k][c][0 + par].re = fma(aE.re, P_, acc[k][c][0 + par].re);
-          acc[k][c][0 + par].im = fma(aE.im, P_, acc[k][c][0 + par].im);
-          acc[k][c][2 + par].re = fma(aE.re, M_, acc[k][c][2 + par].re);
-          acc[k][c][2 + par].im = fma(aE.im, M_, acc[k][c][2 + par].im);
-          acc[k][c][4 + par].re = fma(aB.re, P_, acc[k][c][4 + par].re);
-          acc[k][c][4 + par].im = fma(aB.im, P_, acc[k][c][4 + par].im);
-          acc[k][c][6 + par].re = fma(aB.re, M_, acc[k][c][6 + par].re);
-          acc[k][c][6 + par].im = fma(aB.im, M_, acc[k][c][6 + par].im);
-        }
+      for (int c = 0; c < NC; ++c) {
+        const cplx aE = s_alm[2 * c][li], aB = s_alm[2 * c + 1][li];
+        // acc[0+par] += aE P, [2+par] += aE M, [4+par] += aB P, [6+par] += aB M
+        acc[k][c][0 + par].re = fma(aE.re, P_, acc[k][c][0 + par].re);
+        acc[k][c][0 + par].im = fma(aE.im, P_, acc[k][c][0 + par].im);
+        acc[k][c][2 + par].re = fma(aE.re, M_, acc[k][c][2 + par].re);
+        acc[k][c][2 + par].im = fma(aE.im, M_, acc[k][c][2 + par].im);
+        acc[k][c][4 + par].re = fma(aB.re, P_, acc[k][c][4 + par].re);
+        acc[k][c][4 + par].im = fma(aB.im, P_, acc[k][c][4 + par].im);
+        acc[k][c][6 + par].re = fma(aB.re, M_, acc[k][c][6 + par].re);
+        acc[k][c][6 + par].im = fma(aB.im, M_, acc[k][c][6 + par].im);
       }
     };
     for (int lc = l0; lc <= lmax; lc += LC) {
       __syncthreads();
-      load_coefficients<SPIN, LC>(a, mst, lc, s_a, s_b, s_g);
+      load_coefficients<LC>(a, mst, lc, s_a, s_b, s_g);
       __syncthreads();
       for (int i = threadIdx.x; i < NCC * LC; i += kThreads) {
         const int cc = i / LC, li = i % LC, l = lc + li;
@@ -272,7 +246,7 @@ __global__ void __launch_bounds__(kThreads) k_legendre_synthesis(LegendreArgs a)
             const double al = s_a[li], be = s_b[li];
 #pragma unroll
             for (int k = 0; k < P; ++k) {
-              step<SPIN>(al, be, 0.0, z[k], v0[k], v1[k], w0[k], w1[k]);
+              step2(al, be, z[k], v0[k], v1[k], w0[k], w1[k]);
               accumulate(k, li, par, v1[k], w1[k]);
             }
           }
@@ -284,68 +258,56 @@ __global__ void __launch_bounds__(kThreads) k_legendre_synthesis(LegendreArgs a)
         for (int par = 0; par < 2; ++par) {
           const int li = li2 + par;
           const int l = lc + li;
-          const double al = s_a[li], be = s_b[li], ga = s_g[li];
+          const double al = s_a[li], be = s_b[li];
 #pragma unroll
           for (int k = 0; k < P; ++k) {
-            if (l != l0) step<SPIN>(al, be, ga, z[k], v0[k], v1[k], w0[k], w1[k]);
+            if (l != l0) step2(al, be, z[k], v0[k], v1[k], w0[k], w1[k]);
             accumulate(k, li, par, e[k] == 0 ? v1[k] : 0.0, e[k] == 0 ? w1[k] : 0.0);
           }
         }
         if ((li2 & 6) == 6) {
 #pragma unroll
-          for (int k = 0; k < P; ++k) rescale<SPIN>(e[k], v0[k], v1[k], w0[k], w1[k]);
+          for (int k = 0; k < P; ++k) rescale2(e[k], v0[k], v1[k], w0[k], w1[k]);
         }
       }
     }
 #pragma unroll
     for (int k = 0; k < P; ++k) {
-      if (pr[k] < 0) continue;
+      if (!on[k]) continue;
       const int rn = pr[k], rs = R - 1 - pr[k];
 #pragma unroll
       for (int c = 0; c < NC; ++c) {
         if (col0 + c >= a.ncols) continue;
-        if (SPIN == 0) {
-          cplx E = acc[k][c][0], O = acc[k][c][1];
-          if (swap) {
-            const cplx t = E;
-            E = O;
-            O = t;
-          }
-          if (!on[k]) E = O = {0.0, 0.0};
-          Fat(c, rn) = {E.re + O.re, E.im + O.im};
-          if (rs != rn) Fat(c, rs) = {E.re - O.re, E.im - O.im};
-        } else {
-          const int ev = swap ? 1 : 0, od = 1 - ev;
-          // W = (P + M) / 2, X = (M - P) / 2 (the 1/2 is in h).
-          const cplx EP_e = ev ? acc[k][c][1] : acc[k][c][0], EP_o = ev ? acc[k][c][0] : acc[k][c][1];
-          const cplx EM_e = ev ? acc[k][c][3] : acc[k][c][2], EM_o = ev ? acc[k][c][2] : acc[k][c][3];
-          const cplx BP_e = ev ? acc[k][c][5] : acc[k][c][4], BP_o = ev ? acc[k][c][4] : acc[k][c][5];
-          const cplx BM_e = ev ? acc[k][c][7] : acc[k][c][6], BM_o = ev ? acc[k][c][6] : acc[k][c][7];
-          (void)od;
-          const cplx WE_e = {EP_e.re + EM_e.re, EP_e.im + EM_e.im};
-          const cplx WE_o = {EP_o.re + EM_o.re, EP_o.im + EM_o.im};
-          const cplx XE_e = {EM_e.re - EP_e.re, EM_e.im - EP_e.im};
-          const cplx XE_o = {EM_o.re - EP_o.re, EM_o.im - EP_o.im};
-          const cplx WB_e = {BP_e.re + BM_e.re, BP_e.im + BM_e.im};
-          const cplx WB_o = {BP_o.re + BM_o.re, BP_o.im + BM_o.im};
-          const cplx XB_e = {BM_e.re - BP_e.re, BM_e.im - BP_e.im};
-          const cplx XB_o = {BM_o.re - BP_o.re, BM_o.im - BP_o.im};
-          const double h = on[k] ? 0.5 : 0.0;
-          // Q = -(aE W + i aB X), U = -(aB W - i aE X); south: W -> s W, X -> -s X.
-          const cplx QN = {h * (-(WE_e.re + WE_o.re) + (XB_e.im + XB_o.im)),
-                           h * (-(WE_e.im + WE_o.im) - (XB_e.re + XB_o.re))};
-          const cplx QS = {h * (-(WE_e.re - WE_o.re) - (XB_e.im - XB_o.im)),
-                           h * (-(WE_e.im - WE_o.im) + (XB_e.re - XB_o.re))};
-          const cplx UN = {h * (-(WB_e.re + WB_o.re) - (XE_e.im + XE_o.im)),
-                           h * (-(WB_e.im + WB_o.im) + (XE_e.re + XE_o.re))};
-          const cplx US = {h * (-(WB_e.re - WB_o.re) + (XE_e.im - XE_o.im)),
-                           h * (-(WB_e.im - WB_o.im) - (XE_e.re - XE_o.re))};
-          Fat(2 * c, rn) = QN;
-          Fat(2 * c + 1, rn) = UN;
-          if (rs != rn) {
-            Fat(2 * c, rs) = QS;
-            Fat(2 * c + 1, rs) = US;
-          }
+        const int ev = swap ? 1 : 0, od = 1 - ev;
+        // W = (P + M) / 2, X = (M - P) / 2 (the 1/2 is in h).
+        const cplx EP_e = ev ? acc[k][c][1] : acc[k][c][0], EP_o = ev ? acc[k][c][0] : acc[k][c][1];
+        const cplx EM_e = ev ? acc[k][c][3] : acc[k][c][2], EM_o = ev ? acc[k][c][2] : acc[k][c][3];
+        const cplx BP_e = ev ? acc[k][c][5] : acc[k][c][4], BP_o = ev ? acc[k][c][4] : acc[k][c][5];
+        const cplx BM_e = ev ? acc[k][c][7] : acc[k][c][6], BM_o = ev ? acc[k][c][6] : acc[k][c][7];
+        (void)od;
+        const cplx WE_e = {EP_e.re + EM_e.re, EP_e.im + EM_e.im};
+        const cplx WE_o = {EP_o.re + EM_o.re, EP_o.im + EM_o.im};
+        const cplx XE_e = {EM_e.re - EP_e.re, EM_e.im - EP_e.im};
+        const cplx XE_o = {EM_o.re - EP_o.re, EM_o.im - EP_o.im};
+        const cplx WB_e = {BP_e.re + BM_e.re, BP_e.im + BM_e.im};
+        const cplx WB_o = {BP_o.re + BM_o.re, BP_o.im + BM_o.im};
+        const cplx XB_e = {BM_e.re - BP_e.re, BM_e.im - BP_e.im};
+        const cplx XB_o = {BM_o.re - BP_o.re, BM_o.im - BP_o.im};
+        const double h = 0.5;
+        // Q = -(aE W + i aB X), U = -(aB W - i aE X); south: W -> s W, X -> -s X.
+        const cplx QN = {h * (-(WE_e.re + WE_o.re) + (XB_e.im + XB_o.im)),
+                         h * (-(WE_e.im + WE_o.im) - (XB_e.re + XB_o.re))};
+        const cplx QS = {h * (-(WE_e.re - WE_o.re) - (XB_e.im - XB_o.im)),
+                         h * (-(WE_e.im - WE_o.im) + (XB_e.re - XB_o.re))};
+        const cplx UN = {h * (-(WB_e.re + WB_o.re) - (XE_e.im + XE_o.im)),
+                         h * (-(WB_e.im + WB_o.im) + (XE_e.re + XE_o.re))};
+        const cplx US = {h * (-(WB_e.re - WB_o.re) + (XE_e.im - XE_o.im)),
+                         h * (-(WB_e.im - WB_o.im) - (XE_e.re - XE_o.re))};
+        Fat(2 * c, rn) = QN;
+        Fat(2 * c + 1, rn) = UN;
+        if (rs != rn) {
+          Fat(2 * c, rs) = QS;
+          Fat(2 * c + 1, rs) = US;
         }
       }
     }
@@ -353,12 +315,12 @@ __global__ void __launch_bounds__(kThreads) k_legendre_synthesis(LegendreArgs a)
 }
 
 // ---------------------------------------------------------------------------------------------
-// Legendre adjoint: block (m, column group); per l the contributions of all ring pairs are
+// Spin-2 Legendre adjoint: block (m, column group); per l the contributions of all ring pairs are
 // summed in registers (P pairs per thread), then across the block through shared memory, and
 // added to the block's own alm entries (no atomics; fixed summation order).
-template <int SPIN, int P, int NC>
-__global__ void __launch_bounds__(kThreads) k_legendre_adjoint(LegendreArgs a) {
-  constexpr int NCOMP = SPIN ? 2 : 1;
+template <int P, int NC>
+__global__ void __launch_bounds__(kThreads) k_adjoint_spin2(LegendreArgs a) {
+  constexpr int NCOMP = 2;
   constexpr int NCC = NC * NCOMP;
   constexpr int LC = 16 / NCC;  // l values per reduction chunk
   static_assert(LC >= 2 && LC % 2 == 0, "chunk");
@@ -371,7 +333,7 @@ __global__ void __launch_bounds__(kThreads) k_legendre_adjoint(LegendreArgs a) {
   const std::size_t fstride = static_cast<std::size_t>(R) * (lmax + 1);
   __shared__ double s_a[LC], s_b[LC], s_g[LC];
   __shared__ cplx red[LC * NCC][kThreads];
-  const int l0 = l0_of(SPIN, m);
+  const int l0 = l0_of(2, m);
   const bool swap = ((l0 - m) & 1) != 0;
   const int fa = a.first_active[m];
   const double nu = a.nu[m];
@@ -385,73 +347,56 @@ __global__ void __launch_bounds__(kThreads) k_legendre_adjoint(LegendreArgs a) {
   for (int tile = fa; tile < a.nactive; tile += kThreads * P) {
     double z[P], v0[P], v1[P], w0[P], w1[P];
     int e[P];
-    cplx f[P][NC][SPIN ? 4 : 2];  // spin 0: (rel-even, rel-odd) combos; spin 2: QE QO UE UO
+    cplx f[P][NC][4];  // QE QO UE UO
 #pragma unroll
     for (int k = 0; k < P; ++k) {
       const int i = tile + k * kThreads + threadIdx.x;
       const int p = i < a.nactive ? a.active[i] : -1;
-      const bool on = start_chain<SPIN>(a, m, nu, p, z[k], v0[k], v1[k], w0[k], w1[k], e[k]);
+      const bool on = start_chain2(a, m, nu, p, z[k], v0[k], v1[k], w0[k], w1[k], e[k]);
 #pragma unroll
       for (int c = 0; c < NC; ++c) {
         const bool cv = on && col0 + c < a.ncols;
-        if (SPIN == 0) {
-          const cplx N = cv ? Fget(c, p) : cplx{0, 0};
-          const cplx S = (cv && R - 1 - p != p) ? Fget(c, R - 1 - p) : cplx{0, 0};
-          cplx Ev = {N.re + S.re, N.im + S.im}, Od = {N.re - S.re, N.im - S.im};
-          f[k][c][swap ? 1 : 0] = Ev;
-          f[k][c][swap ? 0 : 1] = Od;
-        } else {
-          const bool eq = R - 1 - p == p;
-          const cplx qN = cv ? Fget(2 * c, p) : cplx{0, 0};
-          const cplx qS = (cv && !eq) ? Fget(2 * c, R - 1 - p) : cplx{0, 0};
-          const cplx uN = cv ? Fget(2 * c + 1, p) : cplx{0, 0};
-          const cplx uS = (cv && !eq) ? Fget(2 * c + 1, R - 1 - p) : cplx{0, 0};
-          // 1/2 of W = (P+M)/2, X = (M-P)/2 folded in here.
-          cplx QE = {0.5 * (qN.re + qS.re), 0.5 * (qN.im + qS.im)};
-          cplx QO = {0.5 * (qN.re - qS.re), 0.5 * (qN.im - qS.im)};
-          cplx UE = {0.5 * (uN.re + uS.re), 0.5 * (uN.im + uS.im)};
-          cplx UO = {0.5 * (uN.re - uS.re), 0.5 * (uN.im - uS.im)};
-          if (swap) {
-            cplx t = QE;
-            QE = QO;
-            QO = t;
-            t = UE;
-            UE = UO;
-            UO = t;
-          }
-          f[k][c][0] = QE;
-          f[k][c][1] = QO;
-          f[k][c][2] = UE;
-          f[k][c][3] = UO;
+        const bool eq = R - 1 - p == p;
+        const cplx qN = cv ? Fget(2 * c, p) : cplx{0, 0};
+        const cplx qS = (cv && !eq) ? Fget(2 * c, R - 1 - p) : cplx{0, 0};
+        const cplx uN = cv ? Fget(2 * c + 1, p) : cplx{0, 0};
+        const cplx uS = (cv && !eq) ? Fget(2 * c + 1, R - 1 - p) : cplx{0, 0};
+        // 1/2 of W = (P+M)/2, X = (M-P)/2 folded in here.
+        cplx QE = {0.5 * (qN.re + qS.re), 0.5 * (qN.im + qS.im)};
+        cplx QO = {0.5 * (qN.re - qS.re), 0.5 * (qN.im - qS.im)};
+        cplx UE = {0.5 * (uN.re + uS.re), 0.5 * (uN.im + uS.im)};
+        cplx UO = {0.5 * (uN.re - uS.re), 0.5 * (uN.im - uS.im)};
+        if (swap) {
+          cplx t = QE;
+          QE = QO;
+          QO = t;
+          t = UE;
+          UE = UO;
+          UO = t;
         }
+        f[k][c][0] = QE;
+        f[k][c][1] = QO;
+        f[k][c][2] = UE;
+        f[k][c][3] = UO;
       }
     }
     for (int lc = l0; lc <= lmax; lc += LC) {
-      load_coefficients<SPIN, LC>(a, mst, lc, s_a, s_b, s_g);
+      load_coefficients<LC>(a, mst, lc, s_a, s_b, s_g);
       __syncthreads();
-      // Adds lambda (spin 0: P_; spin 2: P_, M_ = lambda^+, lambda^-) of chain k times the ring
+      // Adds lambda^+ (P_) and lambda^- (M_) of chain k times the ring
       // data of parity par into sum.
       auto gather = [&](cplx (&sum)[NCC], int k, int par, double P_, double M_) {
-        if (SPIN == 0) {
+        const double W = P_ + M_, X = M_ - P_;
 #pragma unroll
-          for (int c = 0; c < NC; ++c) {
-            const cplx x = f[k][c][par];
-            sum[c].re = fma(P_, x.re, sum[c].re);
-            sum[c].im = fma(P_, x.im, sum[c].im);
-          }
-        } else {
-          const double W = P_ + M_, X = M_ - P_;
-#pragma unroll
-          for (int c = 0; c < NC; ++c) {
-            // even: bE += -W QE - i X UO ; bB += i X QO - W UE
-            // odd:  bE += -W QO - i X UE ; bB += i X QE - W UO
-            const cplx A1 = f[k][c][par ? 1 : 0], A2 = f[k][c][par ? 2 : 3];
-            const cplx A3 = f[k][c][par ? 0 : 1], A4 = f[k][c][par ? 3 : 2];
-            sum[2 * c].re += -W * A1.re + X * A2.im;
-            sum[2 * c].im += -W * A1.im - X * A2.re;
-            sum[2 * c + 1].re += -X * A3.im - W * A4.re;
-            sum[2 * c + 1].im += X * A3.re - W * A4.im;
-          }
+        for (int c = 0; c < NC; ++c) {
+          // even: bE += -W QE - i X UO ; bB += i X QO - W UE
+          // odd:  bE += -W QO - i X UE ; bB += i X QE - W UO
+          const cplx A1 = f[k][c][par ? 1 : 0], A2 = f[k][c][par ? 2 : 3];
+          const cplx A3 = f[k][c][par ? 0 : 1], A4 = f[k][c][par ? 3 : 2];
+          sum[2 * c].re += -W * A1.re + X * A2.im;
+          sum[2 * c].im += -W * A1.im - X * A2.re;
+          sum[2 * c + 1].re += -X * A3.im - W * A4.re;
+          sum[2 * c + 1].im += X * A3.re - W * A4.im;
         }
       };
       if (lc != l0 && warp_all_scaled_in(e)) {
@@ -465,7 +410,7 @@ __global__ void __launch_bounds__(kThreads) k_legendre_adjoint(LegendreArgs a) {
           for (int q = 0; q < NCC; ++q) sum[q] = {0.0, 0.0};
 #pragma unroll
           for (int k = 0; k < P; ++k) {
-            step<SPIN>(al, be, 0.0, z[k], v0[k], v1[k], w0[k], w1[k]);
+            step2(al, be, z[k], v0[k], v1[k], w0[k], w1[k]);
             gather(sum, k, par, v1[k], w1[k]);
           }
 #pragma unroll
@@ -476,20 +421,20 @@ __global__ void __launch_bounds__(kThreads) k_legendre_adjoint(LegendreArgs a) {
         for (int li = 0; li < LC; ++li) {
           const int l = lc + li;
           const int par = li & 1;  // relative to l0; the swap above maps it to (l - m) parity
-          const double al = s_a[li], be = s_b[li], ga = s_g[li];
+          const double al = s_a[li], be = s_b[li];
           cplx sum[NCC];
 #pragma unroll
           for (int q = 0; q < NCC; ++q) sum[q] = {0.0, 0.0};
 #pragma unroll
           for (int k = 0; k < P; ++k) {
-            if (l != l0) step<SPIN>(al, be, ga, z[k], v0[k], v1[k], w0[k], w1[k]);
+            if (l != l0) step2(al, be, z[k], v0[k], v1[k], w0[k], w1[k]);
             gather(sum, k, par, e[k] == 0 ? v1[k] : 0.0, e[k] == 0 ? w1[k] : 0.0);
           }
 #pragma unroll
           for (int q = 0; q < NCC; ++q) red[li * NCC + q][threadIdx.x] = sum[q];
           if ((li & 7) == 7 || li == LC - 1) {
 #pragma unroll
-            for (int k = 0; k < P; ++k) rescale<SPIN>(e[k], v0[k], v1[k], w0[k], w1[k]);
+            for (int k = 0; k < P; ++k) rescale2(e[k], v0[k], v1[k], w0[k], w1[k]);
           }
         }
       }
@@ -520,23 +465,419 @@ __global__ void __launch_bounds__(kThreads) k_legendre_adjoint(LegendreArgs a) {
   }
 }
 
-template <int SPIN, int P, int NC>
-void launch_synth_t(const LegendreArgs& a, cudaStream_t s) {
+// ---------------------------------------------------------------------------------------------
+// Spin 0 in the odd-parity basis (sht_math.cuh): one chain mu_k per ring pair serves the degrees
+// j - 1 and j = m + 1 + 2k, so a step is 2 FP64 operations of recursion and 4 accumulating FMAs
+// per column for two degrees (the direct recursion needs 8).
+
+/// 16-byte global -> shared copy that bypasses registers (completes at cp_async_wait).
+__device__ __forceinline__ void cp_async16(void* smem, const void* gmem) {
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() {
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+}
+
+/// Starts the odd chain of ring pair p (-1: none) for mode m: x, x^2, (mu_{-2}, mu_{-1}) =
+/// (-mu_0, 0) and the scale. Returns whether its output counts (an idle chain runs on zeros).
+__device__ __forceinline__ bool start_odd_chain(const LegendreArgs& a, int m, double nu, int p,
+                                                double& x, double& x2, double& v0, double& v1,
+                                                int& e) {
+  const bool on = p >= 0 && m <= a.mlim[p];
+  const RingPair g = pair_geometry(a.nside, p >= 0 ? p : 0);
+  x = g.z;
+  x2 = g.z * g.z;
+  double mu0;
+  start_spin0(m, nu, g, mu0, e);
+  mu0 *= sqrt(2.0 * m + 3.0);  // mu_0 = lambda_m / c_{m+1}
+  v0 = -mu0;
+  v1 = 0.0;
+  if (!on) {
+    v0 = 0.0;
+    e = 0;
+  }
+  return on;
+}
+
+/// One odd-chain step: mu_k = (A x^2 + B) mu_{k-1} - mu_{k-2}.
+__device__ __forceinline__ void odd_step(double2 ab, double x2, double& v0, double& v1) {
+  const double vn = fma(fma(ab.x, x2, ab.y), v1, -v0);
+  v0 = v1;
+  v1 = vn;
+}
+
+__device__ __forceinline__ void odd_rescale(int& e, double& v0, double& v1) {
+  if (e < 0 && fabs(v1) > kBig) {
+    v0 *= kDown;
+    v1 *= kDown;
+    ++e;
+  }
+}
+
+/// (w1, w2) of the synthesis from the alm: w1_k = u_k a_{j-1} + v_k a_{j+1}, w2_k = N_k a_j.
+__global__ void k_obasis_prepare(LegendreArgs a) {
+  const int m = blockIdx.x, cc = blockIdx.y;
+  const int lmax = a.lmax, K = obasis_steps(lmax, m);
+  const long long ko = a.koff[m], kend = a.koff[m + 1], total = a.koff[lmax + 1];
+  const std::size_t nalm = static_cast<std::size_t>(lmax + 1) * (lmax + 2) / 2;
+  const std::size_t mst = static_cast<std::size_t>(m) * (2 * lmax + 1 - m) / 2;
+  const cplx* alm = a.alm + static_cast<std::size_t>(cc) * nalm + mst;  // + l
+  cplx* W = a.W + 2 * (static_cast<std::size_t>(cc) * total);
+  auto get = [&](int l) -> cplx {
+    if (l > lmax) return {0.0, 0.0};
+    cplx v = alm[l];
+    if (m == 0) v.im = 0.0;
+    return v;
+  };
+  for (long long t = ko + threadIdx.x; t < kend; t += blockDim.x) {
+    const int k = static_cast<int>(t - ko);
+    cplx w1 = {0.0, 0.0}, w2 = {0.0, 0.0};
+    if (k < K) {
+      const int j = m + 1 + 2 * k;
+      const ObasisNorm nr = a.norm[t];
+      const cplx lo = get(j - 1), mid = get(j), hi = get(j + 1);
+      w1 = {nr.u * lo.re + nr.v * hi.re, nr.u * lo.im + nr.v * hi.im};
+      w2 = {nr.N * mid.re, nr.N * mid.im};
+    }
+    W[2 * t] = w1;
+    W[2 * t + 1] = w2;
+  }
+}
+
+/// alm from the adjoint's (S1, S2): a_{m+2k} = u_k S1_k + v_{k-1} S1_{k-1}, a_{m+2k+1} = N_k S2_k.
+__global__ void k_obasis_finish(LegendreArgs a) {
+  const int m = blockIdx.x, cc = blockIdx.y;
+  const int lmax = a.lmax;
+  const long long ko = a.koff[m], total = a.koff[lmax + 1];
+  const std::size_t nalm = static_cast<std::size_t>(lmax + 1) * (lmax + 2) / 2;
+  const std::size_t mst = static_cast<std::size_t>(m) * (2 * lmax + 1 - m) / 2;
+  cplx* alm = a.alm + static_cast<std::size_t>(cc) * nalm + mst;
+  const cplx* W = a.W + 2 * (static_cast<std::size_t>(cc) * total);
+  for (int l = m + threadIdx.x; l <= lmax; l += blockDim.x) {
+    const int k = (l - m) >> 1;
+    const long long t = ko + k;
+    cplx r;
+    if (((l - m) & 1) == 0) {
+      const cplx s1 = W[2 * t];
+      const double u = a.norm[t].u;
+      r = {u * s1.re, u * s1.im};
+      if (k > 0) {
+        const cplx sp = W[2 * (t - 1)];
+        const double v = a.norm[t - 1].v;
+        r.re += v * sp.re;
+        r.im += v * sp.im;
+      }
+    } else {
+      const cplx s2 = W[2 * t + 1];
+      const double n = a.norm[t].N;
+      r = {n * s2.re, n * s2.im};
+    }
+    if (m == 0) r.im = 0.0;
+    alm[l] = r;
+  }
+}
+
+/// Spin-0 synthesis: block (m, column group), threads over active ring pairs, P pairs each; the
+/// step coefficients and (w1, w2) of kObasisChunk steps are staged in shared memory with
+/// cp.async, one chunk ahead of the one being summed (one barrier per chunk).
+template <int P, int NC>
+__global__ void __launch_bounds__(kThreads) k_synthesis_spin0(LegendreArgs a) {
+  constexpr int KC = kObasisChunk;
+  const int m = blockIdx.x;
+  const int col0 = blockIdx.y * NC;
+  const int lmax = a.lmax;
+  const int R = 4 * a.nside - 1;
+  const long long ko = a.koff[m], total = a.koff[lmax + 1];
+  const int nchunk = static_cast<int>((a.koff[m + 1] - ko) / KC);
+  const std::size_t fstride = static_cast<std::size_t>(R) * (lmax + 1);
+  __shared__ double2 s_ab[2][KC];
+  __shared__ cplx s_w[2][NC][KC][2];
+  const int fa = a.first_active[m];
+  const double nu = a.nu[m];
+  const int ncv = min(NC, a.ncols - col0);  // valid columns of this block
+
+  auto Fat = [&](int c, int ring) -> cplx& {
+    return a.F[static_cast<std::size_t>(col0 + c) * fstride +
+               static_cast<std::size_t>(ring) * (lmax + 1) + m];
+  };
+  // Entries F_m of rings whose mlim is below m are neither written nor read (the FFT stage
+  // aliases modes up to each ring's mlim only).
+  // Chunk ch of the tables and of the block's columns into buffer b (columns beyond ncols
+  // repeat the last valid one, so the buffer never holds stale data).
+  auto stage = [&](int ch, int b) {
+    const long long t0 = ko + static_cast<long long>(ch) * KC;
+    for (int i = threadIdx.x; i < KC * (1 + 2 * NC); i += kThreads) {
+      if (i < KC) {
+        cp_async16(&s_ab[b][i], a.ab + t0 + i);
+      } else {
+        const int r = i - KC, c = r / (2 * KC), q = r % (2 * KC);
+        const int cs = min(c, ncv - 1);
+        cp_async16(&s_w[b][c][q >> 1][q & 1],
+                   a.W + 2 * (static_cast<std::size_t>(col0 + cs) * total + t0) + q);
+      }
+    }
+    cp_async_commit();
+  };
+
+  for (int tile = fa; tile < a.nactive; tile += kThreads * P) {
+    double x[P], x2[P], v0[P], v1[P];
+    int e[P], pr[P];
+    bool on[P];
+    cplx p1[P][NC], p2[P][NC];
+#pragma unroll
+    for (int k = 0; k < P; ++k) {
+      const int i = tile + k * kThreads + threadIdx.x;
+      pr[k] = i < a.nactive ? a.active[i] : -1;
+      on[k] = start_odd_chain(a, m, nu, pr[k], x[k], x2[k], v0[k], v1[k], e[k]);
+#pragma unroll
+      for (int c = 0; c < NC; ++c) p1[k][c] = p2[k][c] = {0.0, 0.0};
+    }
+    __syncthreads();  // the previous tile is done with both buffers
+    stage(0, 0);
+    // Two steps per iteration with the roles of v0 and v1 alternating (no register moves):
+    // before an even step kk, (v0, v1) = (mu_{kk-2}, mu_{kk-1}).
+    auto add = [&](int b, int kk, const double (&mu)[P]) {
+#pragma unroll
+      for (int c = 0; c < NC; ++c) {
+        const cplx w1 = s_w[b][c][kk][0], w2 = s_w[b][c][kk][1];
+#pragma unroll
+        for (int k = 0; k < P; ++k) {
+          p1[k][c].re = fma(mu[k], w1.re, p1[k][c].re);
+          p1[k][c].im = fma(mu[k], w1.im, p1[k][c].im);
+          p2[k][c].re = fma(mu[k], w2.re, p2[k][c].re);
+          p2[k][c].im = fma(mu[k], w2.im, p2[k][c].im);
+        }
+      }
+    };
+    for (int ch = 0; ch < nchunk; ++ch) {
+      const int b = ch & 1;
+      cp_async_wait();
+      __syncthreads();
+      if (ch + 1 < nchunk) stage(ch + 1, b ^ 1);
+      if (warp_all_scaled_in(e)) {
+        // Fast path: every chain of the warp counts; the loop is the recursion and the FMAs.
+#pragma unroll 1
+        for (int kk = 0; kk < KC; kk += 2) {
+          const double2 ab0 = s_ab[b][kk], ab1 = s_ab[b][kk + 1];
+#pragma unroll
+          for (int k = 0; k < P; ++k) v0[k] = fma(fma(ab0.x, x2[k], ab0.y), v1[k], -v0[k]);
+          add(b, kk, v0);
+#pragma unroll
+          for (int k = 0; k < P; ++k) v1[k] = fma(fma(ab1.x, x2[k], ab1.y), v0[k], -v1[k]);
+          add(b, kk + 1, v1);
+        }
+        continue;
+      }
+      if (warp_none_counts(e, on)) {
+        // No counting chain in the warp (underflowed, or idle): the recursion alone.
+#pragma unroll 1
+        for (int kk = 0; kk < KC; kk += 2) {
+          const double2 ab0 = s_ab[b][kk], ab1 = s_ab[b][kk + 1];
+#pragma unroll
+          for (int k = 0; k < P; ++k) {
+            v0[k] = fma(fma(ab0.x, x2[k], ab0.y), v1[k], -v0[k]);
+            v1[k] = fma(fma(ab1.x, x2[k], ab1.y), v0[k], -v1[k]);
+          }
+          if ((kk & 2) == 2) {
+#pragma unroll
+            for (int k = 0; k < P; ++k) odd_rescale(e[k], v0[k], v1[k]);
+          }
+        }
+        continue;
+      }
+#pragma unroll 1
+      for (int kk = 0; kk < KC; kk += 2) {
+        const double2 ab0 = s_ab[b][kk], ab1 = s_ab[b][kk + 1];
+        double mu[P];
+#pragma unroll
+        for (int k = 0; k < P; ++k) {
+          v0[k] = fma(fma(ab0.x, x2[k], ab0.y), v1[k], -v0[k]);
+          mu[k] = e[k] == 0 ? v0[k] : 0.0;
+        }
+        add(b, kk, mu);
+#pragma unroll
+        for (int k = 0; k < P; ++k) {
+          v1[k] = fma(fma(ab1.x, x2[k], ab1.y), v0[k], -v1[k]);
+          mu[k] = e[k] == 0 ? v1[k] : 0.0;
+        }
+        add(b, kk + 1, mu);
+        if ((kk & 2) == 2) {
+#pragma unroll
+          for (int k = 0; k < P; ++k) odd_rescale(e[k], v0[k], v1[k]);
+        }
+      }
+    }
+#pragma unroll
+    for (int k = 0; k < P; ++k) {
+      if (!on[k]) continue;
+      const int rn = pr[k], rs = R - 1 - pr[k];
+#pragma unroll
+      for (int c = 0; c < NC; ++c) {
+        if (c >= ncv) continue;
+        const cplx E = p1[k][c], O = {x[k] * p2[k][c].re, x[k] * p2[k][c].im};
+        Fat(c, rn) = {E.re + O.re, E.im + O.im};
+        if (rs != rn) Fat(c, rs) = {E.re - O.re, E.im - O.im};
+      }
+    }
+  }
+}
+
+/// Spin-0 adjoint: block (m, column group); per step the contributions of all ring pairs to
+/// (S1, S2) are summed in registers (P pairs per thread), then across the block through shared
+/// memory, and added to the block's own entries of W (no atomics; fixed summation order).
+template <int P, int NC, int MINB = 1>
+__global__ void __launch_bounds__(kThreads, MINB) k_adjoint_spin0(LegendreArgs a) {
+  constexpr int KA = 8 / NC;  // steps per reduction chunk: 2 NC outputs each, 16 in all
+  static_assert(KA >= 1 && 16 % (2 * NC) == 0, "chunk");
+  const int m = blockIdx.x;
+  const int col0 = blockIdx.y * NC;
+  const int lmax = a.lmax;
+  const int R = 4 * a.nside - 1;
+  const long long ko = a.koff[m], total = a.koff[lmax + 1];
+  const int nchunk = static_cast<int>((a.koff[m + 1] - ko) / KA);
+  const std::size_t fstride = static_cast<std::size_t>(R) * (lmax + 1);
+  __shared__ double2 s_ab[2][KA];
+  __shared__ cplx red[16][kThreads];
+  const int fa = a.first_active[m];
+  const double nu = a.nu[m];
+  const int ncv = min(NC, a.ncols - col0);
+  const int sub = threadIdx.x & 7, out = threadIdx.x >> 3;  // 16 outputs x 8 threads
+
+  auto Fget = [&](int c, int ring) -> cplx {
+    return a.F[static_cast<std::size_t>(col0 + c) * fstride +
+               static_cast<std::size_t>(ring) * (lmax + 1) + m];
+  };
+
+  if (fa >= a.nactive) {  // no ring pair reaches this mode: its sums are zero
+    for (long long t = ko + threadIdx.x; t < a.koff[m + 1]; t += kThreads)
+      for (int c = 0; c < ncv; ++c) {
+        a.W[2 * (static_cast<std::size_t>(col0 + c) * total + t)] = {0.0, 0.0};
+        a.W[2 * (static_cast<std::size_t>(col0 + c) * total + t) + 1] = {0.0, 0.0};
+      }
+    return;
+  }
+  for (int tile = fa; tile < a.nactive; tile += kThreads * P) {
+    const bool first_tile = tile == fa;
+    double x2[P], v0[P], v1[P];
+    int e[P];
+    bool on[P];
+    cplx E[P][NC], X[P][NC];  // F_N + F_S and x (F_N - F_S)
+#pragma unroll
+    for (int k = 0; k < P; ++k) {
+      const int i = tile + k * kThreads + threadIdx.x;
+      const int p = i < a.nactive ? a.active[i] : -1;
+      double x;
+      on[k] = start_odd_chain(a, m, nu, p, x, x2[k], v0[k], v1[k], e[k]);
+#pragma unroll
+      for (int c = 0; c < NC; ++c) {
+        const bool cv = on[k] && c < ncv;
+        const cplx N = cv ? Fget(c, p) : cplx{0, 0};
+        const cplx S = (cv && R - 1 - p != p) ? Fget(c, R - 1 - p) : cplx{0, 0};
+        E[k][c] = {N.re + S.re, N.im + S.im};
+        X[k][c] = {x * (N.re - S.re), x * (N.im - S.im)};
+      }
+    }
+    __syncthreads();  // the previous tile's last reduction has read s_ab
+    if (threadIdx.x < KA) s_ab[0][threadIdx.x] = a.ab[ko + threadIdx.x];
+    for (int ch = 0; ch < nchunk; ++ch) {
+      const int b = ch & 1;
+      __syncthreads();  // s_ab[b] written; red free
+      double2 next = {0.0, 0.0};
+      if (threadIdx.x < KA && ch + 1 < nchunk) next = a.ab[ko + (ch + 1) * KA + threadIdx.x];
+      // The sum this chunk adds to (earlier tiles), loaded now and used after the reduction.
+      const int okk = out / (2 * NC), oc = (out % (2 * NC)) >> 1, which = out & 1;
+      cplx* dst = a.W + 2 * (static_cast<std::size_t>(col0 + oc) * total + ko + ch * KA + okk) + which;
+      cplx prev = {0.0, 0.0};
+      if (!first_tile && sub == 0 && oc < ncv) prev = *dst;
+      const bool fast = warp_all_scaled_in(e);
+      const bool skip = !fast && warp_none_counts(e, on);
+#pragma unroll
+      for (int kk = 0; kk < KA; ++kk) {
+        const double2 ab = s_ab[b][kk];
+        cplx s1[NC], s2[NC];
+#pragma unroll
+        for (int c = 0; c < NC; ++c) s1[c] = s2[c] = {0.0, 0.0};
+#pragma unroll
+        for (int k = 0; k < P; ++k) {
+          odd_step(ab, x2[k], v0[k], v1[k]);
+          if (skip) continue;
+          const double mu = (fast || e[k] == 0) ? v1[k] : 0.0;
+#pragma unroll
+          for (int c = 0; c < NC; ++c) {
+            s1[c].re = fma(mu, E[k][c].re, s1[c].re);
+            s1[c].im = fma(mu, E[k][c].im, s1[c].im);
+            s2[c].re = fma(mu, X[k][c].re, s2[c].re);
+            s2[c].im = fma(mu, X[k][c].im, s2[c].im);
+          }
+        }
+#pragma unroll
+        for (int c = 0; c < NC; ++c) {
+          red[kk * 2 * NC + 2 * c][threadIdx.x] = s1[c];
+          red[kk * 2 * NC + 2 * c + 1][threadIdx.x] = s2[c];
+        }
+        if (!fast && (kk & 3) == 3) {
+#pragma unroll
+          for (int k = 0; k < P; ++k) odd_rescale(e[k], v0[k], v1[k]);
+        }
+      }
+      if (!fast && (KA & 3) != 0) {
+#pragma unroll
+        for (int k = 0; k < P; ++k) odd_rescale(e[k], v0[k], v1[k]);
+      }
+      if (threadIdx.x < KA && ch + 1 < nchunk) s_ab[b ^ 1][threadIdx.x] = next;
+      __syncthreads();
+      cplx s = {0.0, 0.0};
+#pragma unroll
+      for (int t = 0; t < kThreads / 8; ++t) {
+        const cplx v = red[out][sub + 8 * t];
+        s.re += v.re;
+        s.im += v.im;
+      }
+#pragma unroll
+      for (int off = 4; off > 0; off >>= 1) {
+        s.re += __shfl_xor_sync(0xffffffffu, s.re, off);
+        s.im += __shfl_xor_sync(0xffffffffu, s.im, off);
+      }
+      if (sub == 0 && oc < ncv) *dst = {prev.re + s.re, prev.im + s.im};
+    }
+  }
+}
+
+template <int P, int NC>
+void launch_synth0_t(const LegendreArgs& a, cudaStream_t s) {
   dim3 grid(a.lmax + 1, (a.ncols + NC - 1) / NC);
-  k_legendre_synthesis<SPIN, P, NC><<<grid, kThreads, 0, s>>>(a);
+  k_synthesis_spin0<P, NC><<<grid, kThreads, 0, s>>>(a);
   CUDA_CHECK_LAUNCH();
 }
-template <int SPIN, int P, int NC>
-void launch_adj_t(const LegendreArgs& a, cudaStream_t s) {
+template <int P, int NC, int MINB = 1>
+void launch_adj0_t(const LegendreArgs& a, cudaStream_t s) {
   dim3 grid(a.lmax + 1, (a.ncols + NC - 1) / NC);
-  k_legendre_adjoint<SPIN, P, NC><<<grid, kThreads, 0, s>>>(a);
+  k_adjoint_spin0<P, NC, MINB><<<grid, kThreads, 0, s>>>(a);
+  CUDA_CHECK_LAUNCH();
+}
+
+template <int P, int NC>
+void launch_synth2_t(const LegendreArgs& a, cudaStream_t s) {
+  dim3 grid(a.lmax + 1, (a.ncols + NC - 1) / NC);
+  k_synthesis_spin2<P, NC><<<grid, kThreads, 0, s>>>(a);
+  CUDA_CHECK_LAUNCH();
+}
+template <int P, int NC>
+void launch_adj2_t(const LegendreArgs& a, cudaStream_t s) {
+  dim3 grid(a.lmax + 1, (a.ncols + NC - 1) / NC);
+  k_adjoint_spin2<P, NC><<<grid, kThreads, 0, s>>>(a);
   CUDA_CHECK_LAUNCH();
 }
 
 // ---------------------------------------------------------------------------------------------
 // FFT-stage glue.
 
-/// Sum of the m-modes aliased onto bin k of a ring of N pixels (Hermitian full spectrum).
+/// Sum of the m-modes (m <= mmax) aliased onto bin k of a ring of N pixels (Hermitian full
+/// spectrum), each times e^{i m phi0}.
 __device__ cplx alias_bin(const cplx* Frow, int k, int N, int mmax, bool shifted) {
   cplx s = {0.0, 0.0};
   for (long long m = k; m <= mmax; m += N) {
@@ -556,6 +897,18 @@ __device__ cplx alias_bin(const cplx* Frow, int k, int N, int mmax, bool shifted
   return s;
 }
 
+/// Ring pair of ring r (its mlim index).
+__device__ __forceinline__ int pair_of_ring(int nside, int r) {
+  const int R = 4 * nside - 1;
+  return r < R - 1 - r ? r : R - 1 - r;
+}
+
+/// First element of polar row q (ring pair of size 4 (q + 1)) of column cc in PU.
+__device__ __forceinline__ long long polar_offset(const FftArgs& a, int q, int cc) {
+  const PolarClass& c = a.cls[a.cls_of[q]];
+  return c.cbase * a.ncc + (static_cast<long long>(cc) * c.rows + (q - c.qlo)) * c.M;
+}
+
 __global__ void k_alias_belt(FftArgs a) {
   const int N = 4 * a.nside, nh = N / 2 + 1, nbelt = 2 * a.nside + 1;
   const long long total = static_cast<long long>(a.ncc) * nbelt * nh;
@@ -568,101 +921,49 @@ __global__ void k_alias_belt(FftArgs a) {
     const int r = b + a.nside - 1;
     const RingLoc L = locate(a.nside, r);
     const cplx* Frow = a.F + (static_cast<std::size_t>(cc) * R + r) * (a.lmax + 1);
-    a.BH[t] = alias_bin(Frow, k, N, a.lmax, L.shifted);
+    a.BH[t] = alias_bin(Frow, k, N, a.mlim[pair_of_ring(a.nside, r)], L.shifted);
   }
 }
 
-/// Polar rings of i <= small_polar_rings(a) (4i pixels, 4i * 8 <= lmax + 1) have so many m per
-/// bin that one thread per bin would be a long serial loop (latency-bound, the whole kernel waits
-/// for it: 0.46 ms at nside 512); k_alias_polar_small sums them with a warp per bin.
-__host__ __device__ inline int small_polar_rings(int nside, int lmax) {
-  return min(nside - 1, (lmax + 1) / 32);
-}
-
+/// Polar rows: blocks over (column, ring pair) rows, threads over the row's M entries. Bin j of
+/// the pair: (G_N(j) + i G_S(j)) c_j below N, zero above.
 __global__ void k_alias_polar(FftArgs a) {
-  const int npolar = 2 * (a.nside - 1), M = a.M;
-  const long long total = static_cast<long long>(a.ncc) * npolar * M;
-  const int R = 4 * a.nside - 1;
-  const int small = small_polar_rings(a.nside, a.lmax);
-  for (long long t = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; t < total;
-       t += static_cast<long long>(gridDim.x) * blockDim.x) {
-    const int j = static_cast<int>(t % M);
-    const long long rest = t / M;
-    const int q = static_cast<int>(rest % npolar), cc = static_cast<int>(rest / npolar);
-    const int r = q < a.nside - 1 ? q : 3 * a.nside + (q - (a.nside - 1));
-    const RingLoc L = locate(a.nside, r);
-    cplx u = {0.0, 0.0};
-    if (j < L.N) {
-      if (L.N <= 4 * small) continue;  // written by k_alias_polar_small
-      const cplx* Frow = a.F + (static_cast<std::size_t>(cc) * R + r) * (a.lmax + 1);
-      u = cmul(alias_bin(Frow, j, L.N, a.lmax, L.shifted), chirp(j, L.N));
+  const int npairs = a.nside - 1, R = 4 * a.nside - 1;
+  for (long long row = blockIdx.y; row < static_cast<long long>(a.ncc) * npairs; row += gridDim.y) {
+    const int q = static_cast<int>(row % npairs), cc = static_cast<int>(row / npairs);
+    const int N = 4 * (q + 1), M = a.cls[a.cls_of[q]].M, mmax = a.mlim[q];
+    cplx* out = a.PU + polar_offset(a, q, cc);
+    const cplx* Fn = a.F + (static_cast<std::size_t>(cc) * R + q) * (a.lmax + 1);
+    const cplx* Fs = a.F + (static_cast<std::size_t>(cc) * R + (R - 1 - q)) * (a.lmax + 1);
+    for (int j = blockIdx.x * blockDim.x + threadIdx.x; j < M; j += gridDim.x * blockDim.x) {
+      cplx u = {0.0, 0.0};
+      if (j < N) {
+        const cplx gn = alias_bin(Fn, j, N, mmax, true), gs = alias_bin(Fs, j, N, mmax, true);
+        u = cmul({gn.re - gs.im, gn.im + gs.re}, chirp(j, N));
+      }
+      out[j] = u;
     }
-    a.PU[t] = u;
   }
 }
 
-/// One warp per bin j of the small polar rings (both caps, every column): lanes take every 32nd
-/// alias m = j + N k (and N - j + N k for the negative m), then a fixed-order shuffle sum, so the
-/// result does not depend on scheduling. Bins are numbered per cap like cap pixels:
-/// b = 2 i (i - 1) + j for ring i (4i bins).
-__global__ void k_alias_polar_small(FftArgs a) {
-  const int small = small_polar_rings(a.nside, a.lmax);
-  const long long per_cap = 2LL * small * (small + 1);
-  const long long total = static_cast<long long>(a.ncc) * 2 * per_cap;
-  const int npolar = 2 * (a.nside - 1), M = a.M, R = 4 * a.nside - 1, mmax = a.lmax;
-  const int lane = threadIdx.x & 31;
-  const long long warps = static_cast<long long>(gridDim.x) * (blockDim.x >> 5);
-  for (long long w = blockIdx.x * static_cast<long long>(blockDim.x >> 5) + (threadIdx.x >> 5);
-       w < total; w += warps) {
-    const long long b = w % per_cap;
-    const long long rest = w / per_cap;
-    const int south = static_cast<int>(rest % 2), cc = static_cast<int>(rest / 2);
-    long long i = static_cast<long long>(0.5 * (1.0 + sqrt(1.0 + 2.0 * b)));
-    while (2 * i * (i - 1) > b) --i;
-    while (2 * (i + 1) * i <= b) ++i;
-    const int j = static_cast<int>(b - 2 * i * (i - 1));
-    const int q = south ? 2 * a.nside - 2 - static_cast<int>(i) : static_cast<int>(i) - 1;
-    const int r = q < a.nside - 1 ? q : 3 * a.nside + (q - (a.nside - 1));
-    const RingLoc L = locate(a.nside, r);  // L.N == 4 i
-    const cplx* Frow = a.F + (static_cast<std::size_t>(cc) * R + r) * (a.lmax + 1);
-    cplx sum = {0.0, 0.0};
-    for (long long m = j + static_cast<long long>(L.N) * lane; m <= mmax; m += 32LL * L.N) {
-      const cplx f = cmul(Frow[m], phase(m, L.N, L.shifted));
-      sum.re += f.re;
-      if (m != 0) sum.im += f.im;
-    }
-    for (long long m = (j == 0 ? L.N : L.N - j) + static_cast<long long>(L.N) * lane; m <= mmax;
-         m += 32LL * L.N) {
-      const cplx f = cmul(Frow[m], phase(m, L.N, L.shifted));
-      sum.re += f.re;
-      sum.im -= f.im;
-    }
-#pragma unroll
-    for (int off = 16; off > 0; off >>= 1) {
-      sum.re += __shfl_xor_sync(0xffffffffu, sum.re, off);
-      sum.im += __shfl_xor_sync(0xffffffffu, sum.im, off);
-    }
-    if (lane == 0)
-      a.PU[(static_cast<std::size_t>(cc) * npolar + q) * M + j] = cmul(sum, chirp(j, L.N));
-  }
-}
-
-__global__ void k_polar_multiply(FftArgs a, const cplx* table) {
-  const int npolar = 2 * (a.nside - 1), M = a.M;
-  const long long total = static_cast<long long>(a.ncc) * npolar * M;
-  for (long long t = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; t < total;
+/// PU *= chirp spectrum (conjugated for the synthesis); blocks over classes in y.
+__global__ void k_polar_multiply(FftArgs a, bool conjugate) {
+  const PolarClass c = a.cls[blockIdx.y];
+  const long long n = static_cast<long long>(a.ncc) * c.rows * c.M;
+  cplx* base = a.PU + c.cbase * a.ncc;
+  for (long long t = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; t < n;
        t += static_cast<long long>(gridDim.x) * blockDim.x) {
-    const int j = static_cast<int>(t % M);
-    const int q = static_cast<int>((t / M) % npolar);
-    const int row = q < a.nside - 1 ? q : (npolar - 1 - q);  // ring size 4(row+1)
-    a.PU[t] = cmul(a.PU[t], table[static_cast<std::size_t>(row) * M + j]);
+    const long long j = t % c.M, row = (t / c.M) % c.rows;
+    cplx h = a.chirp_fft[c.tbase + row * c.M + j];
+    if (conjugate) h.im = -h.im;
+    base[t] = cmul(base[t], h);
   }
 }
 
 __global__ void k_assemble(FftArgs a, double* map, const std::int64_t* pixels,
                            std::int64_t map_size) {
   const long long total = static_cast<long long>(a.ncc) * map_size;
-  const int N = 4 * a.nside, nbelt = 2 * a.nside + 1, npolar = 2 * (a.nside - 1);
+  const int N = 4 * a.nside, nbelt = 2 * a.nside + 1, R = 4 * a.nside - 1;
   for (long long t = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; t < total;
        t += static_cast<long long>(gridDim.x) * blockDim.x) {
     const long long i = t % map_size;
@@ -675,52 +976,56 @@ __global__ void k_assemble(FftArgs a, double* map, const std::int64_t* pixels,
     if (!L.polar) {
       v = a.BR[(static_cast<std::size_t>(cc) * nbelt + L.idx) * N + j];
     } else {
-      const cplx y = a.PU[(static_cast<std::size_t>(cc) * npolar + L.idx) * a.M + j];
-      v = cmul(chirp(j, L.N), y).re;
+      const bool south = r > R - 1 - r;
+      const int q = south ? R - 1 - r : r;
+      const cplx y = cmul(chirp(j, L.N), a.PU[polar_offset(a, q, cc) + j]);
+      v = south ? y.im : y.re;
     }
     map[t] = v;
   }
 }
 
-__global__ void k_load_map(FftArgs a, const double* full) {
-  const int N = 4 * a.nside, nbelt = 2 * a.nside + 1, npolar = 2 * (a.nside - 1), M = a.M;
+__global__ void k_load_belt(FftArgs a, const double* full) {
+  const int N = 4 * a.nside, nbelt = 2 * a.nside + 1;
   const long long nb = static_cast<long long>(a.ncc) * nbelt * N;
-  const long long np = static_cast<long long>(a.ncc) * npolar * M;
-  for (long long t = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; t < nb + np;
+  for (long long t = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; t < nb;
        t += static_cast<long long>(gridDim.x) * blockDim.x) {
-    if (t < nb) {
-      const int j = static_cast<int>(t % N);
-      const long long rest = t / N;
-      const int b = static_cast<int>(rest % nbelt), cc = static_cast<int>(rest / nbelt);
-      const RingLoc L = locate(a.nside, b + a.nside - 1);
-      a.BR[t] = full[static_cast<std::size_t>(cc) * a.npix + L.start + j];
-    } else {
-      const long long u = t - nb;
-      const int j = static_cast<int>(u % M);
-      const long long rest = u / M;
-      const int q = static_cast<int>(rest % npolar), cc = static_cast<int>(rest / npolar);
-      const int r = q < a.nside - 1 ? q : 3 * a.nside + (q - (a.nside - 1));
-      const RingLoc L = locate(a.nside, r);
+    const int j = static_cast<int>(t % N);
+    const long long rest = t / N;
+    const int b = static_cast<int>(rest % nbelt), cc = static_cast<int>(rest / nbelt);
+    const RingLoc L = locate(a.nside, b + a.nside - 1);
+    a.BR[t] = full[static_cast<std::size_t>(cc) * a.npix + L.start + j];
+  }
+}
+
+/// Polar rows of the adjoint: (map_N(j) + i map_S(j)) conj(c_j) below N, zero above.
+__global__ void k_load_polar(FftArgs a, const double* full) {
+  const int npairs = a.nside - 1;
+  for (long long row = blockIdx.y; row < static_cast<long long>(a.ncc) * npairs; row += gridDim.y) {
+    const int q = static_cast<int>(row % npairs), cc = static_cast<int>(row / npairs);
+    const int i = q + 1, N = 4 * i, M = a.cls[a.cls_of[q]].M;
+    cplx* out = a.PU + polar_offset(a, q, cc);
+    const double* mn = full + static_cast<std::size_t>(cc) * a.npix + 2LL * i * (i - 1);
+    const double* ms = full + static_cast<std::size_t>(cc) * a.npix + a.npix - 2LL * i * (i + 1);
+    for (int j = blockIdx.x * blockDim.x + threadIdx.x; j < M; j += gridDim.x * blockDim.x) {
       cplx v = {0.0, 0.0};
-      if (j < L.N) {
-        const double x = full[static_cast<std::size_t>(cc) * a.npix + L.start + j];
-        const cplx c = conjc(chirp(j, L.N));
-        v = {x * c.re, x * c.im};
-      }
-      a.PU[u] = v;
+      if (j < N) v = cmul({mn[j], ms[j]}, conjc(chirp(j, N)));
+      out[j] = v;
     }
   }
 }
 
+/// F of every ring and m <= its mlim (the Legendre adjoint reads no other entry).
 __global__ void k_unalias(FftArgs a) {
   const int R = 4 * a.nside - 1, mm = a.lmax + 1;
-  const int N = 4 * a.nside, nh = N / 2 + 1, nbelt = 2 * a.nside + 1, npolar = 2 * (a.nside - 1);
+  const int N = 4 * a.nside, nh = N / 2 + 1, nbelt = 2 * a.nside + 1;
   const long long total = static_cast<long long>(a.ncc) * R * mm;
   for (long long t = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; t < total;
        t += static_cast<long long>(gridDim.x) * blockDim.x) {
     const int m = static_cast<int>(t % mm);
     const long long rest = t / mm;
     const int r = static_cast<int>(rest % R), cc = static_cast<int>(rest / R);
+    if (m > a.mlim[pair_of_ring(a.nside, r)]) continue;
     const RingLoc L = locate(a.nside, r);
     const int k = m % L.N;
     cplx G;
@@ -728,8 +1033,16 @@ __global__ void k_unalias(FftArgs a) {
       const cplx* row = a.BH + (static_cast<std::size_t>(cc) * nbelt + L.idx) * nh;
       G = k <= N / 2 ? row[k] : conjc(row[N - k]);
     } else {
-      const cplx y = a.PU[(static_cast<std::size_t>(cc) * npolar + L.idx) * a.M + k];
-      G = cmul(conjc(chirp(k, L.N)), y);
+      const bool south = r > R - 1 - r;
+      const int q = south ? R - 1 - r : r;
+      const cplx* row = a.PU + polar_offset(a, q, cc);
+      const int kk = k == 0 ? 0 : L.N - k;
+      const cplx y = cmul(conjc(chirp(k, L.N)), row[k]);
+      const cplx z = conjc(cmul(conjc(chirp(kk, L.N)), row[kk]));
+      // Y = Y_N + i Y_S with Hermitian Y_N, Y_S: Y_N(k) = (Y(k) + conj Y(-k)) / 2,
+      // Y_S(k) = (Y(k) - conj Y(-k)) / (2 i).
+      G = south ? cplx{0.5 * (y.im - z.im), -0.5 * (y.re - z.re)}
+                : cplx{0.5 * (y.re + z.re), 0.5 * (y.im + z.im)};
     }
     a.F[t] = cmul(G, conjc(phase(m, L.N, L.shifted)));
   }
@@ -745,20 +1058,19 @@ __global__ void k_scatter(const double* map, const std::int64_t* pixels, std::in
   }
 }
 
-__global__ void k_chirp_rows(int nside, int M, cplx* rows, cplx* conj_rows) {
-  const long long total = static_cast<long long>(nside - 1) * M;
-  for (long long t = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; t < total;
+__global__ void k_chirp_rows(FftArgs a, cplx* table) {
+  const PolarClass c = a.cls[blockIdx.y];
+  const long long n = static_cast<long long>(c.rows) * c.M;
+  for (long long t = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; t < n;
        t += static_cast<long long>(gridDim.x) * blockDim.x) {
-    const int j = static_cast<int>(t % M);
-    const int row = static_cast<int>(t / M);
-    const int N = 4 * (row + 1);
-    cplx c = {0.0, 0.0};
+    const int j = static_cast<int>(t % c.M), row = static_cast<int>(t / c.M);
+    const int N = 4 * (c.qlo + row + 1);
+    cplx v = {0.0, 0.0};
     if (j < N)
-      c = chirp(j, N);
-    else if (j > M - N)
-      c = chirp(M - j, N);
-    rows[t] = c;
-    conj_rows[t] = conjc(c);
+      v = chirp(j, N);
+    else if (j > c.M - N)
+      v = chirp(c.M - j, N);
+    table[c.tbase + t] = v;
   }
 }
 
@@ -779,68 +1091,101 @@ unsigned grid_for(long long total) {
 
 }  // namespace
 
+/// Ring pairs per thread of single-column spin-0 kernels, from the environment (2, 4 or 8;
+/// 0 when unset): ALMAGEST_SHT_SYN_P and ALMAGEST_SHT_ADJ_P override the measured choices (for
+/// tuning on other cards).
+static int pairs_override(const char* name) {
+  const char* e = std::getenv(name);
+  const int p = e ? std::atoi(e) : 0;
+  return (p == 2 || p == 4 || p == 8 || p == 9) ? p : 0;
+}
+static int adjoint_pairs_override() {
+  static const int v = pairs_override("ALMAGEST_SHT_ADJ_P");
+  return v;
+}
+static int synthesis_pairs_override() {
+  static const int v = pairs_override("ALMAGEST_SHT_SYN_P");
+  return v;
+}
+
 void launch_legendre_synthesis(const LegendreArgs& a, cudaStream_t s) {
   if (a.spin == 0) {
+    k_obasis_prepare<<<dim3(a.lmax + 1, a.ncols), 128, 0, s>>>(a);
+    CUDA_CHECK_LAUNCH();
     if (a.ncols >= 4)
-      launch_synth_t<0, 2, 4>(a, s);
+      launch_synth0_t<2, 4>(a, s);
     else if (a.ncols >= 2)
-      launch_synth_t<0, 2, 2>(a, s);
+      launch_synth0_t<2, 2>(a, s);
+    else if (synthesis_pairs_override() == 2)
+      launch_synth0_t<2, 1>(a, s);
     else
-      launch_synth_t<0, 4, 1>(a, s);
+      launch_synth0_t<4, 1>(a, s);
   } else {
     if (a.ncols >= 2)
-      launch_synth_t<2, 1, 2>(a, s);
+      launch_synth2_t<1, 2>(a, s);
     else
-      launch_synth_t<2, 2, 1>(a, s);
+      launch_synth2_t<2, 1>(a, s);
   }
 }
 
+/// Ring pairs per thread of the single-column spin-0 adjoint: ALMAGEST_SHT_ADJ_P (2, 4 or 8)
+/// overrides the measured choice (for tuning on other cards).
 void launch_legendre_adjoint(const LegendreArgs& a, cudaStream_t s) {
-  // The adjoint reduces over the block's threads for every l through shared memory, a chunk of
-  // LC = 16 / (columns x components) l per barrier. Measured on the H200 (docs/benchmarks.md):
-  // batched columns go best two (spin 0) or one (spin 2) per block, whose chunks are 8 l long
-  // (four columns per block: 4 l per barrier, 10-25% slower); single transforms take two ring
-  // pairs per thread while one tile of kThreads * 2 holds every pair (nside <= 128), four above,
-  // and for spin 2 four where there are at least 1024 pairs (-4% at nside 2048, -8% at 512).
-  // Spin 0 with eight pairs (168 registers, spills) was not faster.
+  // The adjoint reduces over the block's threads for every step through shared memory, 16
+  // outputs per barrier, so more ring pairs per thread mean less of that traffic per FP64
+  // operation. Measured on the H200 (docs/benchmarks.md): batched columns go best two (spin 0)
+  // or one (spin 2) per block; single spin-0 transforms take two ring pairs per thread while one
+  // tile of kThreads * 2 holds every pair (nside <= 128), eight above (nside 512-2048: 12-15%
+  // faster than four); spin 2 four where there are at least 1024 pairs.
   if (a.spin == 0) {
+    const int po = adjoint_pairs_override();
     if (a.ncols >= 2)
-      launch_adj_t<0, 2, 2>(a, s);
-    else if (a.nactive <= kThreads * 2)
-      launch_adj_t<0, 2, 1>(a, s);
+      launch_adj0_t<2, 2>(a, s);
+    else if (po == 4)
+      launch_adj0_t<4, 1>(a, s);
+    else if (po == 9)  // tuning: eight pairs without the register cap
+      launch_adj0_t<8, 1>(a, s);
+    else if (po == 2 || (po == 0 && a.nactive <= kThreads * 2))
+      launch_adj0_t<2, 1>(a, s);
     else
-      launch_adj_t<0, 4, 1>(a, s);
+      launch_adj0_t<8, 1, 3>(a, s);
+    k_obasis_finish<<<dim3(a.lmax + 1, a.ncols), 128, 0, s>>>(a);
+    CUDA_CHECK_LAUNCH();
   } else {
     if (a.ncols >= 2)
-      launch_adj_t<2, 2, 1>(a, s);
+      launch_adj2_t<2, 1>(a, s);
     else if (a.nactive >= 2 * kThreads * 4)
-      launch_adj_t<2, 4, 1>(a, s);
+      launch_adj2_t<4, 1>(a, s);
     else
-      launch_adj_t<2, 2, 1>(a, s);
+      launch_adj2_t<2, 1>(a, s);
   }
+}
+
+/// Grid of the polar row kernels: x over a row's longest class, y over rows.
+dim3 polar_grid(const FftArgs& a) {
+  int mmax = 1;
+  for (int c = 0; c < a.nclass; ++c) mmax = std::max(mmax, a.cls[c].M);
+  const long long rows = static_cast<long long>(a.ncc) * (a.nside - 1);
+  return dim3((mmax + 255) / 256, static_cast<unsigned>(std::min<long long>(rows, 65535)));
 }
 
 void launch_alias_synthesis(const FftArgs& a, cudaStream_t s) {
   const long long nb = static_cast<long long>(a.ncc) * (2 * a.nside + 1) * (2 * a.nside + 1);
   k_alias_belt<<<grid_for(nb), 256, 0, s>>>(a);
   CUDA_CHECK_LAUNCH();
-  if (a.nside > 1) {
-    const long long np = static_cast<long long>(a.ncc) * 2 * (a.nside - 1) * a.M;
-    k_alias_polar<<<grid_for(np), 256, 0, s>>>(a);
+  if (a.nclass > 0) {
+    k_alias_polar<<<polar_grid(a), 256, 0, s>>>(a);
     CUDA_CHECK_LAUNCH();
-    const int small = small_polar_rings(a.nside, a.lmax);
-    if (small > 0) {
-      const long long warps = static_cast<long long>(a.ncc) * 4LL * small * (small + 1);
-      k_alias_polar_small<<<grid_for(warps * 32), 256, 0, s>>>(a);
-      CUDA_CHECK_LAUNCH();
-    }
   }
 }
 
-void launch_polar_multiply(const FftArgs& a, const cplx* table, cudaStream_t s) {
-  if (a.nside < 2) return;
-  const long long np = static_cast<long long>(a.ncc) * 2 * (a.nside - 1) * a.M;
-  k_polar_multiply<<<grid_for(np), 256, 0, s>>>(a, table);
+void launch_polar_multiply(const FftArgs& a, bool conjugate, cudaStream_t s) {
+  if (a.nclass == 0) return;
+  long long most = 1;
+  for (int c = 0; c < a.nclass; ++c)
+    most = std::max(most, static_cast<long long>(a.ncc) * a.cls[c].rows * a.cls[c].M);
+  k_polar_multiply<<<dim3(std::min<long long>((most + 255) / 256, 4096), a.nclass), 256, 0, s>>>(
+      a, conjugate);
   CUDA_CHECK_LAUNCH();
 }
 
@@ -852,10 +1197,13 @@ void launch_assemble_map(const FftArgs& a, double* map, const std::int64_t* pixe
 }
 
 void launch_load_map(const FftArgs& a, const double* full_map, cudaStream_t s) {
-  const long long n = static_cast<long long>(a.ncc) *
-                      ((2LL * a.nside + 1) * 4 * a.nside + 2LL * (a.nside - 1) * a.M);
-  k_load_map<<<grid_for(n), 256, 0, s>>>(a, full_map);
+  const long long nb = static_cast<long long>(a.ncc) * (2LL * a.nside + 1) * 4 * a.nside;
+  k_load_belt<<<grid_for(nb), 256, 0, s>>>(a, full_map);
   CUDA_CHECK_LAUNCH();
+  if (a.nclass > 0) {
+    k_load_polar<<<polar_grid(a), 256, 0, s>>>(a, full_map);
+    CUDA_CHECK_LAUNCH();
+  }
 }
 
 void launch_unalias_adjoint(const FftArgs& a, cudaStream_t s) {
@@ -871,10 +1219,9 @@ void launch_scatter(const double* map, const std::int64_t* pixels, std::int64_t 
   CUDA_CHECK_LAUNCH();
 }
 
-void launch_chirp_rows(int nside, int M, cplx* rows, cplx* conj_rows, cudaStream_t s) {
-  if (nside < 2) return;
-  k_chirp_rows<<<grid_for(static_cast<long long>(nside - 1) * M), 256, 0, s>>>(nside, M, rows,
-                                                                               conj_rows);
+void launch_chirp_rows(const FftArgs& a, cplx* table, cudaStream_t s) {
+  if (a.nclass == 0) return;
+  k_chirp_rows<<<dim3(256, a.nclass), 256, 0, s>>>(a, table);
   CUDA_CHECK_LAUNCH();
 }
 

@@ -2,7 +2,7 @@
 // Launchers of the SHT device kernels (defined in sht_kernels.cu). All take an explicit stream.
 // Layouts: alm [cc][nalm] cplx (cc = column * ncomp + component), F [cc][ring][mmax + 1] cplx,
 // belt spectra BH [cc][nbelt][N/2 + 1], belt real rings BR [cc][nbelt][N], polar Bluestein rows
-// PU [cc][npolar][M], chirp FFTs [nside - 1][M]; maps [cc][map_size].
+// PU (see PolarClass); maps [cc][map_size].
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -24,40 +24,66 @@ struct LegendreArgs {
   const double* tabN;         ///< [nalm] lambda_l = N_l mu_l
   cplx* alm;                  ///< [ncols * ncomp][nalm]
   cplx* F;                    ///< [ncols * ncomp][nrings][lmax + 1]
+  // Spin 0 (odd-parity basis, sht_math.cuh): per mode m the steps k = 0..obasis_steps - 1 at
+  // koff[m] + k, padded with zeros to a multiple of kObasisChunk.
+  const long long* koff;      ///< [lmax + 2] padded step offsets (koff[lmax + 1] = total)
+  const double2* ab;          ///< [total] (A_k, B_k)
+  const ObasisNorm* norm;     ///< [total] (N_k, u_k, v_k)
+  cplx* W;                    ///< [ncols][total][2]: (w1, w2) of the synthesis, (S1, S2) of the adjoint
 };
+
+/// Steps per staged chunk of the spin-0 synthesis; the tables are padded to a multiple of it.
+inline constexpr int kObasisChunk = 32;
 
 void launch_legendre_synthesis(const LegendreArgs& a, cudaStream_t s);
 void launch_legendre_adjoint(const LegendreArgs& a, cudaStream_t s);
 
+/// Polar-cap rings come in pairs of equal size N = 4 (q + 1) (north ring q, south ring
+/// 4 nside - 2 - q, q = 0 .. nside - 2). Both rings of a pair share one complex Bluestein row
+/// (north in the real part, south in the imaginary part: their spectra are Hermitian). Rows are
+/// grouped into classes of equal Bluestein length M >= 2 N - 1; a class's rows are contiguous
+/// per column: PU = [class][column][row of class][M], one batched cuFFT per class.
+struct PolarClass {
+  int M;              ///< Bluestein length
+  int rows;           ///< ring pairs (rows) in the class
+  int qlo;            ///< first q of the class
+  long long cbase;    ///< PU elements per column of the classes before this one
+  long long tbase;    ///< offset of the class in the chirp-spectrum table ([row][M])
+};
+inline constexpr int kMaxPolarClasses = 32;
+
 struct FftArgs {
   int nside, lmax, ncc;       ///< ncc = columns * components in this call
-  int M;                      ///< Bluestein length of the polar rings
   std::int64_t npix;
+  int nclass;                 ///< polar classes (0 when nside == 1)
+  long long polar_per_col;    ///< PU elements per column
+  PolarClass cls[kMaxPolarClasses];
+  const unsigned char* cls_of;  ///< [nside - 1] class of each ring pair q
+  const int* mlim;            ///< [2 nside] per ring pair: F_m = 0 above it (not read)
   cplx* F;
   cplx* BH;                   ///< belt half spectra
   double* BR;                 ///< belt real rings
   cplx* PU;                   ///< polar Bluestein rows
-  const cplx* chirp_fft_syn;  ///< FFT of conj chirp / M, per polar ring size
-  const cplx* chirp_fft_adj;  ///< FFT of chirp / M
+  const cplx* chirp_fft;      ///< FFT of the wrapped chirp / M per row ([class][row][M])
 };
 
-/// Synthesis: F -> BH (belt) and PU (polar, chirp-premultiplied, zero padded).
+/// Synthesis: F -> BH (belt) and PU (polar pairs, chirp-premultiplied, zero padded).
 void launch_alias_synthesis(const FftArgs& a, cudaStream_t s);
-/// Pointwise PU[q] *= table[ring size of q].
-void launch_polar_multiply(const FftArgs& a, const cplx* table, cudaStream_t s);
+/// Pointwise PU *= chirp spectrum (conjugated for the synthesis).
+void launch_polar_multiply(const FftArgs& a, bool conjugate, cudaStream_t s);
 /// Synthesis: BR / PU -> map (full sky, or gathered at `pixels` when npix_out < npix).
 void launch_assemble_map(const FftArgs& a, double* map, const std::int64_t* pixels,
                          std::int64_t map_size, cudaStream_t s);
-/// Adjoint: full-sky map -> BR (belt) and PU (polar, conj-chirp premultiplied, padded).
+/// Adjoint: full-sky map -> BR (belt) and PU (polar pairs, conj-chirp premultiplied, padded).
 void launch_load_map(const FftArgs& a, const double* full_map, cudaStream_t s);
-/// Adjoint: BH / PU -> F.
+/// Adjoint: BH / PU -> F (modes up to each ring's mlim).
 void launch_unalias_adjoint(const FftArgs& a, cudaStream_t s);
 /// Cut sky: full[cc][pixels[i]] = map[cc][i] (full must be zeroed first).
 void launch_scatter(const double* map, const std::int64_t* pixels, std::int64_t nobs,
                     std::int64_t npix, int ncc, double* full, cudaStream_t s);
-/// Bluestein chirp tables: fills rows i = 0..nside-2 (ring size N = 4(i+1)) of `conj_rows`
-/// with conj(c_t) and `rows` with c_t, wrapped to length M (before their FFT).
-void launch_chirp_rows(int nside, int M, cplx* rows, cplx* conj_rows, cudaStream_t s);
+/// Bluestein chirps c_t = e^{i pi t^2 / N} of every row, wrapped to its class length M (before
+/// their FFT), into `table` ([class][row][M]).
+void launch_chirp_rows(const FftArgs& a, cplx* table, cudaStream_t s);
 void launch_scale(cplx* data, std::size_t n, double factor, cudaStream_t s);
 
 }  // namespace almagest::kernels::sht

@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <string>
@@ -31,14 +33,18 @@ void cufft_check(cufftResult r, const char* expr, const char* file, int line) {
 }
 #define CUFFT_CHECK(expr) cufft_check((expr), #expr, __FILE__, __LINE__)
 
+/// A cuFFT plan without a work area of its own: the DevicePlan gives all its plans one shared
+/// work area (they run one after another on the plan's stream).
 class FftPlan {
 public:
-  FftPlan() = default;
   FftPlan(int n, int batch, cufftType type, int idist, int odist, cudaStream_t s) {
     int dims[1] = {n};
-    CUFFT_CHECK(cufftPlanMany(&h_, 1, dims, nullptr, 1, idist, nullptr, 1, odist, type, batch));
-    CUFFT_CHECK(cufftSetStream(h_, s));
+    CUFFT_CHECK(cufftCreate(&h_));
     ok_ = true;
+    CUFFT_CHECK(cufftSetAutoAllocation(h_, 0));
+    CUFFT_CHECK(cufftMakePlanMany(h_, 1, dims, nullptr, 1, idist, nullptr, 1, odist, type, batch,
+                                  &work_));
+    CUFFT_CHECK(cufftSetStream(h_, s));
   }
   ~FftPlan() {
     if (ok_) cufftDestroy(h_);
@@ -46,15 +52,62 @@ public:
   FftPlan(const FftPlan&) = delete;
   FftPlan& operator=(const FftPlan&) = delete;
   cufftHandle get() const { return h_; }
+  std::size_t work_size() const { return work_; }
+  void set_work_area(void* p) { CUFFT_CHECK(cufftSetWorkArea(h_, p)); }
 
 private:
   cufftHandle h_ = 0;
   bool ok_ = false;
+  std::size_t work_ = 0;
 };
 
 struct ColumnPlans {
-  std::unique_ptr<FftPlan> belt_c2r, belt_r2c, polar;
+  std::unique_ptr<FftPlan> belt_c2r, belt_r2c;
+  std::vector<std::unique_ptr<FftPlan>> polar;  ///< one per polar class
 };
+
+/// Polar classes (sht_kernels.cuh, PolarClass): each ring pair q takes the smallest length
+/// 2^a or 3 * 2^a >= 2 N - 1 (N = 4 (q + 1)); adjacent classes are merged while a class
+/// boundary saves fewer than kMergeElements padded elements over the plan's columns (two more
+/// FFT launches cost about as much as moving that many), and to at most kMaxPolarClasses.
+std::vector<sht::PolarClass> polar_classes(int nside, int max_cols, std::vector<unsigned char>& cls_of) {
+  constexpr long long kMergeElements = 1LL << 17;
+  std::vector<sht::PolarClass> cls;
+  for (int q = 0; q + 1 < nside; ++q) {
+    const long long need = 2LL * 4 * (q + 1) - 1;
+    long long M = 8;
+    while (M < need) M *= 2;
+    if (M / 4 * 3 >= need) M = M / 4 * 3;
+    if (!cls.empty() && cls.back().M == M) {
+      ++cls.back().rows;
+    } else {
+      cls.push_back({static_cast<int>(M), 1, q, 0, 0});
+    }
+  }
+  while (cls.size() > 1) {
+    std::size_t best = 0;
+    long long saving = -1;
+    for (std::size_t c = 0; c + 1 < cls.size(); ++c) {
+      const long long sv = static_cast<long long>(cls[c].rows) * (cls[c + 1].M - cls[c].M) * max_cols;
+      if (saving < 0 || sv < saving) {
+        saving = sv;
+        best = c;
+      }
+    }
+    if (saving >= kMergeElements && cls.size() <= static_cast<std::size_t>(sht::kMaxPolarClasses)) break;
+    cls[best + 1].rows += cls[best].rows;
+    cls[best + 1].qlo = cls[best].qlo;
+    cls.erase(cls.begin() + static_cast<long long>(best));
+  }
+  long long base = 0;
+  cls_of.assign(nside > 1 ? nside - 1 : 1, 0);
+  for (std::size_t c = 0; c < cls.size(); ++c) {
+    cls[c].cbase = cls[c].tbase = base;
+    base += static_cast<long long>(cls[c].rows) * cls[c].M;
+    for (int q = cls[c].qlo; q < cls[c].qlo + cls[c].rows; ++q) cls_of[q] = static_cast<unsigned char>(c);
+  }
+  return cls;
+}
 
 class DevicePlan final : public ShtDevicePlan {
 public:
@@ -74,9 +127,6 @@ public:
     nalm_ = static_cast<std::size_t>(lmax_ + 1) * (lmax_ + 2) / 2;
     msize_ = d.observed_pixels.empty() ? npix_ : static_cast<std::int64_t>(d.observed_pixels.size());
     const int nbelt = 2 * ns_ + 1, npolar = 2 * (ns_ - 1), N = 4 * ns_;
-    M_ = 1;
-    if (ns_ > 1)
-      while (M_ < 2 * 4 * (ns_ - 1) - 1) M_ *= 2;
     cudaStream_t s = *stream_;
 
     // Ring pairs: mlim and the active list (pairs with an observed pixel), pole -> equator.
@@ -99,12 +149,30 @@ public:
     std::vector<double> nu(lmax_ + 1);
     nu[0] = 1.0;
     for (int m = 1; m <= lmax_; ++m) nu[m] = nu[m - 1] * std::sqrt((2.0 * m - 1.0) / (2.0 * m));
-    // Normalised recursion tables (fill_mu_table) in alm layout.
-    {
-      std::vector<double> A(nalm_, 0.0), B(d.spin ? nalm_ : 1, 0.0), Nt(nalm_, 0.0), Bm(lmax_ + 1);
+    // Spin 0: odd-parity-basis tables (fill_obasis), each mode padded to whole chunks.
+    if (d.spin == 0) {
+      std::vector<long long> koff(lmax_ + 2, 0);
+      for (int m = 0; m <= lmax_; ++m) {
+        const int K = sht::obasis_steps(lmax_, m);
+        const int Kp = (K + sht::kObasisChunk - 1) / sht::kObasisChunk * sht::kObasisChunk;
+        koff[m + 1] = koff[m] + Kp;
+      }
+      ktotal_ = static_cast<std::size_t>(koff[lmax_ + 1]);
+      std::vector<double2> ab(ktotal_, double2{0.0, 0.0});
+      std::vector<sht::ObasisNorm> nrm(ktotal_, sht::ObasisNorm{0.0, 0.0, 0.0});
+      for (int m = 0; m <= lmax_; ++m)
+        sht::fill_obasis(lmax_, m, reinterpret_cast<double*>(ab.data() + koff[m]),
+                         nrm.data() + koff[m]);
+      koff_ = DeviceBuffer<long long>::from(koff, s);
+      ab_ = DeviceBuffer<double2>::from(ab, s);
+      norm_ = DeviceBuffer<sht::ObasisNorm>::from(nrm, s);
+    }
+    // Spin 2: normalised recursion tables (fill_mu_table) in alm layout.
+    if (d.spin == 2) {
+      std::vector<double> A(nalm_, 0.0), B(nalm_, 0.0), Nt(nalm_, 0.0);
       for (int m = 0; m <= lmax_; ++m) {
         const std::size_t mst = static_cast<std::size_t>(m) * (2 * lmax_ + 1 - m) / 2;
-        fill_mu_table_into(d.spin, m, A.data() + mst, d.spin ? B.data() + mst : Bm.data(), Nt.data() + mst);
+        sht::fill_mu_table(2, lmax_, m, A.data() + mst, B.data() + mst, Nt.data() + mst);
       }
       tabA_ = DeviceBuffer<double>::from(A, s);
       tabB_ = DeviceBuffer<double>::from(B, s);
@@ -117,17 +185,18 @@ public:
     nu_ = DeviceBuffer<double>::from(nu, s);
     if (!d.observed_pixels.empty()) pixels_ = DeviceBuffer<std::int64_t>::from(d.observed_pixels, s);
 
-    // FP64 operation counts of the Legendre stage per column (see docs/sht.md).
+    // FP64 operation counts of the Legendre stage per column (see docs/sht.md), FMA = 2.
     double steps = 0.0;
     for (int m = 0; m <= lmax_; ++m) {
       const int l0 = d.spin == 0 ? m : std::max(m, 2);
       if (l0 > lmax_) continue;
+      const int n = d.spin == 0 ? sht::obasis_steps(lmax_, m) : lmax_ - l0 + 1;
       for (int i = first[m]; i < nactive_; ++i)
-        if (mlim[active[i]] >= m) steps += lmax_ - l0 + 1;
+        if (mlim[active[i]] >= m) steps += n;
     }
-    // spin 0: t = A z (1), fma (2), two accumulating FMAs (4); spin 2: t (1), t -+ B (2),
-    // two fma (4), eight accumulating FMAs (16).
-    const double per = d.spin == 0 ? 7.0 : 23.0;
+    // spin 0, per odd-chain step (two degrees): two FMAs of recursion (4), four accumulating
+    // FMAs (8); spin 2, per degree: t (1), t -+ B (2), two fma (4), eight accumulating FMAs (16).
+    const double per = d.spin == 0 ? 12.0 : 23.0;
     counts_.legendre_flops_synthesis = steps * per;
     counts_.legendre_flops_adjoint = steps * per;
 
@@ -136,23 +205,31 @@ public:
     alm_.allocate(ncc * nalm_);
     map_.allocate(ncc * static_cast<std::size_t>(msize_));
     if (!d.observed_pixels.empty()) full_.allocate(ncc * static_cast<std::size_t>(npix_));
+    if (d.spin == 0) W_.allocate(static_cast<std::size_t>(d.max_cols) * ktotal_ * 2);
     F_.allocate(ncc * nrings_ * static_cast<std::size_t>(lmax_ + 1));
     F_.zero(s);  // rings never written (unobserved pairs) stay zero
     BH_.allocate(ncc * nbelt * static_cast<std::size_t>(N / 2 + 1));
     BR_.allocate(ncc * nbelt * static_cast<std::size_t>(N));
     if (npolar > 0) {
-      PU_.allocate(ncc * npolar * static_cast<std::size_t>(M_));
-      // Bluestein: FFT of the wrapped chirp (adjoint) and of its conjugate (synthesis), / M.
-      chirp_adj_.allocate(static_cast<std::size_t>(ns_ - 1) * M_);
-      chirp_syn_.allocate(static_cast<std::size_t>(ns_ - 1) * M_);
-      sht::launch_chirp_rows(ns_, M_, chirp_adj_.data(), chirp_syn_.data(), s);
-      FftPlan p(M_, ns_ - 1, CUFFT_Z2Z, M_, M_, s);
-      for (auto* b : {&chirp_adj_, &chirp_syn_}) {
-        auto* z = reinterpret_cast<cufftDoubleComplex*>(b->data());
+      std::vector<unsigned char> cls_of;
+      classes_ = polar_classes(ns_, d.max_cols, cls_of);
+      for (const auto& c : classes_) polar_per_col_ += static_cast<long long>(c.rows) * c.M;
+      cls_of_ = DeviceBuffer<unsigned char>::from(cls_of, s);
+      PU_.allocate(ncc * static_cast<std::size_t>(polar_per_col_));
+      // Bluestein: FFT of the wrapped chirp / M per row; the synthesis uses its conjugate (the
+      // FFT of the conjugate chirp, the chirp being even).
+      chirp_fft_.allocate(static_cast<std::size_t>(polar_per_col_));
+      sht::launch_chirp_rows(fft_args(1), chirp_fft_.data(), s);
+      for (const auto& c : classes_) {
+        FftPlan p(c.M, c.rows, CUFFT_Z2Z, c.M, c.M, s);
+        DeviceBuffer<char> work(std::max<std::size_t>(p.work_size(), 1));
+        p.set_work_area(work.data());
+        auto* z = reinterpret_cast<cufftDoubleComplex*>(chirp_fft_.data() + c.tbase);
         CUFFT_CHECK(cufftExecZ2Z(p.get(), z, z, CUFFT_FORWARD));
-        sht::launch_scale(b->data(), b->size(), 1.0 / M_, s);
+        sht::launch_scale(chirp_fft_.data() + c.tbase, static_cast<std::size_t>(c.rows) * c.M,
+                          1.0 / c.M, s);
+        stream_->sync();
       }
-      stream_->sync();
     }
     CUDA_CHECK(cudaEventCreate(&ev0_));
     CUDA_CHECK(cudaEventCreate(&ev1_));
@@ -169,7 +246,9 @@ public:
   ShtWorkCounts counts() const override {
     ShtWorkCounts c = counts_;
     c.device_bytes = alm_.bytes() + map_.bytes() + full_.bytes() + F_.bytes() + BH_.bytes() +
-                     BR_.bytes() + PU_.bytes() + chirp_adj_.bytes() + chirp_syn_.bytes();
+                     BR_.bytes() + PU_.bytes() + chirp_fft_.bytes() + fft_work_.bytes() +
+                     W_.bytes() + ab_.bytes() + norm_.bytes() + tabA_.bytes() + tabB_.bytes() +
+                     tabN_.bytes();
     return c;
   }
 
@@ -224,6 +303,7 @@ public:
   }
 
   std::vector<double> time(ShtOp op, int ncols, int reps) override {
+    if (reps > 1 && std::getenv("ALMAGEST_SHT_STAGES")) print_stages(op, ncols);
     std::vector<double> out;
     for (int i = 0; i < reps; ++i) {
       CUDA_CHECK(cudaEventRecord(ev0_, *stream_));
@@ -257,6 +337,42 @@ public:
   }
 
 private:
+  /// Records an event after the work enqueued so far when a stage profile is being taken.
+  void mark(const char* name) {
+    if (!marks_) return;
+    cudaEvent_t e = nullptr;
+    CUDA_CHECK(cudaEventCreate(&e));
+    CUDA_CHECK(cudaEventRecord(e, *stream_));
+    marks_->emplace_back(name, e);
+  }
+  /// ALMAGEST_SHT_STAGES: one call launched directly with events between its stages; the stage
+  /// times go to stderr (a tuning aid for the benchmark, not used otherwise).
+  void print_stages(ShtOp op, int ncols) {
+    DeviceGuard g(d_.device);
+    plans(ncols);
+    std::vector<std::pair<const char*, cudaEvent_t>> marks;
+    marks_ = &marks;
+    mark("start");
+    enqueue(op, ncols);
+    marks_ = nullptr;
+    stream_->sync();
+    std::string line = std::string("stages ") + (op == ShtOp::Synthesis ? "synthesis" : "adjoint") +
+                       " nside " + std::to_string(ns_) + " spin " + std::to_string(d_.spin) +
+                       " cols " + std::to_string(ncols) + ":";
+    float total = 0.f;
+    for (std::size_t i = 1; i < marks.size(); ++i) {
+      float ms = 0.f;
+      CUDA_CHECK(cudaEventElapsedTime(&ms, marks[i - 1].second, marks[i].second));
+      total += ms;
+      char buf[96];
+      std::snprintf(buf, sizeof buf, " %s %.4f", marks[i].first, ms);
+      line += buf;
+    }
+    char buf[48];
+    std::snprintf(buf, sizeof buf, " | total %.4f ms", total);
+    std::fprintf(stderr, "%s%s\n", line.c_str(), buf);
+    for (auto& [n, e] : marks) cudaEventDestroy(e);
+  }
   void enqueue(ShtOp op, int ncols) {
     if (op == ShtOp::Synthesis)
       run_synthesis(ncols);
@@ -298,15 +414,6 @@ private:
       throw DeviceError("sht: " + std::to_string(ncols) + " columns requested, plan holds " +
                         std::to_string(d_.max_cols));
   }
-  /// fill_mu_table with the B output discarded for spin 0 (scratch indexed by l).
-  void fill_mu_table_into(int spin, int m, double* A, double* B, double* N) const {
-    if (spin == 0) {
-      std::vector<double> scratch(lmax_ + 1);
-      sht::fill_mu_table(0, lmax_, m, A, scratch.data(), N);
-    } else {
-      sht::fill_mu_table(2, lmax_, m, A, B, N);
-    }
-  }
   int ring_of(std::int64_t p) const {
     const std::int64_t ncap = 2LL * ns_ * (ns_ - 1);
     if (p < ncap) {
@@ -326,13 +433,33 @@ private:
   ColumnPlans& plans(int ncols) {
     auto it = plans_.find(ncols);
     if (it != plans_.end()) return it->second;
-    const int N = 4 * ns_, nh = N / 2 + 1, nbelt = 2 * ns_ + 1, npolar = 2 * (ns_ - 1);
+    const int N = 4 * ns_, nh = N / 2 + 1, nbelt = 2 * ns_ + 1;
     const int b = static_cast<int>(cc(ncols));
     ColumnPlans p;
     p.belt_c2r = std::make_unique<FftPlan>(N, b * nbelt, CUFFT_Z2D, nh, N, *stream_);
     p.belt_r2c = std::make_unique<FftPlan>(N, b * nbelt, CUFFT_D2Z, N, nh, *stream_);
-    if (npolar > 0) p.polar = std::make_unique<FftPlan>(M_, b * npolar, CUFFT_Z2Z, M_, M_, *stream_);
-    return plans_.emplace(ncols, std::move(p)).first->second;
+    for (const auto& c : classes_)
+      p.polar.push_back(std::make_unique<FftPlan>(c.M, b * c.rows, CUFFT_Z2Z, c.M, c.M, *stream_));
+    std::size_t need = std::max(p.belt_c2r->work_size(), p.belt_r2c->work_size());
+    for (const auto& q : p.polar) need = std::max(need, q->work_size());
+    auto& stored = plans_.emplace(ncols, std::move(p)).first->second;
+    if (need > fft_work_.size()) {
+      // A larger shared work area: every plan moves to it, and graphs captured with the old one
+      // are dropped (they are captured again on their next call).
+      fft_work_.allocate(need);
+      for (auto& [n, cp] : plans_) {
+        cp.belt_c2r->set_work_area(fft_work_.data());
+        cp.belt_r2c->set_work_area(fft_work_.data());
+        for (auto& q : cp.polar) q->set_work_area(fft_work_.data());
+      }
+      for (auto& [k, ex] : graphs_) cudaGraphExecDestroy(ex);
+      graphs_.clear();
+    } else {
+      stored.belt_c2r->set_work_area(fft_work_.data());
+      stored.belt_r2c->set_work_area(fft_work_.data());
+      for (auto& q : stored.polar) q->set_work_area(fft_work_.data());
+    }
+    return stored;
   }
 
   sht::LegendreArgs legendre_args(int ncols) {
@@ -351,6 +478,10 @@ private:
     a.tabN = tabN_.data();
     a.alm = alm_.data();
     a.F = F_.data();
+    a.koff = koff_.data();
+    a.ab = ab_.data();
+    a.norm = norm_.data();
+    a.W = W_.data();
     return a;
   }
   sht::FftArgs fft_args(int ncols) {
@@ -358,32 +489,50 @@ private:
     f.nside = ns_;
     f.lmax = lmax_;
     f.ncc = static_cast<int>(cc(ncols));
-    f.M = M_;
     f.npix = npix_;
+    f.nclass = static_cast<int>(classes_.size());
+    f.polar_per_col = polar_per_col_;
+    for (std::size_t c = 0; c < classes_.size(); ++c) f.cls[c] = classes_[c];
+    f.cls_of = cls_of_.data();
+    f.mlim = mlim_.data();
     f.F = F_.data();
     f.BH = BH_.data();
     f.BR = BR_.data();
     f.PU = PU_.data();
-    f.chirp_fft_syn = chirp_syn_.data();
-    f.chirp_fft_adj = chirp_adj_.data();
+    f.chirp_fft = chirp_fft_.data();
     return f;
+  }
+
+  /// The polar Bluestein convolution: forward FFT per class, the chirp spectrum, inverse FFT.
+  void polar_convolution(ColumnPlans& p, const sht::FftArgs& f, bool conjugate) {
+    if (classes_.empty()) return;
+    cudaStream_t s = *stream_;
+    for (std::size_t c = 0; c < classes_.size(); ++c) {
+      auto* z = reinterpret_cast<cufftDoubleComplex*>(PU_.data() + classes_[c].cbase * f.ncc);
+      CUFFT_CHECK(cufftExecZ2Z(p.polar[c]->get(), z, z, CUFFT_FORWARD));
+    }
+    sht::launch_polar_multiply(f, conjugate, s);
+    for (std::size_t c = 0; c < classes_.size(); ++c) {
+      auto* z = reinterpret_cast<cufftDoubleComplex*>(PU_.data() + classes_[c].cbase * f.ncc);
+      CUFFT_CHECK(cufftExecZ2Z(p.polar[c]->get(), z, z, CUFFT_INVERSE));
+    }
+    mark("polar-bluestein");
   }
 
   void run_synthesis(int ncols) {
     cudaStream_t s = *stream_;
     ColumnPlans& p = plans(ncols);
     sht::launch_legendre_synthesis(legendre_args(ncols), s);
+    mark("legendre");
     const auto f = fft_args(ncols);
     sht::launch_alias_synthesis(f, s);
+    mark("alias");
     CUFFT_CHECK(cufftExecZ2D(p.belt_c2r->get(), reinterpret_cast<cufftDoubleComplex*>(BH_.data()),
                              BR_.data()));
-    if (p.polar) {
-      auto* z = reinterpret_cast<cufftDoubleComplex*>(PU_.data());
-      CUFFT_CHECK(cufftExecZ2Z(p.polar->get(), z, z, CUFFT_FORWARD));
-      sht::launch_polar_multiply(f, chirp_syn_.data(), s);
-      CUFFT_CHECK(cufftExecZ2Z(p.polar->get(), z, z, CUFFT_INVERSE));
-    }
+    mark("belt-fft");
+    polar_convolution(p, f, true);
     sht::launch_assemble_map(f, map_.data(), pixels_.empty() ? nullptr : pixels_.data(), msize_, s);
+    mark("assemble");
   }
 
   void run_adjoint(int ncols) {
@@ -398,34 +547,43 @@ private:
     }
     const auto f = fft_args(ncols);
     sht::launch_load_map(f, src, s);
+    mark("load");
     CUFFT_CHECK(cufftExecD2Z(p.belt_r2c->get(), BR_.data(),
                              reinterpret_cast<cufftDoubleComplex*>(BH_.data())));
-    if (p.polar) {
-      auto* z = reinterpret_cast<cufftDoubleComplex*>(PU_.data());
-      CUFFT_CHECK(cufftExecZ2Z(p.polar->get(), z, z, CUFFT_FORWARD));
-      sht::launch_polar_multiply(f, chirp_adj_.data(), s);
-      CUFFT_CHECK(cufftExecZ2Z(p.polar->get(), z, z, CUFFT_INVERSE));
-    }
+    mark("belt-fft");
+    polar_convolution(p, f, false);
     sht::launch_unalias_adjoint(f, s);
-    CUDA_CHECK(cudaMemsetAsync(alm_.data(), 0, cc(ncols) * nalm_ * sizeof(cplx), s));
+    mark("unalias");
+    if (d_.spin == 2)  // the spin-0 adjoint writes every entry; spin 2 adds to zeros
+      CUDA_CHECK(cudaMemsetAsync(alm_.data(), 0, cc(ncols) * nalm_ * sizeof(cplx), s));
     sht::launch_legendre_adjoint(legendre_args(ncols), s);
+    mark("legendre");
   }
 
   ShtDeviceDesc d_;
   std::unique_ptr<Stream> stream_;
   std::string name_;
-  int ns_ = 0, lmax_ = 0, ncomp_ = 1, nrings_ = 0, M_ = 1, nactive_ = 0;
+  int ns_ = 0, lmax_ = 0, ncomp_ = 1, nrings_ = 0, nactive_ = 0;
   std::int64_t npix_ = 0, msize_ = 0;
-  std::size_t nalm_ = 0;
+  std::size_t nalm_ = 0, ktotal_ = 0;
   ShtWorkCounts counts_;
   DeviceBuffer<int> active_, first_, mlim_;
   DeviceBuffer<double> nu_, tabA_, tabB_, tabN_;
+  DeviceBuffer<long long> koff_;
+  DeviceBuffer<double2> ab_;
+  DeviceBuffer<sht::ObasisNorm> norm_;
+  DeviceBuffer<cplx> W_;
   DeviceBuffer<std::int64_t> pixels_;
-  DeviceBuffer<cplx> alm_, F_, BH_, PU_, chirp_adj_, chirp_syn_;
+  DeviceBuffer<cplx> alm_, F_, BH_, PU_, chirp_fft_;
+  DeviceBuffer<char> fft_work_;
+  DeviceBuffer<unsigned char> cls_of_;
+  std::vector<sht::PolarClass> classes_;
+  long long polar_per_col_ = 0;
   DeviceBuffer<double> map_, full_, BR_;
   std::map<int, ColumnPlans> plans_;
   std::map<std::pair<int, int>, cudaGraphExec_t> graphs_;
   bool graphs_ok_ = true;
+  std::vector<std::pair<const char*, cudaEvent_t>>* marks_ = nullptr;
   cudaEvent_t ev0_ = nullptr, ev1_ = nullptr;
 };
 

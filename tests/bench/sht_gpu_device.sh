@@ -1,0 +1,46 @@
+#!/bin/bash
+# SHT CUDA backend on the device machine: the engine's GPU self-test against the CPU backend
+# (healpix_cxx), `almagest-cli selftest`, and the benchmark with per-stage times, optionally
+# against a second (baseline) CUDA module. Binaries are built on the development machine and
+# carried in .device-libs/sht (git-ignored), their non-system libraries in .device-libs; results
+# go to $OUT.
+# Usage: tests/bench/sht_gpu_device.sh [check nside (default 1024)]
+# Environment: BASELINE=<module file in .device-libs/sht> also benchmarks that module;
+#              ADJ_P="8 ...", SYN_P="2 ..." also benchmark those spin-0 kernel shapes
+#              (ALMAGEST_SHT_ADJ_P, ALMAGEST_SHT_SYN_P);
+#              BENCH_ONLY=<nside> restricts the benchmarks to single transforms of that nside.
+set -u
+B=.device-libs/sht
+OUT=${OUT:-/tmp/sht-out}
+mkdir -p "$OUT"
+export LD_LIBRARY_PATH=.device-libs:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+export ALMAGEST_CUDA_MODULE=$B/libalmagest_cuda.so
+only=()
+[ -n "${BENCH_ONLY:-}" ] && only=(--only "$BENCH_ONLY")
+nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,memory.total,driver_version --format=csv | tee "$OUT/gpu.txt"
+timeout ${CHECK_S:-240} $B/sht_gpu_check "${1:-1024}" > "$OUT/check.txt" 2>&1
+echo "sht_gpu_check rc=$?"
+grep -v -E '^(PASS|ok)' "$OUT/check.txt" | tail -n 30
+if [ "${SELFTEST:-1}" = 1 ]; then
+  timeout ${SELFTEST_S:-120} $B/almagest-cli selftest > "$OUT/selftest.txt" 2>&1
+  echo "cli selftest rc=$?"
+  tail -n 4 "$OUT/selftest.txt"
+fi
+ALMAGEST_SHT_STAGES=1 timeout ${BENCH_S:-200} $B/bench_sht "${only[@]}" > "$OUT/bench.md" 2> "$OUT/stages.txt"
+echo "bench rc=$?"
+cat "$OUT/bench.md"
+grep -E "^stages" "$OUT/stages.txt" | sort -u -t: -k1,1 | sed 's/^stages //'
+for p in ${ADJ_P:-}; do
+  echo "## spin-0 adjoint, ALMAGEST_SHT_ADJ_P=$p"
+  ALMAGEST_SHT_ADJ_P=$p timeout 120 $B/bench_sht "${only[@]}" 2>/dev/null | grep -E "\| 0 \| adjoint \|"
+done
+for p in ${SYN_P:-}; do
+  echo "## spin-0 synthesis, ALMAGEST_SHT_SYN_P=$p"
+  ALMAGEST_SHT_SYN_P=$p timeout 120 $B/bench_sht "${only[@]}" 2>/dev/null | grep -E "\| 0 \| synthesis \|"
+done
+if [ -n "${BASELINE:-}" ]; then
+  echo "## baseline module $BASELINE"
+  ALMAGEST_CUDA_MODULE=$B/$BASELINE timeout ${BENCH_S:-200} $B/bench_sht "${only[@]}" > "$OUT/bench_baseline.md" 2>&1
+  echo "baseline rc=$?"
+  grep -E "^\|" "$OUT/bench_baseline.md"
+fi
