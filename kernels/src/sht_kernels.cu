@@ -27,10 +27,10 @@ __device__ __forceinline__ cplx chirp(long long t, int N) {
   return {c, s};
 }
 /// e^{i m phi0} with phi0 = pi / N (shifted rings) or 0.
-__device__ __forceinline__ cplx phase(long long m, int N, bool shifted) {
+__device__ __forceinline__ cplx phase(int m, int N, bool shifted) {
   if (!shifted) return {1.0, 0.0};
   double s, c;
-  sincospi(static_cast<double>(m % (2LL * N)) / N, &s, &c);
+  sincospi(static_cast<double>(m % (2 * N)) / N, &s, &c);
   return {c, s};
 }
 
@@ -141,185 +141,12 @@ __device__ __forceinline__ bool warp_none_counts(const int (&e)[P], const bool (
   return __all_sync(0xffffffffu, none);
 }
 
-/// Spin-2 recursion coefficients A_l, B_l and normalisation N_l of l = lc .. lc + LC - 1 into
-/// shared memory (zeros above lmax, where the chains then run on without effect).
-template <int LC>
-__device__ __forceinline__ void load_coefficients(const LegendreArgs& a, std::size_t mst, int lc,
-                                                  double* s_a, double* s_b, double* s_g) {
-  for (int i = threadIdx.x; i < LC; i += kThreads) {
-    const int l = lc + i;
-    double al = 0, be = 0, nl = 0;
-    if (l <= a.lmax) {
-      al = a.tabA[mst + l];
-      be = a.tabB[mst + l];
-      nl = a.tabN[mst + l];
-    }
-    s_a[i] = al;
-    s_b[i] = be;
-    s_g[i] = nl;
-  }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Spin-2 Legendre synthesis: block (m, column group), threads over active ring pairs, P pairs
-// each; two Wigner-d chains (lambda^+-) per pair, eight accumulators per column.
-template <int P, int NC>
-__global__ void __launch_bounds__(kThreads) k_synthesis_spin2(LegendreArgs a) {
-  constexpr int LC = 64;
-  constexpr int NCOMP = 2;
-  constexpr int NCC = NC * NCOMP;
-  const int m = blockIdx.x;
-  const int col0 = blockIdx.y * NC;
-  const int lmax = a.lmax;
-  const int R = 4 * a.nside - 1;
-  const std::size_t nalm = static_cast<std::size_t>(lmax + 1) * (lmax + 2) / 2;
-  const std::size_t mst = static_cast<std::size_t>(m) * (2 * lmax + 1 - m) / 2;  // + l
-  const std::size_t fstride = static_cast<std::size_t>(R) * (lmax + 1);
-  __shared__ double s_a[LC], s_b[LC], s_g[LC];
-  __shared__ cplx s_alm[NCC][LC];
-  const int l0 = l0_of(2, m);
-  const bool swap = ((l0 - m) & 1) != 0;
-  const int fa = a.first_active[m];
-  const double nu = a.nu[m];
-
-  auto Fat = [&](int cc, int ring) -> cplx& {
-    return a.F[(static_cast<std::size_t>(col0) * NCOMP + cc) * fstride +
-               static_cast<std::size_t>(ring) * (lmax + 1) + m];
-  };
-  // F_m of rings whose mlim is below m is neither written nor read (see the spin-0 synthesis).
-
-  for (int tile = fa; tile < a.nactive; tile += kThreads * P) {
-    double z[P], v0[P], v1[P], w0[P], w1[P];
-    int e[P], pr[P];
-    bool on[P];
-    cplx acc[P][NC][8];
-#pragma unroll
-    for (int k = 0; k < P; ++k) {
-      const int i = tile + k * kThreads + threadIdx.x;
-      pr[k] = i < a.nactive ? a.active[i] : -1;
-      on[k] = start_chain2(a, m, nu, pr[k], z[k], v0[k], v1[k], w0[k], w1[k], e[k]);
-#pragma unroll
-      for (int c = 0; c < NC; ++c)
-#pragma unroll
-        for (int q = 0; q < 8; ++q) acc[k][c][q] = {0.0, 0.0};
-    }
-    // Adds lambda^+ (P_) and lambda^- (M_) of chain k at chunk position li into the
-    // accumulators of parity par.
-    auto accumulate = [&](int k, int li, int par, double P_, double M_) {
-#pragma unroll
-      for (int c = 0; c < NC; ++c) {
-        const cplx aE = s_alm[2 * c][li], aB = s_alm[2 * c + 1][li];
-        // acc[0+par] += aE P, [2+par] += aE M, [4+par] += aB P, [6+par] += aB M
-        acc[k][c][0 + par].re = fma(aE.re, P_, acc[k][c][0 + par].re);
-        acc[k][c][0 + par].im = fma(aE.im, P_, acc[k][c][0 + par].im);
-        acc[k][c][2 + par].re = fma(aE.re, M_, acc[k][c][2 + par].re);
-        acc[k][c][2 + par].im = fma(aE.im, M_, acc[k][c][2 + par].im);
-        acc[k][c][4 + par].re = fma(aB.re, P_, acc[k][c][4 + par].re);
-        acc[k][c][4 + par].im = fma(aB.im, P_, acc[k][c][4 + par].im);
-        acc[k][c][6 + par].re = fma(aB.re, M_, acc[k][c][6 + par].re);
-        acc[k][c][6 + par].im = fma(aB.im, M_, acc[k][c][6 + par].im);
-      }
-    };
-    for (int lc = l0; lc <= lmax; lc += LC) {
-      __syncthreads();
-      load_coefficients<LC>(a, mst, lc, s_a, s_b, s_g);
-      __syncthreads();
-      for (int i = threadIdx.x; i < NCC * LC; i += kThreads) {
-        const int cc = i / LC, li = i % LC, l = lc + li;
-        cplx v = {0.0, 0.0};
-        if (l <= lmax && col0 + cc / NCOMP < a.ncols) {
-          v = a.alm[(static_cast<std::size_t>(col0) * NCOMP + cc) * nalm + mst + l];
-          if (m == 0) v.im = 0.0;
-          v.re *= s_g[li];  // lambda_l = N_l mu_l: fold N_l into the coefficient
-          v.im *= s_g[li];
-        }
-        s_alm[cc][li] = v;
-      }
-      __syncthreads();
-      if (lc != l0 && warp_all_scaled_in(e)) {
-        // Fast path: every chain of the warp counts (e = 0) and none starts in this chunk, so
-        // no per-step scale selects, no rescale checks: the loop is the recursion and the FMAs.
-        for (int li2 = 0; li2 < LC; li2 += 2) {
-#pragma unroll
-          for (int par = 0; par < 2; ++par) {
-            const int li = li2 + par;
-            const double al = s_a[li], be = s_b[li];
-#pragma unroll
-            for (int k = 0; k < P; ++k) {
-              step2(al, be, z[k], v0[k], v1[k], w0[k], w1[k]);
-              accumulate(k, li, par, v1[k], w1[k]);
-            }
-          }
-        }
-        continue;
-      }
-      for (int li2 = 0; li2 < LC; li2 += 2) {
-#pragma unroll
-        for (int par = 0; par < 2; ++par) {
-          const int li = li2 + par;
-          const int l = lc + li;
-          const double al = s_a[li], be = s_b[li];
-#pragma unroll
-          for (int k = 0; k < P; ++k) {
-            if (l != l0) step2(al, be, z[k], v0[k], v1[k], w0[k], w1[k]);
-            accumulate(k, li, par, e[k] == 0 ? v1[k] : 0.0, e[k] == 0 ? w1[k] : 0.0);
-          }
-        }
-        if ((li2 & 6) == 6) {
-#pragma unroll
-          for (int k = 0; k < P; ++k) rescale2(e[k], v0[k], v1[k], w0[k], w1[k]);
-        }
-      }
-    }
-#pragma unroll
-    for (int k = 0; k < P; ++k) {
-      if (!on[k]) continue;
-      const int rn = pr[k], rs = R - 1 - pr[k];
-#pragma unroll
-      for (int c = 0; c < NC; ++c) {
-        if (col0 + c >= a.ncols) continue;
-        const int ev = swap ? 1 : 0, od = 1 - ev;
-        // W = (P + M) / 2, X = (M - P) / 2 (the 1/2 is in h).
-        const cplx EP_e = ev ? acc[k][c][1] : acc[k][c][0], EP_o = ev ? acc[k][c][0] : acc[k][c][1];
-        const cplx EM_e = ev ? acc[k][c][3] : acc[k][c][2], EM_o = ev ? acc[k][c][2] : acc[k][c][3];
-        const cplx BP_e = ev ? acc[k][c][5] : acc[k][c][4], BP_o = ev ? acc[k][c][4] : acc[k][c][5];
-        const cplx BM_e = ev ? acc[k][c][7] : acc[k][c][6], BM_o = ev ? acc[k][c][6] : acc[k][c][7];
-        (void)od;
-        const cplx WE_e = {EP_e.re + EM_e.re, EP_e.im + EM_e.im};
-        const cplx WE_o = {EP_o.re + EM_o.re, EP_o.im + EM_o.im};
-        const cplx XE_e = {EM_e.re - EP_e.re, EM_e.im - EP_e.im};
-        const cplx XE_o = {EM_o.re - EP_o.re, EM_o.im - EP_o.im};
-        const cplx WB_e = {BP_e.re + BM_e.re, BP_e.im + BM_e.im};
-        const cplx WB_o = {BP_o.re + BM_o.re, BP_o.im + BM_o.im};
-        const cplx XB_e = {BM_e.re - BP_e.re, BM_e.im - BP_e.im};
-        const cplx XB_o = {BM_o.re - BP_o.re, BM_o.im - BP_o.im};
-        const double h = 0.5;
-        // Q = -(aE W + i aB X), U = -(aB W - i aE X); south: W -> s W, X -> -s X.
-        const cplx QN = {h * (-(WE_e.re + WE_o.re) + (XB_e.im + XB_o.im)),
-                         h * (-(WE_e.im + WE_o.im) - (XB_e.re + XB_o.re))};
-        const cplx QS = {h * (-(WE_e.re - WE_o.re) - (XB_e.im - XB_o.im)),
-                         h * (-(WE_e.im - WE_o.im) + (XB_e.re - XB_o.re))};
-        const cplx UN = {h * (-(WB_e.re + WB_o.re) - (XE_e.im + XE_o.im)),
-                         h * (-(WB_e.im + WB_o.im) + (XE_e.re + XE_o.re))};
-        const cplx US = {h * (-(WB_e.re - WB_o.re) + (XE_e.im - XE_o.im)),
-                         h * (-(WB_e.im - WB_o.im) - (XE_e.re - XE_o.re))};
-        Fat(2 * c, rn) = QN;
-        Fat(2 * c + 1, rn) = UN;
-        if (rs != rn) {
-          Fat(2 * c, rs) = QS;
-          Fat(2 * c + 1, rs) = US;
-        }
-      }
-    }
-  }
-}
-
 // ---------------------------------------------------------------------------------------------
 // Spin-2 Legendre adjoint: block (m, column group); per l the contributions of all ring pairs are
 // summed in registers (P pairs per thread), then across the block through shared memory, and
 // added to the block's own alm entries (no atomics; fixed summation order).
-template <int P, int NC>
-__global__ void __launch_bounds__(kThreads) k_adjoint_spin2(LegendreArgs a) {
+template <int P, int NC, int MINB, int NB>
+__global__ void __launch_bounds__(kThreads, MINB) k_adjoint_spin2(LegendreArgs a) {
   constexpr int NCOMP = 2;
   constexpr int NCC = NC * NCOMP;
   constexpr int LC = 16 / NCC;  // l values per reduction chunk
@@ -331,8 +158,9 @@ __global__ void __launch_bounds__(kThreads) k_adjoint_spin2(LegendreArgs a) {
   const std::size_t nalm = static_cast<std::size_t>(lmax + 1) * (lmax + 2) / 2;
   const std::size_t mst = static_cast<std::size_t>(m) * (2 * lmax + 1 - m) / 2;
   const std::size_t fstride = static_cast<std::size_t>(R) * (lmax + 1);
-  __shared__ double s_a[LC], s_b[LC], s_g[LC];
-  __shared__ cplx red[LC * NCC][kThreads];
+  static_assert(LC * NCC == 16, "16 outputs per chunk");
+  __shared__ double s_a[2][LC], s_b[2][LC], s_g[2][LC];
+  extern __shared__ cplx red_buffers[];  // [NB][16][kThreads]: chunk c reduces from c % NB
   const int l0 = l0_of(2, m);
   const bool swap = ((l0 - m) & 1) != 0;
   const int fa = a.first_active[m];
@@ -380,9 +208,28 @@ __global__ void __launch_bounds__(kThreads) k_adjoint_spin2(LegendreArgs a) {
         f[k][c][3] = UO;
       }
     }
-    for (int lc = l0; lc <= lmax; lc += LC) {
-      load_coefficients<LC>(a, mst, lc, s_a, s_b, s_g);
-      __syncthreads();
+    // With two buffers (NB = 2) one barrier per chunk: chunk c sums into red[c & 1] and reduces
+    // it after the barrier while the next chunk sums into the other buffer (one buffer: a second
+    // barrier after the reduction); coefficients are double-buffered either way.
+    auto coef = [&](int lc, double& al, double& be, double& nl) {
+      const int l = lc + static_cast<int>(threadIdx.x);
+      al = be = nl = 0.0;
+      if (l <= lmax) {
+        al = a.tabA[mst + l];
+        be = a.tabB[mst + l];
+        nl = a.tabN[mst + l];
+      }
+    };
+    __syncthreads();  // the previous tile's reductions are done
+    if (threadIdx.x < LC) coef(l0, s_a[0][threadIdx.x], s_b[0][threadIdx.x], s_g[0][threadIdx.x]);
+    __syncthreads();
+    for (int lc = l0, ch = 0; lc <= lmax; lc += LC, ++ch) {
+      const int bf = ch & 1;
+      cplx (*red)[kThreads] =
+          reinterpret_cast<cplx (*)[kThreads]>(red_buffers + (NB == 2 ? bf : 0) * 16 * kThreads);
+      double na = 0, nb = 0, ng = 0;
+      if (threadIdx.x < LC && lc + LC <= lmax) coef(lc + LC, na, nb, ng);
+      const double nl_out = s_g[bf][out / NCC];  // lambda_l = N_l mu_l of this thread's output
       // Adds lambda^+ (P_) and lambda^- (M_) of chain k times the ring
       // data of parity par into sum.
       auto gather = [&](cplx (&sum)[NCC], int k, int par, double P_, double M_) {
@@ -404,7 +251,7 @@ __global__ void __launch_bounds__(kThreads) k_adjoint_spin2(LegendreArgs a) {
 #pragma unroll
         for (int li = 0; li < LC; ++li) {
           const int par = li & 1;
-          const double al = s_a[li], be = s_b[li];
+          const double al = s_a[bf][li], be = s_b[bf][li];
           cplx sum[NCC];
 #pragma unroll
           for (int q = 0; q < NCC; ++q) sum[q] = {0.0, 0.0};
@@ -421,7 +268,7 @@ __global__ void __launch_bounds__(kThreads) k_adjoint_spin2(LegendreArgs a) {
         for (int li = 0; li < LC; ++li) {
           const int l = lc + li;
           const int par = li & 1;  // relative to l0; the swap above maps it to (l - m) parity
-          const double al = s_a[li], be = s_b[li];
+          const double al = s_a[bf][li], be = s_b[bf][li];
           cplx sum[NCC];
 #pragma unroll
           for (int q = 0; q < NCC; ++q) sum[q] = {0.0, 0.0};
@@ -437,6 +284,11 @@ __global__ void __launch_bounds__(kThreads) k_adjoint_spin2(LegendreArgs a) {
             for (int k = 0; k < P; ++k) rescale2(e[k], v0[k], v1[k], w0[k], w1[k]);
           }
         }
+      }
+      if (threadIdx.x < LC && lc + LC <= lmax) {
+        s_a[bf ^ 1][threadIdx.x] = na;
+        s_b[bf ^ 1][threadIdx.x] = nb;
+        s_g[bf ^ 1][threadIdx.x] = ng;
       }
       __syncthreads();
       {
@@ -455,12 +307,11 @@ __global__ void __launch_bounds__(kThreads) k_adjoint_spin2(LegendreArgs a) {
         const int l = lc + out / NCC, cc = out % NCC;
         if (sub == 0 && l <= lmax && col0 + cc / NCOMP < a.ncols) {
           cplx& dst = a.alm[(static_cast<std::size_t>(col0) * NCOMP + cc) * nalm + mst + l];
-          const double nl = s_g[out / NCC];  // lambda_l = N_l mu_l
-          dst.re += nl * s.re;
-          dst.im = (m == 0) ? 0.0 : dst.im + nl * s.im;
+          dst.re += nl_out * s.re;
+          dst.im = (m == 0) ? 0.0 : dst.im + nl_out * s.im;
         }
       }
-      __syncthreads();
+      if (NB == 1) __syncthreads();  // red is free again
     }
   }
 }
@@ -729,7 +580,7 @@ __global__ void __launch_bounds__(kThreads) k_synthesis_spin0(LegendreArgs a) {
 /// Spin-0 adjoint: block (m, column group); per step the contributions of all ring pairs to
 /// (S1, S2) are summed in registers (P pairs per thread), then across the block through shared
 /// memory, and added to the block's own entries of W (no atomics; fixed summation order).
-template <int P, int NC, int MINB = 1>
+template <int P, int NC, int MINB, int NB>
 __global__ void __launch_bounds__(kThreads, MINB) k_adjoint_spin0(LegendreArgs a) {
   constexpr int KA = 8 / NC;  // steps per reduction chunk: 2 NC outputs each, 16 in all
   static_assert(KA >= 1 && 16 % (2 * NC) == 0, "chunk");
@@ -741,7 +592,7 @@ __global__ void __launch_bounds__(kThreads, MINB) k_adjoint_spin0(LegendreArgs a
   const int nchunk = static_cast<int>((a.koff[m + 1] - ko) / KA);
   const std::size_t fstride = static_cast<std::size_t>(R) * (lmax + 1);
   __shared__ double2 s_ab[2][KA];
-  __shared__ cplx red[16][kThreads];
+  extern __shared__ cplx red_buffers[];  // [NB][16][kThreads]: chunk ch reduces from ch % NB
   const int fa = a.first_active[m];
   const double nu = a.nu[m];
   const int ncv = min(NC, a.ncols - col0);
@@ -764,37 +615,35 @@ __global__ void __launch_bounds__(kThreads, MINB) k_adjoint_spin0(LegendreArgs a
     const bool first_tile = tile == fa;
     double x2[P], v0[P], v1[P];
     int e[P];
-    bool on[P];
     cplx E[P][NC], X[P][NC];  // F_N + F_S and x (F_N - F_S)
 #pragma unroll
     for (int k = 0; k < P; ++k) {
       const int i = tile + k * kThreads + threadIdx.x;
       const int p = i < a.nactive ? a.active[i] : -1;
       double x;
-      on[k] = start_odd_chain(a, m, nu, p, x, x2[k], v0[k], v1[k], e[k]);
+      const bool on = start_odd_chain(a, m, nu, p, x, x2[k], v0[k], v1[k], e[k]);
 #pragma unroll
       for (int c = 0; c < NC; ++c) {
-        const bool cv = on[k] && c < ncv;
+        const bool cv = on && c < ncv;
         const cplx N = cv ? Fget(c, p) : cplx{0, 0};
         const cplx S = (cv && R - 1 - p != p) ? Fget(c, R - 1 - p) : cplx{0, 0};
         E[k][c] = {N.re + S.re, N.im + S.im};
         X[k][c] = {x * (N.re - S.re), x * (N.im - S.im)};
       }
     }
-    __syncthreads();  // the previous tile's last reduction has read s_ab
+    // With two buffers (NB = 2) one barrier per chunk: chunk ch sums into red[ch & 1] and
+    // reduces it after the barrier while the next chunk sums into the other buffer; with one,
+    // a second barrier after the reduction.
+    __syncthreads();  // the previous tile's reductions are done
     if (threadIdx.x < KA) s_ab[0][threadIdx.x] = a.ab[ko + threadIdx.x];
+    __syncthreads();
     for (int ch = 0; ch < nchunk; ++ch) {
       const int b = ch & 1;
-      __syncthreads();  // s_ab[b] written; red free
+      cplx (*red)[kThreads] =
+          reinterpret_cast<cplx (*)[kThreads]>(red_buffers + (NB == 2 ? b : 0) * 16 * kThreads);
       double2 next = {0.0, 0.0};
       if (threadIdx.x < KA && ch + 1 < nchunk) next = a.ab[ko + (ch + 1) * KA + threadIdx.x];
-      // The sum this chunk adds to (earlier tiles), loaded now and used after the reduction.
-      const int okk = out / (2 * NC), oc = (out % (2 * NC)) >> 1, which = out & 1;
-      cplx* dst = a.W + 2 * (static_cast<std::size_t>(col0 + oc) * total + ko + ch * KA + okk) + which;
-      cplx prev = {0.0, 0.0};
-      if (!first_tile && sub == 0 && oc < ncv) prev = *dst;
       const bool fast = warp_all_scaled_in(e);
-      const bool skip = !fast && warp_none_counts(e, on);
 #pragma unroll
       for (int kk = 0; kk < KA; ++kk) {
         const double2 ab = s_ab[b][kk];
@@ -804,7 +653,6 @@ __global__ void __launch_bounds__(kThreads, MINB) k_adjoint_spin0(LegendreArgs a
 #pragma unroll
         for (int k = 0; k < P; ++k) {
           odd_step(ab, x2[k], v0[k], v1[k]);
-          if (skip) continue;
           const double mu = (fast || e[k] == 0) ? v1[k] : 0.0;
 #pragma unroll
           for (int c = 0; c < NC; ++c) {
@@ -830,21 +678,41 @@ __global__ void __launch_bounds__(kThreads, MINB) k_adjoint_spin0(LegendreArgs a
       }
       if (threadIdx.x < KA && ch + 1 < nchunk) s_ab[b ^ 1][threadIdx.x] = next;
       __syncthreads();
-      cplx s = {0.0, 0.0};
+      cplx sum = {0.0, 0.0};
 #pragma unroll
       for (int t = 0; t < kThreads / 8; ++t) {
         const cplx v = red[out][sub + 8 * t];
-        s.re += v.re;
-        s.im += v.im;
+        sum.re += v.re;
+        sum.im += v.im;
       }
 #pragma unroll
       for (int off = 4; off > 0; off >>= 1) {
-        s.re += __shfl_xor_sync(0xffffffffu, s.re, off);
-        s.im += __shfl_xor_sync(0xffffffffu, s.im, off);
+        sum.re += __shfl_xor_sync(0xffffffffu, sum.re, off);
+        sum.im += __shfl_xor_sync(0xffffffffu, sum.im, off);
       }
-      if (sub == 0 && oc < ncv) *dst = {prev.re + s.re, prev.im + s.im};
+      const int okk = out / (2 * NC), oc = (out % (2 * NC)) >> 1, which = out & 1;
+      if (sub == 0 && oc < ncv) {
+        cplx& dst = a.W[2 * (static_cast<std::size_t>(col0 + oc) * total + ko + ch * KA + okk) + which];
+        if (first_tile) {
+          dst = sum;
+        } else {
+          dst.re += sum.re;
+          dst.im += sum.im;
+        }
+      }
+      if (NB == 1) __syncthreads();  // red is free again
     }
   }
+}
+
+/// Dynamic shared memory of the adjoint kernels: NB reduction buffers of 16 outputs x kThreads
+/// (32 KB each; two are above the 48 KB default: prepare_legendre_kernels raises the limit).
+constexpr int kRedBytes = 16 * kThreads * static_cast<int>(sizeof(cplx));
+
+template <class K>
+void allow_adjoint_smem(K kernel) {
+  CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                  2 * kRedBytes));
 }
 
 template <int P, int NC>
@@ -853,11 +721,204 @@ void launch_synth0_t(const LegendreArgs& a, cudaStream_t s) {
   k_synthesis_spin0<P, NC><<<grid, kThreads, 0, s>>>(a);
   CUDA_CHECK_LAUNCH();
 }
-template <int P, int NC, int MINB = 1>
+template <int P, int NC, int MINB = 1, int NB = 1>
 void launch_adj0_t(const LegendreArgs& a, cudaStream_t s) {
   dim3 grid(a.lmax + 1, (a.ncols + NC - 1) / NC);
-  k_adjoint_spin0<P, NC, MINB><<<grid, kThreads, 0, s>>>(a);
+  k_adjoint_spin0<P, NC, MINB, NB><<<grid, kThreads, NB * kRedBytes, s>>>(a);
   CUDA_CHECK_LAUNCH();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Spin-2 Legendre synthesis: block (m, column group), threads over active ring pairs, P pairs
+// each; two Wigner-d chains (lambda^+-) per pair, eight accumulators per column. The tables are in
+// the padded step layout (koff: entry koff[m] + l - l0 is degree l); the step coefficients and
+// the prepared alm of kObasisChunk degrees are staged with cp.async one chunk ahead.
+
+/// (aE N_l, aB N_l) of the spin-2 synthesis in the padded step layout (zeros above lmax).
+__global__ void k_spin2_prepare(LegendreArgs a) {
+  const int m = blockIdx.x, c = blockIdx.y;
+  const int lmax = a.lmax, l0 = l0_of(2, m);
+  const long long ko = a.koff[m], kend = a.koff[m + 1], total = a.koff[lmax + 1];
+  const std::size_t nalm = static_cast<std::size_t>(lmax + 1) * (lmax + 2) / 2;
+  const std::size_t mst = static_cast<std::size_t>(m) * (2 * lmax + 1 - m) / 2;
+  const cplx* aE = a.alm + static_cast<std::size_t>(2 * c) * nalm + mst;
+  const cplx* aB = aE + nalm;
+  cplx* W = a.W + 2 * (static_cast<std::size_t>(c) * total);
+  for (long long t = ko + threadIdx.x; t < kend; t += blockDim.x) {
+    const int l = l0 + static_cast<int>(t - ko);
+    cplx e = {0.0, 0.0}, b = {0.0, 0.0};
+    if (l <= lmax) {
+      const double nl = a.tabN[mst + l];  // lambda_l = N_l mu_l: fold N_l into the coefficient
+      e = aE[l];
+      b = aB[l];
+      if (m == 0) e.im = b.im = 0.0;
+      e = {e.re * nl, e.im * nl};
+      b = {b.re * nl, b.im * nl};
+    }
+    W[2 * t] = e;
+    W[2 * t + 1] = b;
+  }
+}
+
+template <int P, int NC>
+__global__ void __launch_bounds__(kThreads) k_synthesis_spin2(LegendreArgs a) {
+  constexpr int KC = kObasisChunk;
+  static_assert(KC % 8 == 0, "rescale checks every 8 degrees");
+  const int m = blockIdx.x;
+  const int col0 = blockIdx.y * NC;
+  const int lmax = a.lmax;
+  const int R = 4 * a.nside - 1;
+  const long long ko = a.koff[m], total = a.koff[lmax + 1];
+  const int nchunk = static_cast<int>((a.koff[m + 1] - ko) / KC);
+  const std::size_t fstride = static_cast<std::size_t>(R) * (lmax + 1);
+  __shared__ double2 s_ab[2][KC];
+  __shared__ cplx s_w[2][NC][KC][2];  // (aE, aB) N_l
+  const int l0 = l0_of(2, m);
+  const bool swap = ((l0 - m) & 1) != 0;
+  const int fa = a.first_active[m];
+  const double nu = a.nu[m];
+  const int ncv = min(NC, a.ncols - col0);
+
+  auto Fat = [&](int cc, int ring) -> cplx& {
+    return a.F[(static_cast<std::size_t>(col0) * 2 + cc) * fstride +
+               static_cast<std::size_t>(ring) * (lmax + 1) + m];
+  };
+  // F_m of rings whose mlim is below m is neither written nor read (see the spin-0 synthesis).
+  auto stage = [&](int ch, int b) {
+    const long long t0 = ko + static_cast<long long>(ch) * KC;
+    for (int i = threadIdx.x; i < KC * (1 + 2 * NC); i += kThreads) {
+      if (i < KC) {
+        cp_async16(&s_ab[b][i], a.ab + t0 + i);
+      } else {
+        const int r = i - KC, c = r / (2 * KC), q = r % (2 * KC);
+        const int cs = min(c, ncv - 1);
+        cp_async16(&s_w[b][c][q >> 1][q & 1],
+                   a.W + 2 * (static_cast<std::size_t>(col0 + cs) * total + t0) + q);
+      }
+    }
+    cp_async_commit();
+  };
+
+  for (int tile = fa; tile < a.nactive; tile += kThreads * P) {
+    double z[P], v0[P], v1[P], w0[P], w1[P];
+    int e[P], pr[P];
+    bool on[P];
+    cplx acc[P][NC][8];
+#pragma unroll
+    for (int k = 0; k < P; ++k) {
+      const int i = tile + k * kThreads + threadIdx.x;
+      pr[k] = i < a.nactive ? a.active[i] : -1;
+      double p0, m0;
+      on[k] = start_chain2(a, m, nu, pr[k], z[k], v0[k], p0, w0[k], m0, e[k]);
+      // The table's degree-l0 step has A = B = 0, so (mu_{l0-2}, mu_{l0-1}) = (-start, 0)
+      // makes the first step an ordinary one.
+      v0[k] = -p0;
+      v1[k] = 0.0;
+      w0[k] = -m0;
+      w1[k] = 0.0;
+#pragma unroll
+      for (int c = 0; c < NC; ++c)
+#pragma unroll
+        for (int q = 0; q < 8; ++q) acc[k][c][q] = {0.0, 0.0};
+    }
+    // Adds lambda^+ (P_) and lambda^- (M_) of chain k at chunk position kk into the
+    // accumulators of parity par.
+    auto accumulate = [&](int b, int k, int kk, int par, double P_, double M_) {
+#pragma unroll
+      for (int c = 0; c < NC; ++c) {
+        const cplx aE = s_w[b][c][kk][0], aB = s_w[b][c][kk][1];
+        // acc[0+par] += aE P, [2+par] += aE M, [4+par] += aB P, [6+par] += aB M
+        acc[k][c][0 + par].re = fma(aE.re, P_, acc[k][c][0 + par].re);
+        acc[k][c][0 + par].im = fma(aE.im, P_, acc[k][c][0 + par].im);
+        acc[k][c][2 + par].re = fma(aE.re, M_, acc[k][c][2 + par].re);
+        acc[k][c][2 + par].im = fma(aE.im, M_, acc[k][c][2 + par].im);
+        acc[k][c][4 + par].re = fma(aB.re, P_, acc[k][c][4 + par].re);
+        acc[k][c][4 + par].im = fma(aB.im, P_, acc[k][c][4 + par].im);
+        acc[k][c][6 + par].re = fma(aB.re, M_, acc[k][c][6 + par].re);
+        acc[k][c][6 + par].im = fma(aB.im, M_, acc[k][c][6 + par].im);
+      }
+    };
+    __syncthreads();  // the previous tile is done with both buffers
+    stage(0, 0);
+    for (int ch = 0; ch < nchunk; ++ch) {
+      const int b = ch & 1;
+      cp_async_wait();
+      __syncthreads();
+      if (ch + 1 < nchunk) stage(ch + 1, b ^ 1);
+      if (warp_all_scaled_in(e)) {
+        // Fast path: every chain of the warp counts; the loop is the recursion and the FMAs.
+        for (int kk2 = 0; kk2 < KC; kk2 += 2) {
+#pragma unroll
+          for (int par = 0; par < 2; ++par) {
+            const int kk = kk2 + par;
+            const double2 ab = s_ab[b][kk];
+#pragma unroll
+            for (int k = 0; k < P; ++k) {
+              step2(ab.x, ab.y, z[k], v0[k], v1[k], w0[k], w1[k]);
+              accumulate(b, k, kk, par, v1[k], w1[k]);
+            }
+          }
+        }
+        continue;
+      }
+      for (int kk2 = 0; kk2 < KC; kk2 += 2) {
+#pragma unroll
+        for (int par = 0; par < 2; ++par) {
+          const int kk = kk2 + par;
+          const double2 ab = s_ab[b][kk];
+#pragma unroll
+          for (int k = 0; k < P; ++k) {
+            step2(ab.x, ab.y, z[k], v0[k], v1[k], w0[k], w1[k]);
+            accumulate(b, k, kk, par, e[k] == 0 ? v1[k] : 0.0, e[k] == 0 ? w1[k] : 0.0);
+          }
+        }
+        if ((kk2 & 6) == 6) {
+#pragma unroll
+          for (int k = 0; k < P; ++k) rescale2(e[k], v0[k], v1[k], w0[k], w1[k]);
+        }
+      }
+    }
+#pragma unroll
+    for (int k = 0; k < P; ++k) {
+      if (!on[k]) continue;
+      const int rn = pr[k], rs = R - 1 - pr[k];
+#pragma unroll
+      for (int c = 0; c < NC; ++c) {
+        if (c >= ncv) continue;
+        const int ev = swap ? 1 : 0, od = 1 - ev;
+        // W = (P + M) / 2, X = (M - P) / 2 (the 1/2 is in h).
+        const cplx EP_e = ev ? acc[k][c][1] : acc[k][c][0], EP_o = ev ? acc[k][c][0] : acc[k][c][1];
+        const cplx EM_e = ev ? acc[k][c][3] : acc[k][c][2], EM_o = ev ? acc[k][c][2] : acc[k][c][3];
+        const cplx BP_e = ev ? acc[k][c][5] : acc[k][c][4], BP_o = ev ? acc[k][c][4] : acc[k][c][5];
+        const cplx BM_e = ev ? acc[k][c][7] : acc[k][c][6], BM_o = ev ? acc[k][c][6] : acc[k][c][7];
+        (void)od;
+        const cplx WE_e = {EP_e.re + EM_e.re, EP_e.im + EM_e.im};
+        const cplx WE_o = {EP_o.re + EM_o.re, EP_o.im + EM_o.im};
+        const cplx XE_e = {EM_e.re - EP_e.re, EM_e.im - EP_e.im};
+        const cplx XE_o = {EM_o.re - EP_o.re, EM_o.im - EP_o.im};
+        const cplx WB_e = {BP_e.re + BM_e.re, BP_e.im + BM_e.im};
+        const cplx WB_o = {BP_o.re + BM_o.re, BP_o.im + BM_o.im};
+        const cplx XB_e = {BM_e.re - BP_e.re, BM_e.im - BP_e.im};
+        const cplx XB_o = {BM_o.re - BP_o.re, BM_o.im - BP_o.im};
+        const double h = 0.5;
+        // Q = -(aE W + i aB X), U = -(aB W - i aE X); south: W -> s W, X -> -s X.
+        const cplx QN = {h * (-(WE_e.re + WE_o.re) + (XB_e.im + XB_o.im)),
+                         h * (-(WE_e.im + WE_o.im) - (XB_e.re + XB_o.re))};
+        const cplx QS = {h * (-(WE_e.re - WE_o.re) - (XB_e.im - XB_o.im)),
+                         h * (-(WE_e.im - WE_o.im) + (XB_e.re - XB_o.re))};
+        const cplx UN = {h * (-(WB_e.re + WB_o.re) - (XE_e.im + XE_o.im)),
+                         h * (-(WB_e.im + WB_o.im) + (XE_e.re + XE_o.re))};
+        const cplx US = {h * (-(WB_e.re - WB_o.re) + (XE_e.im - XE_o.im)),
+                         h * (-(WB_e.im - WB_o.im) - (XE_e.re - XE_o.re))};
+        Fat(2 * c, rn) = QN;
+        Fat(2 * c + 1, rn) = UN;
+        if (rs != rn) {
+          Fat(2 * c, rs) = QS;
+          Fat(2 * c + 1, rs) = US;
+        }
+      }
+    }
+  }
 }
 
 template <int P, int NC>
@@ -866,35 +927,45 @@ void launch_synth2_t(const LegendreArgs& a, cudaStream_t s) {
   k_synthesis_spin2<P, NC><<<grid, kThreads, 0, s>>>(a);
   CUDA_CHECK_LAUNCH();
 }
-template <int P, int NC>
+template <int P, int NC, int MINB = 1, int NB = 1>
 void launch_adj2_t(const LegendreArgs& a, cudaStream_t s) {
   dim3 grid(a.lmax + 1, (a.ncols + NC - 1) / NC);
-  k_adjoint_spin2<P, NC><<<grid, kThreads, 0, s>>>(a);
+  k_adjoint_spin2<P, NC, MINB, NB><<<grid, kThreads, NB * kRedBytes, s>>>(a);
   CUDA_CHECK_LAUNCH();
 }
 
 // ---------------------------------------------------------------------------------------------
 // FFT-stage glue.
 
-/// Sum of the m-modes (m <= mmax) aliased onto bin k of a ring of N pixels (Hermitian full
-/// spectrum), each times e^{i m phi0}.
-__device__ cplx alias_bin(const cplx* Frow, int k, int N, int mmax, bool shifted) {
-  cplx s = {0.0, 0.0};
-  for (long long m = k; m <= mmax; m += N) {
-    const cplx f = cmul(Frow[m], phase(m, N, shifted));
-    if (m == 0) {
-      s.re += f.re;
-    } else {
-      s.re += f.re;
-      s.im += f.im;
-    }
+/// Sums of the m-modes (m <= mmax) aliased onto bin k of a ring of N pixels (Hermitian full
+/// spectrum), without the phase e^{i m phi0}: sp over m = k + t N, sn over the conjugates of
+/// m = m1 + t N (m1 = N - k, or N for k = 0). For shifted rings (phi0 = pi / N) the phase of
+/// m + N is minus that of m, which the alternating sign carries.
+__device__ __forceinline__ void alias_sums(const cplx* Frow, int k, int N, int mmax, bool shifted,
+                                           cplx& sp, cplx& sn) {
+  sp = sn = {0.0, 0.0};
+  double sg = 1.0;
+  for (int m = k; m <= mmax; m += N) {
+    const cplx f = Frow[m];
+    sp.re += sg * f.re;
+    if (m != 0) sp.im += sg * f.im;
+    if (shifted) sg = -sg;
   }
-  for (long long m = (k == 0 ? N : N - k); m <= mmax; m += N) {
-    const cplx f = cmul(Frow[m], phase(m, N, shifted));
-    s.re += f.re;
-    s.im -= f.im;
+  sg = 1.0;
+  for (int m = k == 0 ? N : N - k; m <= mmax; m += N) {  // m -> -m: conj(F_m)
+    const cplx f = Frow[m];
+    sn.re += sg * f.re;
+    sn.im -= sg * f.im;
+    if (shifted) sg = -sg;
   }
-  return s;
+}
+
+/// The aliased bin from its sums: sp e^{i k phi0} + sn e^{-i m1 phi0}, with ph = e^{i pi k / N}
+/// (shifted rings) and e^{-i pi m1 / N} = -conj(ph) (for k = 0 too: m1 = N, ph = 1).
+__device__ __forceinline__ cplx alias_combine(cplx sp, cplx sn, cplx ph, bool shifted) {
+  if (!shifted) return {sp.re + sn.re, sp.im + sn.im};
+  const cplx a = cmul(sp, ph), b = cmul(sn, conjc(ph));
+  return {a.re - b.re, a.im - b.im};
 }
 
 /// Ring pair of ring r (its mlim index).
@@ -909,19 +980,20 @@ __device__ __forceinline__ long long polar_offset(const FftArgs& a, int q, int c
   return c.cbase * a.ncc + (static_cast<long long>(cc) * c.rows + (q - c.qlo)) * c.M;
 }
 
+/// Belt rows: blocks over (column, belt ring) rows in y, threads over the N/2 + 1 bins.
 __global__ void k_alias_belt(FftArgs a) {
-  const int N = 4 * a.nside, nh = N / 2 + 1, nbelt = 2 * a.nside + 1;
-  const long long total = static_cast<long long>(a.ncc) * nbelt * nh;
-  const int R = 4 * a.nside - 1;
-  for (long long t = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; t < total;
-       t += static_cast<long long>(gridDim.x) * blockDim.x) {
-    const int k = static_cast<int>(t % nh);
-    const long long rest = t / nh;
-    const int b = static_cast<int>(rest % nbelt), cc = static_cast<int>(rest / nbelt);
-    const int r = b + a.nside - 1;
-    const RingLoc L = locate(a.nside, r);
+  const int N = 4 * a.nside, nh = N / 2 + 1, nbelt = 2 * a.nside + 1, R = 4 * a.nside - 1;
+  for (int row = blockIdx.y; row < a.ncc * nbelt; row += gridDim.y) {
+    const int b = row % nbelt, cc = row / nbelt, r = b + a.nside - 1;
+    const bool shifted = ((r + 1 - a.nside) & 1) == 0;
+    const int mmax = a.mlim[pair_of_ring(a.nside, r)];
     const cplx* Frow = a.F + (static_cast<std::size_t>(cc) * R + r) * (a.lmax + 1);
-    a.BH[t] = alias_bin(Frow, k, N, a.mlim[pair_of_ring(a.nside, r)], L.shifted);
+    cplx* out = a.BH + static_cast<std::size_t>(row) * nh;
+    for (int k = blockIdx.x * blockDim.x + threadIdx.x; k < nh; k += gridDim.x * blockDim.x) {
+      cplx sp, sn;
+      alias_sums(Frow, k, N, mmax, shifted, sp, sn);
+      out[k] = alias_combine(sp, sn, phase(k, N, shifted), shifted);
+    }
   }
 }
 
@@ -938,8 +1010,13 @@ __global__ void k_alias_polar(FftArgs a) {
     for (int j = blockIdx.x * blockDim.x + threadIdx.x; j < M; j += gridDim.x * blockDim.x) {
       cplx u = {0.0, 0.0};
       if (j < N) {
-        const cplx gn = alias_bin(Fn, j, N, mmax, true), gs = alias_bin(Fs, j, N, mmax, true);
-        u = cmul({gn.re - gs.im, gn.im + gs.re}, chirp(j, N));
+        // Both rings of the pair share the phase: (G_N + i G_S) = phased (sums_N + i sums_S).
+        cplx pn, nn, ps, ns;
+        alias_sums(Fn, j, N, mmax, true, pn, nn);
+        alias_sums(Fs, j, N, mmax, true, ps, ns);
+        const cplx g = alias_combine({pn.re - ps.im, pn.im + ps.re}, {nn.re - ns.im, nn.im + ns.re},
+                                     phase(j, N, true), true);
+        u = cmul(g, chirp(j, N));
       }
       out[j] = u;
     }
@@ -957,6 +1034,28 @@ __global__ void k_polar_multiply(FftArgs a, bool conjugate) {
     cplx h = a.chirp_fft[c.tbase + row * c.M + j];
     if (conjugate) h.im = -h.im;
     base[t] = cmul(base[t], h);
+  }
+}
+
+/// Full-sky map: blocks over (column, ring) rows in y, threads over the ring's pixels.
+__global__ void k_assemble_rings(FftArgs a, double* map) {
+  const int N = 4 * a.nside, nbelt = 2 * a.nside + 1, R = 4 * a.nside - 1;
+  for (int row = blockIdx.y; row < a.ncc * R; row += gridDim.y) {
+    const int r = row % R, cc = row / R;
+    const RingLoc L = locate(a.nside, r);
+    double* out = map + static_cast<std::size_t>(cc) * a.npix + L.start;
+    if (!L.polar) {
+      const double* in = a.BR + (static_cast<std::size_t>(cc) * nbelt + L.idx) * N;
+      for (int j = blockIdx.x * blockDim.x + threadIdx.x; j < N; j += gridDim.x * blockDim.x)
+        out[j] = in[j];
+    } else {
+      const bool south = r > R - 1 - r;
+      const cplx* in = a.PU + polar_offset(a, south ? R - 1 - r : r, cc);
+      for (int j = blockIdx.x * blockDim.x + threadIdx.x; j < L.N; j += gridDim.x * blockDim.x) {
+        const cplx y = cmul(chirp(j, L.N), in[j]);
+        out[j] = south ? y.im : y.re;
+      }
+    }
   }
 }
 
@@ -987,14 +1086,13 @@ __global__ void k_assemble(FftArgs a, double* map, const std::int64_t* pixels,
 
 __global__ void k_load_belt(FftArgs a, const double* full) {
   const int N = 4 * a.nside, nbelt = 2 * a.nside + 1;
-  const long long nb = static_cast<long long>(a.ncc) * nbelt * N;
-  for (long long t = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; t < nb;
-       t += static_cast<long long>(gridDim.x) * blockDim.x) {
-    const int j = static_cast<int>(t % N);
-    const long long rest = t / N;
-    const int b = static_cast<int>(rest % nbelt), cc = static_cast<int>(rest / nbelt);
+  for (int row = blockIdx.y; row < a.ncc * nbelt; row += gridDim.y) {
+    const int b = row % nbelt, cc = row / nbelt;
     const RingLoc L = locate(a.nside, b + a.nside - 1);
-    a.BR[t] = full[static_cast<std::size_t>(cc) * a.npix + L.start + j];
+    const double* in = full + static_cast<std::size_t>(cc) * a.npix + L.start;
+    double* out = a.BR + static_cast<std::size_t>(row) * N;
+    for (int j = blockIdx.x * blockDim.x + threadIdx.x; j < N; j += gridDim.x * blockDim.x)
+      out[j] = in[j];
   }
 }
 
@@ -1015,36 +1113,35 @@ __global__ void k_load_polar(FftArgs a, const double* full) {
   }
 }
 
-/// F of every ring and m <= its mlim (the Legendre adjoint reads no other entry).
+/// F of every ring and m <= its mlim (the Legendre adjoint reads no other entry): blocks over
+/// (column, ring) rows in y, threads over m.
 __global__ void k_unalias(FftArgs a) {
-  const int R = 4 * a.nside - 1, mm = a.lmax + 1;
+  const int R = 4 * a.nside - 1;
   const int N = 4 * a.nside, nh = N / 2 + 1, nbelt = 2 * a.nside + 1;
-  const long long total = static_cast<long long>(a.ncc) * R * mm;
-  for (long long t = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; t < total;
-       t += static_cast<long long>(gridDim.x) * blockDim.x) {
-    const int m = static_cast<int>(t % mm);
-    const long long rest = t / mm;
-    const int r = static_cast<int>(rest % R), cc = static_cast<int>(rest / R);
-    if (m > a.mlim[pair_of_ring(a.nside, r)]) continue;
+  for (int row = blockIdx.y; row < a.ncc * R; row += gridDim.y) {
+    const int r = row % R, cc = row / R;
+    const int mmax = a.mlim[pair_of_ring(a.nside, r)];
     const RingLoc L = locate(a.nside, r);
-    const int k = m % L.N;
-    cplx G;
-    if (!L.polar) {
-      const cplx* row = a.BH + (static_cast<std::size_t>(cc) * nbelt + L.idx) * nh;
-      G = k <= N / 2 ? row[k] : conjc(row[N - k]);
-    } else {
-      const bool south = r > R - 1 - r;
-      const int q = south ? R - 1 - r : r;
-      const cplx* row = a.PU + polar_offset(a, q, cc);
-      const int kk = k == 0 ? 0 : L.N - k;
-      const cplx y = cmul(conjc(chirp(k, L.N)), row[k]);
-      const cplx z = conjc(cmul(conjc(chirp(kk, L.N)), row[kk]));
-      // Y = Y_N + i Y_S with Hermitian Y_N, Y_S: Y_N(k) = (Y(k) + conj Y(-k)) / 2,
-      // Y_S(k) = (Y(k) - conj Y(-k)) / (2 i).
-      G = south ? cplx{0.5 * (y.im - z.im), -0.5 * (y.re - z.re)}
-                : cplx{0.5 * (y.re + z.re), 0.5 * (y.im + z.im)};
+    cplx* out = a.F + static_cast<std::size_t>(row) * (a.lmax + 1);
+    const bool south = r > R - 1 - r;
+    const cplx* brow = L.polar ? a.PU + polar_offset(a, south ? R - 1 - r : r, cc)
+                               : a.BH + (static_cast<std::size_t>(cc) * nbelt + L.idx) * nh;
+    for (int m = blockIdx.x * blockDim.x + threadIdx.x; m <= mmax; m += gridDim.x * blockDim.x) {
+      const int k = m % L.N;
+      cplx G;
+      if (!L.polar) {
+        G = k <= N / 2 ? brow[k] : conjc(brow[N - k]);
+      } else {
+        const int kk = k == 0 ? 0 : L.N - k;
+        const cplx y = cmul(conjc(chirp(k, L.N)), brow[k]);
+        const cplx z = conjc(cmul(conjc(chirp(kk, L.N)), brow[kk]));
+        // Y = Y_N + i Y_S with Hermitian Y_N, Y_S: Y_N(k) = (Y(k) + conj Y(-k)) / 2,
+        // Y_S(k) = (Y(k) - conj Y(-k)) / (2 i).
+        G = south ? cplx{0.5 * (y.im - z.im), -0.5 * (y.re - z.re)}
+                  : cplx{0.5 * (y.re + z.re), 0.5 * (y.im + z.im)};
+      }
+      out[m] = cmul(G, conjc(phase(m, L.N, L.shifted)));
     }
-    a.F[t] = cmul(G, conjc(phase(m, L.N, L.shifted)));
   }
 }
 
@@ -1091,16 +1188,32 @@ unsigned grid_for(long long total) {
 
 }  // namespace
 
+void prepare_legendre_kernels() {
+  allow_adjoint_smem(k_adjoint_spin0<2, 2, 1, 1>);
+  allow_adjoint_smem(k_adjoint_spin0<2, 1, 1, 1>);
+  allow_adjoint_smem(k_adjoint_spin0<4, 1, 1, 1>);
+  allow_adjoint_smem(k_adjoint_spin0<6, 1, 3, 1>);
+  allow_adjoint_smem(k_adjoint_spin0<8, 1, 3, 1>);
+  allow_adjoint_smem(k_adjoint_spin0<8, 1, 3, 2>);
+  allow_adjoint_smem(k_adjoint_spin2<2, 1, 1, 1>);
+  allow_adjoint_smem(k_adjoint_spin2<4, 1, 3, 1>);
+  allow_adjoint_smem(k_adjoint_spin2<4, 1, 3, 2>);
+}
+
 /// Ring pairs per thread of single-column spin-0 kernels, from the environment (2, 4 or 8;
 /// 0 when unset): ALMAGEST_SHT_SYN_P and ALMAGEST_SHT_ADJ_P override the measured choices (for
 /// tuning on other cards).
 static int pairs_override(const char* name) {
   const char* e = std::getenv(name);
   const int p = e ? std::atoi(e) : 0;
-  return (p == 2 || p == 4 || p == 8 || p == 9) ? p : 0;
+  return (p >= 2 && p <= 9) ? p : 0;
 }
 static int adjoint_pairs_override() {
   static const int v = pairs_override("ALMAGEST_SHT_ADJ_P");
+  return v;
+}
+static int adjoint2_pairs_override() {
+  static const int v = pairs_override("ALMAGEST_SHT_ADJ2_P");
   return v;
 }
 static int synthesis_pairs_override() {
@@ -1121,6 +1234,8 @@ void launch_legendre_synthesis(const LegendreArgs& a, cudaStream_t s) {
     else
       launch_synth0_t<4, 1>(a, s);
   } else {
+    k_spin2_prepare<<<dim3(a.lmax + 1, a.ncols), 128, 0, s>>>(a);
+    CUDA_CHECK_LAUNCH();
     if (a.ncols >= 2)
       launch_synth2_t<1, 2>(a, s);
     else
@@ -1143,8 +1258,10 @@ void launch_legendre_adjoint(const LegendreArgs& a, cudaStream_t s) {
       launch_adj0_t<2, 2>(a, s);
     else if (po == 4)
       launch_adj0_t<4, 1>(a, s);
-    else if (po == 9)  // tuning: eight pairs without the register cap
-      launch_adj0_t<8, 1>(a, s);
+    else if (po == 6)
+      launch_adj0_t<6, 1, 3>(a, s);
+    else if (po == 9)  // tuning: eight pairs, two reduction buffers
+      launch_adj0_t<8, 1, 3, 2>(a, s);
     else if (po == 2 || (po == 0 && a.nactive <= kThreads * 2))
       launch_adj0_t<2, 1>(a, s);
     else
@@ -1152,10 +1269,13 @@ void launch_legendre_adjoint(const LegendreArgs& a, cudaStream_t s) {
     k_obasis_finish<<<dim3(a.lmax + 1, a.ncols), 128, 0, s>>>(a);
     CUDA_CHECK_LAUNCH();
   } else {
-    if (a.ncols >= 2)
+    const int po = adjoint2_pairs_override();
+    if (a.ncols >= 2 || po == 2)
       launch_adj2_t<2, 1>(a, s);
-    else if (a.nactive >= 2 * kThreads * 4)
-      launch_adj2_t<4, 1>(a, s);
+    else if (po == 4)  // tuning: four pairs, one reduction buffer
+      launch_adj2_t<4, 1, 3, 1>(a, s);
+    else if (po == 5 || a.nactive >= 2 * kThreads * 4)
+      launch_adj2_t<4, 1, 3, 2>(a, s);
     else
       launch_adj2_t<2, 1>(a, s);
   }
@@ -1169,9 +1289,13 @@ dim3 polar_grid(const FftArgs& a) {
   return dim3((mmax + 255) / 256, static_cast<unsigned>(std::min<long long>(rows, 65535)));
 }
 
+/// Grid of the row kernels: x over `len` entries of a row (256 threads each), y over rows.
+dim3 row_grid(long long len, long long rows) {
+  return dim3(static_cast<unsigned>((len + 255) / 256), static_cast<unsigned>(std::min<long long>(rows, 65535)));
+}
+
 void launch_alias_synthesis(const FftArgs& a, cudaStream_t s) {
-  const long long nb = static_cast<long long>(a.ncc) * (2 * a.nside + 1) * (2 * a.nside + 1);
-  k_alias_belt<<<grid_for(nb), 256, 0, s>>>(a);
+  k_alias_belt<<<row_grid(2 * a.nside + 1, static_cast<long long>(a.ncc) * (2 * a.nside + 1)), 256, 0, s>>>(a);
   CUDA_CHECK_LAUNCH();
   if (a.nclass > 0) {
     k_alias_polar<<<polar_grid(a), 256, 0, s>>>(a);
@@ -1191,14 +1315,17 @@ void launch_polar_multiply(const FftArgs& a, bool conjugate, cudaStream_t s) {
 
 void launch_assemble_map(const FftArgs& a, double* map, const std::int64_t* pixels,
                          std::int64_t map_size, cudaStream_t s) {
-  k_assemble<<<grid_for(static_cast<long long>(a.ncc) * map_size), 256, 0, s>>>(a, map, pixels,
-                                                                                 map_size);
+  if (!pixels) {
+    k_assemble_rings<<<row_grid(4 * a.nside, static_cast<long long>(a.ncc) * (4 * a.nside - 1)), 256, 0, s>>>(a, map);
+  } else {
+    k_assemble<<<grid_for(static_cast<long long>(a.ncc) * map_size), 256, 0, s>>>(a, map, pixels,
+                                                                                   map_size);
+  }
   CUDA_CHECK_LAUNCH();
 }
 
 void launch_load_map(const FftArgs& a, const double* full_map, cudaStream_t s) {
-  const long long nb = static_cast<long long>(a.ncc) * (2LL * a.nside + 1) * 4 * a.nside;
-  k_load_belt<<<grid_for(nb), 256, 0, s>>>(a, full_map);
+  k_load_belt<<<row_grid(4 * a.nside, static_cast<long long>(a.ncc) * (2 * a.nside + 1)), 256, 0, s>>>(a, full_map);
   CUDA_CHECK_LAUNCH();
   if (a.nclass > 0) {
     k_load_polar<<<polar_grid(a), 256, 0, s>>>(a, full_map);
@@ -1207,8 +1334,7 @@ void launch_load_map(const FftArgs& a, const double* full_map, cudaStream_t s) {
 }
 
 void launch_unalias_adjoint(const FftArgs& a, cudaStream_t s) {
-  const long long n = static_cast<long long>(a.ncc) * (4LL * a.nside - 1) * (a.lmax + 1);
-  k_unalias<<<grid_for(n), 256, 0, s>>>(a);
+  k_unalias<<<row_grid(a.lmax + 1, static_cast<long long>(a.ncc) * (4 * a.nside - 1)), 256, 0, s>>>(a);
   CUDA_CHECK_LAUNCH();
 }
 

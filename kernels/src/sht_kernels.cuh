@@ -24,12 +24,14 @@ struct LegendreArgs {
   const double* tabN;         ///< [nalm] lambda_l = N_l mu_l
   cplx* alm;                  ///< [ncols * ncomp][nalm]
   cplx* F;                    ///< [ncols * ncomp][nrings][lmax + 1]
-  // Spin 0 (odd-parity basis, sht_math.cuh): per mode m the steps k = 0..obasis_steps - 1 at
-  // koff[m] + k, padded with zeros to a multiple of kObasisChunk.
+  // Padded step layout: per mode m the steps of its recursion at koff[m] + step, padded with
+  // zeros to a multiple of kObasisChunk. Spin 0 (odd-parity basis, sht_math.cuh): steps k =
+  // 0..obasis_steps - 1. Spin 2: steps l - l0 for l = l0..lmax (the synthesis only).
   const long long* koff;      ///< [lmax + 2] padded step offsets (koff[lmax + 1] = total)
-  const double2* ab;          ///< [total] (A_k, B_k)
-  const ObasisNorm* norm;     ///< [total] (N_k, u_k, v_k)
-  cplx* W;                    ///< [ncols][total][2]: (w1, w2) of the synthesis, (S1, S2) of the adjoint
+  const double2* ab;          ///< [total] (A_k, B_k) (spin 2: A_l, B_l of fill_mu_table)
+  const ObasisNorm* norm;     ///< [total] (N_k, u_k, v_k) (spin 0)
+  cplx* W;                    ///< [ncols][total][2]: spin 0 (w1, w2) of the synthesis, (S1, S2)
+                              ///< of the adjoint; spin 2 (aE N_l, aB N_l) of the synthesis
 };
 
 /// Steps per staged chunk of the spin-0 synthesis; the tables are padded to a multiple of it.
@@ -37,6 +39,9 @@ inline constexpr int kObasisChunk = 32;
 
 void launch_legendre_synthesis(const LegendreArgs& a, cudaStream_t s);
 void launch_legendre_adjoint(const LegendreArgs& a, cudaStream_t s);
+/// Raises the dynamic shared-memory limit of the adjoint kernels on the current device (the same
+/// value for every plan; call once per plan, outside stream capture).
+void prepare_legendre_kernels();
 
 /// Polar-cap rings come in pairs of equal size N = 4 (q + 1) (north ring q, south ring
 /// 4 nside - 2 - q, q = 0 .. nside - 2). Both rings of a pair share one complex Bluestein row

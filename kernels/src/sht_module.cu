@@ -115,6 +115,7 @@ public:
     if (d.nside < 1 || d.lmax < 0 || (d.spin != 0 && d.spin != 2) || d.max_cols < 1)
       throw DeviceError("sht: invalid device plan description");
     DeviceGuard guard(d.device);
+    sht::prepare_legendre_kernels();
     stream_ = std::make_unique<Stream>();
     cudaDeviceProp prop{};
     CUDA_CHECK(cudaGetDeviceProperties(&prop, d.device));
@@ -174,6 +175,22 @@ public:
         const std::size_t mst = static_cast<std::size_t>(m) * (2 * lmax_ + 1 - m) / 2;
         sht::fill_mu_table(2, lmax_, m, A.data() + mst, B.data() + mst, Nt.data() + mst);
       }
+      // The synthesis reads (A_l, B_l) in the padded step layout (entry l - l0 of mode m).
+      std::vector<long long> koff(lmax_ + 2, 0);
+      for (int m = 0; m <= lmax_; ++m) {
+        const int K = std::max(0, lmax_ - sht::l0_of(2, m) + 1);
+        const int Kp = (K + sht::kObasisChunk - 1) / sht::kObasisChunk * sht::kObasisChunk;
+        koff[m + 1] = koff[m] + Kp;
+      }
+      ktotal_ = static_cast<std::size_t>(koff[lmax_ + 1]);
+      std::vector<double2> ab(ktotal_, double2{0.0, 0.0});
+      for (int m = 0; m <= lmax_; ++m) {
+        const std::size_t mst = static_cast<std::size_t>(m) * (2 * lmax_ + 1 - m) / 2;
+        for (int l = sht::l0_of(2, m); l <= lmax_; ++l)
+          ab[koff[m] + l - sht::l0_of(2, m)] = double2{A[mst + l], B[mst + l]};
+      }
+      koff_ = DeviceBuffer<long long>::from(koff, s);
+      ab_ = DeviceBuffer<double2>::from(ab, s);
       tabA_ = DeviceBuffer<double>::from(A, s);
       tabB_ = DeviceBuffer<double>::from(B, s);
       tabN_ = DeviceBuffer<double>::from(Nt, s);
@@ -205,7 +222,7 @@ public:
     alm_.allocate(ncc * nalm_);
     map_.allocate(ncc * static_cast<std::size_t>(msize_));
     if (!d.observed_pixels.empty()) full_.allocate(ncc * static_cast<std::size_t>(npix_));
-    if (d.spin == 0) W_.allocate(static_cast<std::size_t>(d.max_cols) * ktotal_ * 2);
+    W_.allocate(static_cast<std::size_t>(d.max_cols) * ktotal_ * 2);
     F_.allocate(ncc * nrings_ * static_cast<std::size_t>(lmax_ + 1));
     F_.zero(s);  // rings never written (unobserved pairs) stay zero
     BH_.allocate(ncc * nbelt * static_cast<std::size_t>(N / 2 + 1));

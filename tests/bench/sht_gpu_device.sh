@@ -6,8 +6,8 @@
 # go to $OUT.
 # Usage: tests/bench/sht_gpu_device.sh [check nside (default 1024)]
 # Environment: BASELINE=<module file in .device-libs/sht> also benchmarks that module;
-#              ADJ_P="8 ...", SYN_P="2 ..." also benchmark those spin-0 kernel shapes
-#              (ALMAGEST_SHT_ADJ_P, ALMAGEST_SHT_SYN_P);
+#              ADJ_P="8 ...", ADJ2_P="4 ...", SYN_P="2 ..." also benchmark those kernel shapes
+#              (ALMAGEST_SHT_ADJ_P, ALMAGEST_SHT_ADJ2_P, ALMAGEST_SHT_SYN_P);
 #              BENCH_ONLY=<nside> restricts the benchmarks to single transforms of that nside.
 set -u
 B=.device-libs/sht
@@ -33,6 +33,10 @@ grep -E "^stages" "$OUT/stages.txt" | sort -u -t: -k1,1 | sed 's/^stages //'
 for p in ${ADJ_P:-}; do
   echo "## spin-0 adjoint, ALMAGEST_SHT_ADJ_P=$p"
   ALMAGEST_SHT_ADJ_P=$p timeout 120 $B/bench_sht "${only[@]}" 2>/dev/null | grep -E "\| 0 \| adjoint \|"
+done
+for p in ${ADJ2_P:-}; do
+  echo "## spin-2 adjoint, ALMAGEST_SHT_ADJ2_P=$p"
+  ALMAGEST_SHT_ADJ2_P=$p timeout 120 $B/bench_sht "${only[@]}" 2>/dev/null | grep -E "\| 2 \| adjoint \|"
 done
 for p in ${SYN_P:-}; do
   echo "## spin-0 synthesis, ALMAGEST_SHT_SYN_P=$p"
