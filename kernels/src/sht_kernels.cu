@@ -474,7 +474,8 @@ __global__ void __launch_bounds__(kThreads) k_synthesis_spin0(LegendreArgs a) {
     cp_async_commit();
   };
 
-  for (int tile = fa; tile < a.nactive; tile += kThreads * P) {
+  for (int tile = fa + blockIdx.z * kThreads * P; tile < a.nactive;
+       tile += gridDim.z * kThreads * P) {  // a tile per block (grid z)
     double x[P], x2[P], v0[P], v1[P];
     int e[P], pr[P];
     bool on[P];
@@ -717,7 +718,9 @@ void allow_adjoint_smem(K kernel) {
 
 template <int P, int NC>
 void launch_synth0_t(const LegendreArgs& a, cudaStream_t s) {
-  dim3 grid(a.lmax + 1, (a.ncols + NC - 1) / NC);
+  // Tiles of one mode are independent in the synthesis (each writes its own rings): a block per
+  // (mode, column group, tile) balances the load better than a loop over tiles.
+  dim3 grid(a.lmax + 1, (a.ncols + NC - 1) / NC, std::max(1, (a.nactive + kThreads * P - 1) / (kThreads * P)));
   k_synthesis_spin0<P, NC><<<grid, kThreads, 0, s>>>(a);
   CUDA_CHECK_LAUNCH();
 }
@@ -760,10 +763,10 @@ __global__ void k_spin2_prepare(LegendreArgs a) {
   }
 }
 
-template <int P, int NC>
+template <int P, int NC, int KC>
 __global__ void __launch_bounds__(kThreads) k_synthesis_spin2(LegendreArgs a) {
-  constexpr int KC = kObasisChunk;
-  static_assert(KC % 8 == 0, "rescale checks every 8 degrees");
+  static_assert(kSpin2Chunk % KC == 0 && KC % 8 == 0, "chunks tile the padded tables");
+  
   const int m = blockIdx.x;
   const int col0 = blockIdx.y * NC;
   const int lmax = a.lmax;
@@ -799,7 +802,8 @@ __global__ void __launch_bounds__(kThreads) k_synthesis_spin2(LegendreArgs a) {
     cp_async_commit();
   };
 
-  for (int tile = fa; tile < a.nactive; tile += kThreads * P) {
+  for (int tile = fa + blockIdx.z * kThreads * P; tile < a.nactive;
+       tile += gridDim.z * kThreads * P) {  // a tile per block (grid z)
     double z[P], v0[P], v1[P], w0[P], w1[P];
     int e[P], pr[P];
     bool on[P];
@@ -921,10 +925,10 @@ __global__ void __launch_bounds__(kThreads) k_synthesis_spin2(LegendreArgs a) {
   }
 }
 
-template <int P, int NC>
+template <int P, int NC, int KC = kSpin2Chunk>
 void launch_synth2_t(const LegendreArgs& a, cudaStream_t s) {
-  dim3 grid(a.lmax + 1, (a.ncols + NC - 1) / NC);
-  k_synthesis_spin2<P, NC><<<grid, kThreads, 0, s>>>(a);
+  dim3 grid(a.lmax + 1, (a.ncols + NC - 1) / NC, std::max(1, (a.nactive + kThreads * P - 1) / (kThreads * P)));
+  k_synthesis_spin2<P, NC, KC><<<grid, kThreads, 0, s>>>(a);
   CUDA_CHECK_LAUNCH();
 }
 template <int P, int NC, int MINB = 1, int NB = 1>
@@ -960,12 +964,12 @@ __device__ __forceinline__ void alias_sums(const cplx* Frow, int k, int N, int m
   }
 }
 
-/// The aliased bin from its sums: sp e^{i k phi0} + sn e^{-i m1 phi0}, with ph = e^{i pi k / N}
-/// (shifted rings) and e^{-i pi m1 / N} = -conj(ph) (for k = 0 too: m1 = N, ph = 1).
+/// The aliased bin from its sums: sp e^{i k phi0} + sn e^{-i m1 phi0}. For shifted rings, with
+/// ph = e^{i pi k / N}: e^{-i pi m1 / N} = e^{-i pi} ph = -ph (for k = 0 too: m1 = N, ph = 1),
+/// so the bin is (sp - sn) ph.
 __device__ __forceinline__ cplx alias_combine(cplx sp, cplx sn, cplx ph, bool shifted) {
   if (!shifted) return {sp.re + sn.re, sp.im + sn.im};
-  const cplx a = cmul(sp, ph), b = cmul(sn, conjc(ph));
-  return {a.re - b.re, a.im - b.im};
+  return cmul({sp.re - sn.re, sp.im - sn.im}, ph);
 }
 
 /// Ring pair of ring r (its mlim index).
@@ -1038,11 +1042,12 @@ __global__ void k_polar_multiply(FftArgs a, bool conjugate) {
 }
 
 /// Full-sky map: blocks over (column, ring) rows in y, threads over the ring's pixels.
-__global__ void k_assemble_rings(FftArgs a, double* map) {
+__global__ void k_assemble_rings(FftArgs a, double* map, bool belt) {
   const int N = 4 * a.nside, nbelt = 2 * a.nside + 1, R = 4 * a.nside - 1;
   for (int row = blockIdx.y; row < a.ncc * R; row += gridDim.y) {
     const int r = row % R, cc = row / R;
     const RingLoc L = locate(a.nside, r);
+    if (!L.polar && !belt) continue;  // the belt FFT wrote these rings into the map
     double* out = map + static_cast<std::size_t>(cc) * a.npix + L.start;
     if (!L.polar) {
       const double* in = a.BR + (static_cast<std::size_t>(cc) * nbelt + L.idx) * N;
@@ -1216,6 +1221,10 @@ static int adjoint2_pairs_override() {
   static const int v = pairs_override("ALMAGEST_SHT_ADJ2_P");
   return v;
 }
+static int synthesis2_pairs_override() {
+  static const int v = pairs_override("ALMAGEST_SHT_SYN2_P");
+  return v;
+}
 static int synthesis_pairs_override() {
   static const int v = pairs_override("ALMAGEST_SHT_SYN_P");
   return v;
@@ -1236,8 +1245,11 @@ void launch_legendre_synthesis(const LegendreArgs& a, cudaStream_t s) {
   } else {
     k_spin2_prepare<<<dim3(a.lmax + 1, a.ncols), 128, 0, s>>>(a);
     CUDA_CHECK_LAUNCH();
+    const int po = synthesis2_pairs_override();
     if (a.ncols >= 2)
       launch_synth2_t<1, 2>(a, s);
+    else if (po == 3)
+      launch_synth2_t<2, 1, 32>(a, s);  // tuning: 32-degree chunks
     else
       launch_synth2_t<2, 1>(a, s);
   }
@@ -1314,9 +1326,9 @@ void launch_polar_multiply(const FftArgs& a, bool conjugate, cudaStream_t s) {
 }
 
 void launch_assemble_map(const FftArgs& a, double* map, const std::int64_t* pixels,
-                         std::int64_t map_size, cudaStream_t s) {
+                         std::int64_t map_size, bool belt, cudaStream_t s) {
   if (!pixels) {
-    k_assemble_rings<<<row_grid(4 * a.nside, static_cast<long long>(a.ncc) * (4 * a.nside - 1)), 256, 0, s>>>(a, map);
+    k_assemble_rings<<<row_grid(4 * a.nside, static_cast<long long>(a.ncc) * (4 * a.nside - 1)), 256, 0, s>>>(a, map, belt);
   } else {
     k_assemble<<<grid_for(static_cast<long long>(a.ncc) * map_size), 256, 0, s>>>(a, map, pixels,
                                                                                    map_size);
@@ -1324,8 +1336,8 @@ void launch_assemble_map(const FftArgs& a, double* map, const std::int64_t* pixe
   CUDA_CHECK_LAUNCH();
 }
 
-void launch_load_map(const FftArgs& a, const double* full_map, cudaStream_t s) {
-  k_load_belt<<<row_grid(4 * a.nside, static_cast<long long>(a.ncc) * (2 * a.nside + 1)), 256, 0, s>>>(a, full_map);
+void launch_load_map(const FftArgs& a, const double* full_map, bool belt, cudaStream_t s) {
+  if (belt) k_load_belt<<<row_grid(4 * a.nside, static_cast<long long>(a.ncc) * (2 * a.nside + 1)), 256, 0, s>>>(a, full_map);
   CUDA_CHECK_LAUNCH();
   if (a.nclass > 0) {
     k_load_polar<<<polar_grid(a), 256, 0, s>>>(a, full_map);

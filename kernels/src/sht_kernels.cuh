@@ -25,7 +25,7 @@ struct LegendreArgs {
   cplx* alm;                  ///< [ncols * ncomp][nalm]
   cplx* F;                    ///< [ncols * ncomp][nrings][lmax + 1]
   // Padded step layout: per mode m the steps of its recursion at koff[m] + step, padded with
-  // zeros to a multiple of kObasisChunk. Spin 0 (odd-parity basis, sht_math.cuh): steps k =
+  // zeros to a multiple of kObasisChunk (spin 0) or kSpin2Chunk (spin 2). Spin 0 (odd-parity basis, sht_math.cuh): steps k =
   // 0..obasis_steps - 1. Spin 2: steps l - l0 for l = l0..lmax (the synthesis only).
   const long long* koff;      ///< [lmax + 2] padded step offsets (koff[lmax + 1] = total)
   const double2* ab;          ///< [total] (A_k, B_k) (spin 2: A_l, B_l of fill_mu_table)
@@ -36,6 +36,8 @@ struct LegendreArgs {
 
 /// Steps per staged chunk of the spin-0 synthesis; the tables are padded to a multiple of it.
 inline constexpr int kObasisChunk = 32;
+/// The same for the spin-2 synthesis (degrees per chunk).
+inline constexpr int kSpin2Chunk = 64;
 
 void launch_legendre_synthesis(const LegendreArgs& a, cudaStream_t s);
 void launch_legendre_adjoint(const LegendreArgs& a, cudaStream_t s);
@@ -76,11 +78,13 @@ struct FftArgs {
 void launch_alias_synthesis(const FftArgs& a, cudaStream_t s);
 /// Pointwise PU *= chirp spectrum (conjugated for the synthesis).
 void launch_polar_multiply(const FftArgs& a, bool conjugate, cudaStream_t s);
-/// Synthesis: BR / PU -> map (full sky, or gathered at `pixels` when npix_out < npix).
+/// Synthesis: BR / PU -> map (full sky, or gathered at `pixels` when npix_out < npix). With
+/// belt = false a full-sky map's belt rings are left alone (the belt FFT wrote them).
 void launch_assemble_map(const FftArgs& a, double* map, const std::int64_t* pixels,
-                         std::int64_t map_size, cudaStream_t s);
-/// Adjoint: full-sky map -> BR (belt) and PU (polar pairs, conj-chirp premultiplied, padded).
-void launch_load_map(const FftArgs& a, const double* full_map, cudaStream_t s);
+                         std::int64_t map_size, bool belt, cudaStream_t s);
+/// Adjoint: full-sky map -> BR (belt; skipped with belt = false, where the belt FFT reads the
+/// map) and PU (polar pairs, conj-chirp premultiplied, padded).
+void launch_load_map(const FftArgs& a, const double* full_map, bool belt, cudaStream_t s);
 /// Adjoint: BH / PU -> F (modes up to each ring's mlim).
 void launch_unalias_adjoint(const FftArgs& a, cudaStream_t s);
 /// Cut sky: full[cc][pixels[i]] = map[cc][i] (full must be zeroed first).

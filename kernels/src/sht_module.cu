@@ -61,8 +61,13 @@ private:
   std::size_t work_ = 0;
 };
 
+/// Columns * components up to which the belt FFTs of a full-sky transform read and write the
+/// map itself, one execution per column (no copy through BR).
+constexpr int kDirectBeltColumns = 4;
+
 struct ColumnPlans {
   std::unique_ptr<FftPlan> belt_c2r, belt_r2c;
+  std::unique_ptr<FftPlan> belt_c2r_one, belt_r2c_one;  ///< one column, for direct belt FFTs
   std::vector<std::unique_ptr<FftPlan>> polar;  ///< one per polar class
 };
 
@@ -179,7 +184,7 @@ public:
       std::vector<long long> koff(lmax_ + 2, 0);
       for (int m = 0; m <= lmax_; ++m) {
         const int K = std::max(0, lmax_ - sht::l0_of(2, m) + 1);
-        const int Kp = (K + sht::kObasisChunk - 1) / sht::kObasisChunk * sht::kObasisChunk;
+        const int Kp = (K + sht::kSpin2Chunk - 1) / sht::kSpin2Chunk * sht::kSpin2Chunk;
         koff[m + 1] = koff[m] + Kp;
       }
       ktotal_ = static_cast<std::size_t>(koff[lmax_ + 1]);
@@ -426,6 +431,8 @@ private:
     return nullptr;
   }
   std::size_t cc(int ncols) const { return static_cast<std::size_t>(ncols) * ncomp_; }
+  /// First pixel of the belt (ring nside - 1): the polar cap's 2 nside (nside - 1) pixels.
+  std::size_t belt_start() const { return 2ULL * ns_ * (ns_ - 1); }
   void check_cols(int ncols) const {
     if (ncols < 1 || ncols > d_.max_cols)
       throw DeviceError("sht: " + std::to_string(ncols) + " columns requested, plan holds " +
@@ -455,28 +462,33 @@ private:
     ColumnPlans p;
     p.belt_c2r = std::make_unique<FftPlan>(N, b * nbelt, CUFFT_Z2D, nh, N, *stream_);
     p.belt_r2c = std::make_unique<FftPlan>(N, b * nbelt, CUFFT_D2Z, N, nh, *stream_);
+    if (b <= kDirectBeltColumns) {
+      p.belt_c2r_one = std::make_unique<FftPlan>(N, nbelt, CUFFT_Z2D, nh, N, *stream_);
+      p.belt_r2c_one = std::make_unique<FftPlan>(N, nbelt, CUFFT_D2Z, N, nh, *stream_);
+    }
     for (const auto& c : classes_)
       p.polar.push_back(std::make_unique<FftPlan>(c.M, b * c.rows, CUFFT_Z2Z, c.M, c.M, *stream_));
     std::size_t need = std::max(p.belt_c2r->work_size(), p.belt_r2c->work_size());
+    if (p.belt_c2r_one)
+      need = std::max({need, p.belt_c2r_one->work_size(), p.belt_r2c_one->work_size()});
     for (const auto& q : p.polar) need = std::max(need, q->work_size());
     auto& stored = plans_.emplace(ncols, std::move(p)).first->second;
     if (need > fft_work_.size()) {
       // A larger shared work area: every plan moves to it, and graphs captured with the old one
       // are dropped (they are captured again on their next call).
       fft_work_.allocate(need);
-      for (auto& [n, cp] : plans_) {
-        cp.belt_c2r->set_work_area(fft_work_.data());
-        cp.belt_r2c->set_work_area(fft_work_.data());
-        for (auto& q : cp.polar) q->set_work_area(fft_work_.data());
-      }
+      for (auto& [n, cp] : plans_) set_work_areas(cp);
       for (auto& [k, ex] : graphs_) cudaGraphExecDestroy(ex);
       graphs_.clear();
     } else {
-      stored.belt_c2r->set_work_area(fft_work_.data());
-      stored.belt_r2c->set_work_area(fft_work_.data());
-      for (auto& q : stored.polar) q->set_work_area(fft_work_.data());
+      set_work_areas(stored);
     }
     return stored;
+  }
+  void set_work_areas(ColumnPlans& cp) {
+    for (auto* q : {cp.belt_c2r.get(), cp.belt_r2c.get(), cp.belt_c2r_one.get(), cp.belt_r2c_one.get()})
+      if (q) q->set_work_area(fft_work_.data());
+    for (auto& q : cp.polar) q->set_work_area(fft_work_.data());
   }
 
   sht::LegendreArgs legendre_args(int ncols) {
@@ -544,11 +556,21 @@ private:
     const auto f = fft_args(ncols);
     sht::launch_alias_synthesis(f, s);
     mark("alias");
-    CUFFT_CHECK(cufftExecZ2D(p.belt_c2r->get(), reinterpret_cast<cufftDoubleComplex*>(BH_.data()),
-                             BR_.data()));
+    const bool direct = pixels_.empty() && p.belt_c2r_one;
+    const std::size_t nbh = static_cast<std::size_t>(2 * ns_ + 1) * (2 * ns_ + 1);
+    if (direct) {
+      for (std::size_t c = 0; c < cc(ncols); ++c)
+        CUFFT_CHECK(cufftExecZ2D(p.belt_c2r_one->get(),
+                                 reinterpret_cast<cufftDoubleComplex*>(BH_.data() + c * nbh),
+                                 map_.data() + c * npix_ + belt_start()));
+    } else {
+      CUFFT_CHECK(cufftExecZ2D(p.belt_c2r->get(), reinterpret_cast<cufftDoubleComplex*>(BH_.data()),
+                               BR_.data()));
+    }
     mark("belt-fft");
     polar_convolution(p, f, true);
-    sht::launch_assemble_map(f, map_.data(), pixels_.empty() ? nullptr : pixels_.data(), msize_, s);
+    sht::launch_assemble_map(f, map_.data(), pixels_.empty() ? nullptr : pixels_.data(), msize_,
+                             !direct, s);
     mark("assemble");
   }
 
@@ -563,10 +585,18 @@ private:
       src = full_.data();
     }
     const auto f = fft_args(ncols);
-    sht::launch_load_map(f, src, s);
+    const bool direct = static_cast<bool>(p.belt_r2c_one);
+    sht::launch_load_map(f, src, !direct, s);
     mark("load");
-    CUFFT_CHECK(cufftExecD2Z(p.belt_r2c->get(), BR_.data(),
-                             reinterpret_cast<cufftDoubleComplex*>(BH_.data())));
+    if (direct) {
+      const std::size_t nbh = static_cast<std::size_t>(2 * ns_ + 1) * (2 * ns_ + 1);
+      for (std::size_t c = 0; c < cc(ncols); ++c)
+        CUFFT_CHECK(cufftExecD2Z(p.belt_r2c_one->get(), const_cast<double*>(src) + c * npix_ + belt_start(),
+                                 reinterpret_cast<cufftDoubleComplex*>(BH_.data() + c * nbh)));
+    } else {
+      CUFFT_CHECK(cufftExecD2Z(p.belt_r2c->get(), BR_.data(),
+                               reinterpret_cast<cufftDoubleComplex*>(BH_.data())));
+    }
     mark("belt-fft");
     polar_convolution(p, f, false);
     sht::launch_unalias_adjoint(f, s);

@@ -38,6 +38,10 @@ for p in ${ADJ2_P:-}; do
   echo "## spin-2 adjoint, ALMAGEST_SHT_ADJ2_P=$p"
   ALMAGEST_SHT_ADJ2_P=$p timeout 120 $B/bench_sht "${only[@]}" 2>/dev/null | grep -E "\| 2 \| adjoint \|"
 done
+for p in ${SYN2_P:-}; do
+  echo "## spin-2 synthesis, ALMAGEST_SHT_SYN2_P=$p"
+  ALMAGEST_SHT_SYN2_P=$p timeout 120 $B/bench_sht "${only[@]}" 2>/dev/null | grep -E "\| 2 \| synthesis \|"
+done
 for p in ${SYN_P:-}; do
   echo "## spin-0 synthesis, ALMAGEST_SHT_SYN_P=$p"
   ALMAGEST_SHT_SYN_P=$p timeout 120 $B/bench_sht "${only[@]}" 2>/dev/null | grep -E "\| 0 \| synthesis \|"
