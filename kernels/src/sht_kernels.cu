@@ -1197,32 +1197,20 @@ void prepare_legendre_kernels() {
   allow_adjoint_smem(k_adjoint_spin0<2, 2, 1, 1>);
   allow_adjoint_smem(k_adjoint_spin0<2, 1, 1, 1>);
   allow_adjoint_smem(k_adjoint_spin0<4, 1, 1, 1>);
-  allow_adjoint_smem(k_adjoint_spin0<6, 1, 3, 1>);
   allow_adjoint_smem(k_adjoint_spin0<8, 1, 3, 1>);
-  allow_adjoint_smem(k_adjoint_spin0<8, 1, 3, 2>);
   allow_adjoint_smem(k_adjoint_spin2<2, 1, 1, 1>);
-  allow_adjoint_smem(k_adjoint_spin2<4, 1, 3, 1>);
   allow_adjoint_smem(k_adjoint_spin2<4, 1, 3, 2>);
 }
 
-/// Ring pairs per thread of single-column spin-0 kernels, from the environment (2, 4 or 8;
-/// 0 when unset): ALMAGEST_SHT_SYN_P and ALMAGEST_SHT_ADJ_P override the measured choices (for
-/// tuning on other cards).
+/// Ring pairs per thread of single-column spin-0 kernels from the environment (tuning on other
+/// cards): ALMAGEST_SHT_SYN_P (2 or 4) and ALMAGEST_SHT_ADJ_P (2, 4 or 8); 0 when unset.
 static int pairs_override(const char* name) {
   const char* e = std::getenv(name);
   const int p = e ? std::atoi(e) : 0;
-  return (p >= 2 && p <= 9) ? p : 0;
+  return (p == 2 || p == 4 || p == 8) ? p : 0;
 }
 static int adjoint_pairs_override() {
   static const int v = pairs_override("ALMAGEST_SHT_ADJ_P");
-  return v;
-}
-static int adjoint2_pairs_override() {
-  static const int v = pairs_override("ALMAGEST_SHT_ADJ2_P");
-  return v;
-}
-static int synthesis2_pairs_override() {
-  static const int v = pairs_override("ALMAGEST_SHT_SYN2_P");
   return v;
 }
 static int synthesis_pairs_override() {
@@ -1231,49 +1219,48 @@ static int synthesis_pairs_override() {
 }
 
 void launch_legendre_synthesis(const LegendreArgs& a, cudaStream_t s) {
+  // Launch shapes measured on the H200 (docs/benchmarks.md): single spin-0 transforms take four
+  // ring pairs per thread, two while one tile of kThreads * 2 holds every pair (nside <= 128:
+  // 0.052 against 0.061 ms at nside 128); batched columns two pairs and two or four columns;
+  // spin 2 two pairs (one with two columns), 64-degree chunks (1.4% faster than 32 at 2048).
   if (a.spin == 0) {
     k_obasis_prepare<<<dim3(a.lmax + 1, a.ncols), 128, 0, s>>>(a);
     CUDA_CHECK_LAUNCH();
+    const int po = synthesis_pairs_override();
     if (a.ncols >= 4)
       launch_synth0_t<2, 4>(a, s);
     else if (a.ncols >= 2)
       launch_synth0_t<2, 2>(a, s);
-    else if (synthesis_pairs_override() == 2)
+    else if (po == 2 || (po == 0 && a.nactive <= kThreads * 2))
       launch_synth0_t<2, 1>(a, s);
     else
       launch_synth0_t<4, 1>(a, s);
   } else {
     k_spin2_prepare<<<dim3(a.lmax + 1, a.ncols), 128, 0, s>>>(a);
     CUDA_CHECK_LAUNCH();
-    const int po = synthesis2_pairs_override();
     if (a.ncols >= 2)
       launch_synth2_t<1, 2>(a, s);
-    else if (po == 3)
-      launch_synth2_t<2, 1, 32>(a, s);  // tuning: 32-degree chunks
     else
       launch_synth2_t<2, 1>(a, s);
   }
 }
 
-/// Ring pairs per thread of the single-column spin-0 adjoint: ALMAGEST_SHT_ADJ_P (2, 4 or 8)
-/// overrides the measured choice (for tuning on other cards).
 void launch_legendre_adjoint(const LegendreArgs& a, cudaStream_t s) {
   // The adjoint reduces over the block's threads for every step through shared memory, 16
   // outputs per barrier, so more ring pairs per thread mean less of that traffic per FP64
   // operation. Measured on the H200 (docs/benchmarks.md): batched columns go best two (spin 0)
-  // or one (spin 2) per block; single spin-0 transforms take two ring pairs per thread while one
-  // tile of kThreads * 2 holds every pair (nside <= 128), eight above (nside 512-2048: 12-15%
-  // faster than four); spin 2 four where there are at least 1024 pairs.
+  // or one (spin 2) per block with two pairs per thread; single spin-0 transforms take two pairs
+  // while one tile of kThreads * 2 holds every pair (nside <= 128), eight above, register-capped
+  // at three blocks per SM (nside 2048: 27.9 ms against 30.6 with six and 32.5 with four); single
+  // spin-2 transforms four pairs, register-capped, with two reduction buffers (one barrier per
+  // chunk) where there are at least 1024 pairs (nside 2048: 120 ms against 125 with one buffer
+  // and 131 uncapped).
   if (a.spin == 0) {
     const int po = adjoint_pairs_override();
     if (a.ncols >= 2)
       launch_adj0_t<2, 2>(a, s);
     else if (po == 4)
       launch_adj0_t<4, 1>(a, s);
-    else if (po == 6)
-      launch_adj0_t<6, 1, 3>(a, s);
-    else if (po == 9)  // tuning: eight pairs, two reduction buffers
-      launch_adj0_t<8, 1, 3, 2>(a, s);
     else if (po == 2 || (po == 0 && a.nactive <= kThreads * 2))
       launch_adj0_t<2, 1>(a, s);
     else
@@ -1281,12 +1268,7 @@ void launch_legendre_adjoint(const LegendreArgs& a, cudaStream_t s) {
     k_obasis_finish<<<dim3(a.lmax + 1, a.ncols), 128, 0, s>>>(a);
     CUDA_CHECK_LAUNCH();
   } else {
-    const int po = adjoint2_pairs_override();
-    if (a.ncols >= 2 || po == 2)
-      launch_adj2_t<2, 1>(a, s);
-    else if (po == 4)  // tuning: four pairs, one reduction buffer
-      launch_adj2_t<4, 1, 3, 1>(a, s);
-    else if (po == 5 || a.nactive >= 2 * kThreads * 4)
+    if (a.ncols < 2 && a.nactive >= 2 * kThreads * 4)
       launch_adj2_t<4, 1, 3, 2>(a, s);
     else
       launch_adj2_t<2, 1>(a, s);

@@ -6,8 +6,9 @@
 # go to $OUT.
 # Usage: tests/bench/sht_gpu_device.sh [check nside (default 1024)]
 # Environment: BASELINE=<module file in .device-libs/sht> also benchmarks that module;
-#              ADJ_P="8 ...", ADJ2_P="4 ...", SYN_P="2 ..." also benchmark those kernel shapes
-#              (ALMAGEST_SHT_ADJ_P, ALMAGEST_SHT_ADJ2_P, ALMAGEST_SHT_SYN_P);
+#              ADJ_P="4 ...", SYN_P="2 ..." also benchmark those spin-0 kernel shapes
+#              (ALMAGEST_SHT_ADJ_P, ALMAGEST_SHT_SYN_P);
+#              MEMCHECK_NSIDE=<n> runs sht_gpu_check n under compute-sanitizer memcheck.
 #              BENCH_ONLY=<nside> restricts the benchmarks to single transforms of that nside.
 set -u
 B=.device-libs/sht
@@ -21,6 +22,12 @@ nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,memory.total,driver_version --f
 timeout ${CHECK_S:-240} $B/sht_gpu_check "${1:-1024}" > "$OUT/check.txt" 2>&1
 echo "sht_gpu_check rc=$?"
 grep -v -E '^(PASS|ok)' "$OUT/check.txt" | tail -n 30
+if [ -n "${MEMCHECK_NSIDE:-}" ] && command -v compute-sanitizer > /dev/null; then
+  timeout ${MEMCHECK_S:-240} compute-sanitizer --tool memcheck --print-limit 5 \
+    $B/sht_gpu_check "$MEMCHECK_NSIDE" > "$OUT/memcheck.txt" 2>&1
+  echo "memcheck rc=$?"
+  grep -E "ERROR SUMMARY|Invalid|checks passed" "$OUT/memcheck.txt" | head -n 8
+fi
 if [ "${SELFTEST:-1}" = 1 ]; then
   timeout ${SELFTEST_S:-120} $B/almagest-cli selftest > "$OUT/selftest.txt" 2>&1
   echo "cli selftest rc=$?"
@@ -33,14 +40,6 @@ grep -E "^stages" "$OUT/stages.txt" | sort -u -t: -k1,1 | sed 's/^stages //'
 for p in ${ADJ_P:-}; do
   echo "## spin-0 adjoint, ALMAGEST_SHT_ADJ_P=$p"
   ALMAGEST_SHT_ADJ_P=$p timeout 120 $B/bench_sht "${only[@]}" 2>/dev/null | grep -E "\| 0 \| adjoint \|"
-done
-for p in ${ADJ2_P:-}; do
-  echo "## spin-2 adjoint, ALMAGEST_SHT_ADJ2_P=$p"
-  ALMAGEST_SHT_ADJ2_P=$p timeout 120 $B/bench_sht "${only[@]}" 2>/dev/null | grep -E "\| 2 \| adjoint \|"
-done
-for p in ${SYN2_P:-}; do
-  echo "## spin-2 synthesis, ALMAGEST_SHT_SYN2_P=$p"
-  ALMAGEST_SHT_SYN2_P=$p timeout 120 $B/bench_sht "${only[@]}" 2>/dev/null | grep -E "\| 2 \| synthesis \|"
 done
 for p in ${SYN_P:-}; do
   echo "## spin-0 synthesis, ALMAGEST_SHT_SYN_P=$p"
