@@ -45,10 +45,6 @@ for p in ${SYN_P:-}; do
   echo "## spin-0 synthesis, ALMAGEST_SHT_SYN_P=$p"
   ALMAGEST_SHT_SYN_P=$p timeout 120 $B/bench_sht "${only[@]}" 2>/dev/null | grep -E "\| 0 \| synthesis \|"
 done
-if [ -n "${ADJ2_NB1:-}" ]; then
-  echo "## spin-2 adjoint, ALMAGEST_SHT_ADJ2_NB=1"
-  ALMAGEST_SHT_ADJ2_NB=1 timeout 120 $B/bench_sht "${only[@]}" 2>/dev/null | grep -E "\| 2 \| adjoint \|"
-fi
 if [ -n "${BASELINE:-}" ]; then
   echo "## baseline module $BASELINE"
   ALMAGEST_CUDA_MODULE=$B/$BASELINE timeout ${BENCH_S:-200} $B/bench_sht "${only[@]}" > "$OUT/bench_baseline.md" 2>&1
