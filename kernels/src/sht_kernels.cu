@@ -122,6 +122,25 @@ __device__ __forceinline__ bool start_chain2(const LegendreArgs& a, int m, doubl
   return on;
 }
 
+/// Output `out` of a reduction chunk (16 outputs x kThreads partial sums) summed over the
+/// block: 8 threads per output (sub = 0..7) add 16 partials each in a fixed order, then a
+/// fixed-order shuffle sum over the 8 (deterministic; every thread of the group gets it).
+__device__ __forceinline__ cplx chunk_sum(const cplx (*red)[kThreads], int out, int sub) {
+  cplx s = {0.0, 0.0};
+#pragma unroll
+  for (int t = 0; t < kThreads / 8; ++t) {
+    const cplx v = red[out][sub + 8 * t];
+    s.re += v.re;
+    s.im += v.im;
+  }
+#pragma unroll
+  for (int off = 4; off > 0; off >>= 1) {
+    s.re += __shfl_xor_sync(0xffffffffu, s.re, off);
+    s.im += __shfl_xor_sync(0xffffffffu, s.im, off);
+  }
+  return s;
+}
+
 /// True when every chain of every lane of the warp is at scale 0 (its values count); once true
 /// it stays true (scales only grow towards 0). Warp-uniform.
 template <int P>
@@ -292,18 +311,7 @@ __global__ void __launch_bounds__(kThreads, MINB) k_adjoint_spin2(LegendreArgs a
       }
       __syncthreads();
       {
-        cplx s = {0.0, 0.0};
-#pragma unroll
-        for (int t = 0; t < kThreads / 8; ++t) {
-          const cplx x = red[out][sub + 8 * t];
-          s.re += x.re;
-          s.im += x.im;
-        }
-#pragma unroll
-        for (int off = 4; off > 0; off >>= 1) {
-          s.re += __shfl_xor_sync(0xffffffffu, s.re, off);
-          s.im += __shfl_xor_sync(0xffffffffu, s.im, off);
-        }
+        const cplx s = chunk_sum(red, out, sub);
         const int l = lc + out / NCC, cc = out % NCC;
         if (sub == 0 && l <= lmax && col0 + cc / NCOMP < a.ncols) {
           cplx& dst = a.alm[(static_cast<std::size_t>(col0) * NCOMP + cc) * nalm + mst + l];
@@ -331,6 +339,26 @@ __device__ __forceinline__ void cp_async_commit() {
 }
 __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+}
+
+/// Stages KC steps from t0 of the step table (a.ab) and of the block's NC columns of a.W (two
+/// entries per step) into shared memory with cp.async; columns beyond the ncv valid ones repeat
+/// the last valid one, so the buffers never hold stale data. Completes at cp_async_wait.
+template <int KC, int NC>
+__device__ __forceinline__ void stage_chunk(const LegendreArgs& a, long long t0, int col0,
+                                            int ncv, long long total, double2 (&s_ab)[KC],
+                                            cplx (&s_w)[NC][KC][2]) {
+  for (int i = threadIdx.x; i < KC * (1 + 2 * NC); i += kThreads) {
+    if (i < KC) {
+      cp_async16(&s_ab[i], a.ab + t0 + i);
+    } else {
+      const int r = i - KC, c = r / (2 * KC), q = r % (2 * KC);
+      const int cs = min(c, ncv - 1);
+      cp_async16(&s_w[c][q >> 1][q & 1],
+                 a.W + 2 * (static_cast<std::size_t>(col0 + cs) * total + t0) + q);
+    }
+  }
+  cp_async_commit();
 }
 
 /// Starts the odd chain of ring pair p (-1: none) for mode m: x, x^2, (mu_{-2}, mu_{-1}) =
@@ -457,21 +485,8 @@ __global__ void __launch_bounds__(kThreads) k_synthesis_spin0(LegendreArgs a) {
   };
   // Entries F_m of rings whose mlim is below m are neither written nor read (the FFT stage
   // aliases modes up to each ring's mlim only).
-  // Chunk ch of the tables and of the block's columns into buffer b (columns beyond ncols
-  // repeat the last valid one, so the buffer never holds stale data).
   auto stage = [&](int ch, int b) {
-    const long long t0 = ko + static_cast<long long>(ch) * KC;
-    for (int i = threadIdx.x; i < KC * (1 + 2 * NC); i += kThreads) {
-      if (i < KC) {
-        cp_async16(&s_ab[b][i], a.ab + t0 + i);
-      } else {
-        const int r = i - KC, c = r / (2 * KC), q = r % (2 * KC);
-        const int cs = min(c, ncv - 1);
-        cp_async16(&s_w[b][c][q >> 1][q & 1],
-                   a.W + 2 * (static_cast<std::size_t>(col0 + cs) * total + t0) + q);
-      }
-    }
-    cp_async_commit();
+    stage_chunk<KC, NC>(a, ko + static_cast<long long>(ch) * KC, col0, ncv, total, s_ab[b], s_w[b]);
   };
 
   for (int tile = fa + blockIdx.z * kThreads * P; tile < a.nactive;
@@ -679,18 +694,7 @@ __global__ void __launch_bounds__(kThreads, MINB) k_adjoint_spin0(LegendreArgs a
       }
       if (threadIdx.x < KA && ch + 1 < nchunk) s_ab[b ^ 1][threadIdx.x] = next;
       __syncthreads();
-      cplx sum = {0.0, 0.0};
-#pragma unroll
-      for (int t = 0; t < kThreads / 8; ++t) {
-        const cplx v = red[out][sub + 8 * t];
-        sum.re += v.re;
-        sum.im += v.im;
-      }
-#pragma unroll
-      for (int off = 4; off > 0; off >>= 1) {
-        sum.re += __shfl_xor_sync(0xffffffffu, sum.re, off);
-        sum.im += __shfl_xor_sync(0xffffffffu, sum.im, off);
-      }
+      const cplx sum = chunk_sum(red, out, sub);
       const int okk = out / (2 * NC), oc = (out % (2 * NC)) >> 1, which = out & 1;
       if (sub == 0 && oc < ncv) {
         cplx& dst = a.W[2 * (static_cast<std::size_t>(col0 + oc) * total + ko + ch * KA + okk) + which];
@@ -788,18 +792,7 @@ __global__ void __launch_bounds__(kThreads) k_synthesis_spin2(LegendreArgs a) {
   };
   // F_m of rings whose mlim is below m is neither written nor read (see the spin-0 synthesis).
   auto stage = [&](int ch, int b) {
-    const long long t0 = ko + static_cast<long long>(ch) * KC;
-    for (int i = threadIdx.x; i < KC * (1 + 2 * NC); i += kThreads) {
-      if (i < KC) {
-        cp_async16(&s_ab[b][i], a.ab + t0 + i);
-      } else {
-        const int r = i - KC, c = r / (2 * KC), q = r % (2 * KC);
-        const int cs = min(c, ncv - 1);
-        cp_async16(&s_w[b][c][q >> 1][q & 1],
-                   a.W + 2 * (static_cast<std::size_t>(col0 + cs) * total + t0) + q);
-      }
-    }
-    cp_async_commit();
+    stage_chunk<KC, NC>(a, ko + static_cast<long long>(ch) * KC, col0, ncv, total, s_ab[b], s_w[b]);
   };
 
   for (int tile = fa + blockIdx.z * kThreads * P; tile < a.nactive;
