@@ -45,20 +45,6 @@ void launch_legendre_adjoint(const LegendreArgs& a, cudaStream_t s);
 /// value for every plan; call once per plan, outside stream capture).
 void prepare_legendre_kernels();
 
-/// Polar-cap rings come in pairs of equal size N = 4 (q + 1) (north ring q, south ring
-/// 4 nside - 2 - q, q = 0 .. nside - 2). Both rings of a pair share one complex Bluestein row
-/// (north in the real part, south in the imaginary part: their spectra are Hermitian). Rows are
-/// grouped into classes of equal Bluestein length M >= 2 N - 1; a class's rows are contiguous
-/// per column: PU = [class][column][row of class][M], one batched cuFFT per class.
-struct PolarClass {
-  int M;              ///< Bluestein length
-  int rows;           ///< ring pairs (rows) in the class
-  int qlo;            ///< first q of the class
-  long long cbase;    ///< PU elements per column of the classes before this one
-  long long tbase;    ///< offset of the class in the chirp-spectrum table ([row][M])
-};
-inline constexpr int kMaxPolarClasses = 32;
-
 struct FftArgs {
   int nside, lmax, ncc;       ///< ncc = columns * components in this call
   std::int64_t npix;

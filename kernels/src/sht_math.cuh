@@ -1,7 +1,8 @@
 #pragma once
 // Shared math of the CUDA SHT (host and device): HEALPix ring geometry, the scaled start values
 // and three-term recursions of the normalised Wigner-d / Legendre functions, and the spin-2
-// combinations. Compiled by nvcc for the kernels and by plain C++ for host-side twins.
+// combinations, and the layout of the polar-cap Bluestein rows (host only). Compiled by nvcc for
+// the kernels and by plain C++ for host-side twins and tests.
 //
 // lambda_l(theta) = sqrt((2l+1)/(4 pi)) d^l_{m,s'}(theta), s' in {0, +2, -2}, for fixed m >= 0.
 // Recursion (l > l0 = max(m, |s'|)): lambda_l = (alpha_l z - beta_l) lambda_{l-1} - gamma_l
@@ -9,6 +10,7 @@
 // as (v, e) with value = v * 2^(600 e), e <= 0, and count only once e == 0 (scale tracking).
 #include <cmath>
 #include <cstdint>
+#include <vector>
 
 #ifdef __CUDACC__
 #define SHT_HD __host__ __device__ __forceinline__
@@ -284,6 +286,65 @@ SHT_HD void start_spin2(int m, double nu_m, const RingPair& g, double& vp, doubl
   to_scaled(mant * pre, ex, v, e);
   vp = v * g.opz * g.opz;
   vm = v * g.omz * g.omz;
+}
+
+/// Polar-cap rings come in pairs of equal size N = 4 (q + 1) (north ring q, south ring
+/// 4 nside - 2 - q, q = 0 .. nside - 2). Both rings of a pair share one complex Bluestein row
+/// (north in the real part, south in the imaginary part: their spectra are Hermitian). Rows are
+/// grouped into classes of equal Bluestein length M >= 2 N - 1; a class's rows are contiguous
+/// per column: PU = [class][column][row of class][M], one batched cuFFT per class.
+struct PolarClass {
+  int M;              ///< Bluestein length
+  int rows;           ///< ring pairs (rows) in the class
+  int qlo;            ///< first q of the class
+  long long cbase;    ///< PU elements per column of the classes before this one
+  long long tbase;    ///< offset of the class in the chirp-spectrum table ([row][M])
+};
+inline constexpr int kMaxPolarClasses = 32;
+
+/// Polar classes (PolarClass above): each ring pair q takes the smallest length
+/// 2^a or 3 * 2^a >= 2 N - 1 (N = 4 (q + 1)); adjacent classes are merged while a class
+/// boundary saves fewer than kMergeElements padded elements over the plan's columns (two more
+/// FFT launches cost about as much as moving that many), and to at most kMaxPolarClasses.
+/// Host only; cls_of[q] receives the class of ring pair q.
+inline std::vector<PolarClass> polar_classes(int nside, int max_cols,
+                                             std::vector<unsigned char>& cls_of) {
+  constexpr long long kMergeElements = 1LL << 17;
+  std::vector<PolarClass> cls;
+  for (int q = 0; q + 1 < nside; ++q) {
+    const long long need = 2LL * 4 * (q + 1) - 1;
+    long long M = 8;
+    while (M < need) M *= 2;
+    if (M / 4 * 3 >= need) M = M / 4 * 3;
+    if (!cls.empty() && cls.back().M == M) {
+      ++cls.back().rows;
+    } else {
+      cls.push_back({static_cast<int>(M), 1, q, 0, 0});
+    }
+  }
+  while (cls.size() > 1) {
+    std::size_t best = 0;
+    long long saving = -1;
+    for (std::size_t c = 0; c + 1 < cls.size(); ++c) {
+      const long long sv = static_cast<long long>(cls[c].rows) * (cls[c + 1].M - cls[c].M) * max_cols;
+      if (saving < 0 || sv < saving) {
+        saving = sv;
+        best = c;
+      }
+    }
+    if (saving >= kMergeElements && cls.size() <= static_cast<std::size_t>(kMaxPolarClasses)) break;
+    cls[best + 1].rows += cls[best].rows;
+    cls[best + 1].qlo = cls[best].qlo;
+    cls.erase(cls.begin() + static_cast<long long>(best));
+  }
+  long long base = 0;
+  cls_of.assign(nside > 1 ? nside - 1 : 1, 0);
+  for (std::size_t c = 0; c < cls.size(); ++c) {
+    cls[c].cbase = cls[c].tbase = base;
+    base += static_cast<long long>(cls[c].rows) * cls[c].M;
+    for (int q = cls[c].qlo; q < cls[c].qlo + cls[c].rows; ++q) cls_of[q] = static_cast<unsigned char>(c);
+  }
+  return cls;
 }
 
 }  // namespace almagest::kernels::sht

@@ -71,49 +71,6 @@ struct ColumnPlans {
   std::vector<std::unique_ptr<FftPlan>> polar;  ///< one per polar class
 };
 
-/// Polar classes (sht_kernels.cuh, PolarClass): each ring pair q takes the smallest length
-/// 2^a or 3 * 2^a >= 2 N - 1 (N = 4 (q + 1)); adjacent classes are merged while a class
-/// boundary saves fewer than kMergeElements padded elements over the plan's columns (two more
-/// FFT launches cost about as much as moving that many), and to at most kMaxPolarClasses.
-std::vector<sht::PolarClass> polar_classes(int nside, int max_cols, std::vector<unsigned char>& cls_of) {
-  constexpr long long kMergeElements = 1LL << 17;
-  std::vector<sht::PolarClass> cls;
-  for (int q = 0; q + 1 < nside; ++q) {
-    const long long need = 2LL * 4 * (q + 1) - 1;
-    long long M = 8;
-    while (M < need) M *= 2;
-    if (M / 4 * 3 >= need) M = M / 4 * 3;
-    if (!cls.empty() && cls.back().M == M) {
-      ++cls.back().rows;
-    } else {
-      cls.push_back({static_cast<int>(M), 1, q, 0, 0});
-    }
-  }
-  while (cls.size() > 1) {
-    std::size_t best = 0;
-    long long saving = -1;
-    for (std::size_t c = 0; c + 1 < cls.size(); ++c) {
-      const long long sv = static_cast<long long>(cls[c].rows) * (cls[c + 1].M - cls[c].M) * max_cols;
-      if (saving < 0 || sv < saving) {
-        saving = sv;
-        best = c;
-      }
-    }
-    if (saving >= kMergeElements && cls.size() <= static_cast<std::size_t>(sht::kMaxPolarClasses)) break;
-    cls[best + 1].rows += cls[best].rows;
-    cls[best + 1].qlo = cls[best].qlo;
-    cls.erase(cls.begin() + static_cast<long long>(best));
-  }
-  long long base = 0;
-  cls_of.assign(nside > 1 ? nside - 1 : 1, 0);
-  for (std::size_t c = 0; c < cls.size(); ++c) {
-    cls[c].cbase = cls[c].tbase = base;
-    base += static_cast<long long>(cls[c].rows) * cls[c].M;
-    for (int q = cls[c].qlo; q < cls[c].qlo + cls[c].rows; ++q) cls_of[q] = static_cast<unsigned char>(c);
-  }
-  return cls;
-}
-
 class DevicePlan final : public ShtDevicePlan {
 public:
   explicit DevicePlan(const ShtDeviceDesc& d) : d_(d) {
@@ -234,7 +191,7 @@ public:
     BR_.allocate(ncc * nbelt * static_cast<std::size_t>(N));
     if (npolar > 0) {
       std::vector<unsigned char> cls_of;
-      classes_ = polar_classes(ns_, d.max_cols, cls_of);
+      classes_ = sht::polar_classes(ns_, d.max_cols, cls_of);
       for (const auto& c : classes_) polar_per_col_ += static_cast<long long>(c.rows) * c.M;
       cls_of_ = DeviceBuffer<unsigned char>::from(cls_of, s);
       PU_.allocate(ncc * static_cast<std::size_t>(polar_per_col_));

@@ -240,6 +240,7 @@ private slots:
   void synthesis_twin_matches_cpu_backend();
   void adjoint_twin_matches_cpu_backend_data();
   void adjoint_twin_matches_cpu_backend();
+  void polar_classes_cover_every_ring_pair();
 };
 
 // The odd-basis sum at +-x against a long-double direct recursion of lambda_lm, at the equator
@@ -331,6 +332,40 @@ void TestShtDeviceMath::adjoint_twin_matches_cpu_backend() {
   qInfo("adjoint twin vs healpix_cxx: %.2e relative", rel);
   QVERIFY(big > 1.0);
   QVERIFY(rel < 1e-12);
+}
+
+// The polar Bluestein layout: classes partition the ring pairs in order, every row's length is
+// 2^a or 3 * 2^a and at least 2 N - 1 (the linear convolution of two N-sequences), offsets are
+// prefix sums, and the padded total per column stays at most that of one common length.
+void TestShtDeviceMath::polar_classes_cover_every_ring_pair() {
+  for (int nside : {2, 3, 8, 100, 128, 512, 2048, 8192})
+    for (int cols : {1, 64}) {
+      std::vector<unsigned char> cls_of;
+      const auto cls = km::polar_classes(nside, cols, cls_of);
+      QVERIFY(!cls.empty());
+      QVERIFY(static_cast<int>(cls.size()) <= km::kMaxPolarClasses);
+      int q = 0;
+      long long base = 0, longest = 0;
+      for (std::size_t c = 0; c < cls.size(); ++c) {
+        QCOMPARE(cls[c].qlo, q);
+        QCOMPARE(cls[c].cbase, base);
+        QCOMPARE(cls[c].tbase, base);
+        long long M = cls[c].M;
+        while (M % 2 == 0) M /= 2;
+        QVERIFY(M == 1 || M == 3);
+        for (int r = 0; r < cls[c].rows; ++r, ++q) {
+          QVERIFY(cls[c].M >= 2 * 4 * (q + 1) - 1);
+          QCOMPARE(static_cast<std::size_t>(cls_of[q]), c);
+        }
+        base += static_cast<long long>(cls[c].rows) * cls[c].M;
+        longest = std::max<long long>(longest, cls[c].M);
+      }
+      QCOMPARE(q, nside - 1);
+      QVERIFY(base <= longest * (nside - 1));
+    }
+  // nside 1 has no polar ring pairs.
+  std::vector<unsigned char> none;
+  QVERIFY(km::polar_classes(1, 1, none).empty());
 }
 
 QTEST_APPLESS_MAIN(TestShtDeviceMath)
