@@ -210,6 +210,10 @@ public:
         stream_->sync();
       }
     }
+    // The cuFFT plans and their work area for max_cols columns now, so that a device too small
+    // for this plan fails here (DeviceOutOfMemory, which the engine answers with a smaller
+    // batch) and not in the first call.
+    plans(d.max_cols);
     CUDA_CHECK(cudaEventCreate(&ev0_));
     CUDA_CHECK(cudaEventCreate(&ev1_));
     stream_->sync();

@@ -21,7 +21,9 @@ public:
   const ShtConfig& config() const noexcept { return cfg_; }
   virtual Backend kind() const noexcept = 0;
   virtual std::string device() const = 0;
-  /// ncols <= config().batch.
+  /// Columns per call: config().batch, or fewer where a device could not hold that many.
+  virtual int batch() const noexcept { return cfg_.batch; }
+  /// ncols <= batch().
   virtual void synthesis(const std::complex<double>* alm, double* map, int ncols,
                          const JobContext& ctx) const = 0;
   virtual void adjoint(const double* map, std::complex<double>* alm, int ncols,

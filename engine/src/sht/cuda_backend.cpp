@@ -1,6 +1,7 @@
 // CUDA backend: forwards to the plan of the run-time loaded CUDA module (kernels/src/sht_*.cu).
 // An unavailable module or device is an error naming why; there is no silent CPU fallback.
 #include <mutex>
+#include <string>
 
 #include "almagest/core/error.hpp"
 #include "almagest/core/gpu.hpp"
@@ -22,14 +23,32 @@ public:
     d.nside = c.nside;
     d.lmax = c.effective_lmax();
     d.spin = c.spin;
-    d.max_cols = c.batch;
     d.observed_pixels = c.observed_pixels;
-    plan_ = with_cuda_errors([&] { return k->make_plan(d); });
+    // A plan holds its tables and work buffers for max_cols columns. Where that does not fit in
+    // device memory the batch is halved until it does (the plan processes columns in chunks of
+    // batch(), so a large batch costs more launches instead of failing); a plan that does not
+    // fit one column is an error naming the sizes.
+    for (int b = c.batch;; b = (b + 1) / 2) {
+      d.max_cols = b;
+      try {
+        plan_ = k->make_plan(d);
+        batch_ = b;
+        break;
+      } catch (const kernels::DeviceOutOfMemory& e) {
+        if (b == 1)
+          throw CudaError("sht cuda backend: nside " + std::to_string(c.nside) + ", lmax " +
+                          std::to_string(d.lmax) + ", spin " + std::to_string(c.spin) +
+                          " does not fit in device memory even for one column: " + e.what());
+      } catch (const kernels::DeviceError& e) {
+        throw CudaError(e.what());
+      }
+    }
     name_ = plan_->device_name();
     nalm_ = alm_size(d.lmax);
     ncomp_ = c.spin == 0 ? 1 : 2;
   }
   Backend kind() const noexcept override { return Backend::Cuda; }
+  int batch() const noexcept override { return batch_; }
   std::string device() const override { return name_; }
 
   void synthesis(const std::complex<double>* alm, double* map, int ncols,
@@ -53,6 +72,7 @@ private:
   std::string name_;
   std::size_t nalm_ = 0;
   int ncomp_ = 1;
+  int batch_ = 1;
   mutable std::mutex mu_;
 };
 

@@ -69,7 +69,7 @@ double col_alm_dot(const ShtPlan& p, const Complex* a, const Complex* b) {
 void ShtPlan::synthesis(std::span<const Complex> alm, std::span<double> map,
                         const JobContext& ctx) const {
   const int ncols = columns_of(*this, alm.size(), map.size(), "synthesis");
-  const int b = config().batch;
+  const int b = impl_->batch();
   const std::size_t acol = nalm() * ncomp(), mcol = map_size() * ncomp();
   for (int c0 = 0; c0 < ncols; c0 += b) {
     ctx.check_cancel();
@@ -82,7 +82,7 @@ void ShtPlan::synthesis(std::span<const Complex> alm, std::span<double> map,
 void ShtPlan::adjoint(std::span<const double> map, std::span<Complex> alm,
                       const JobContext& ctx) const {
   const int ncols = columns_of(*this, alm.size(), map.size(), "adjoint");
-  const int b = config().batch;
+  const int b = impl_->batch();
   const std::size_t acol = nalm() * ncomp(), mcol = map_size() * ncomp();
   for (int c0 = 0; c0 < ncols; c0 += b) {
     ctx.check_cancel();
