@@ -596,7 +596,7 @@ __global__ void __launch_bounds__(kThreads) k_synthesis_spin0(LegendreArgs a) {
 /// Spin-0 adjoint: block (m, column group); per step the contributions of all ring pairs to
 /// (S1, S2) are summed in registers (P pairs per thread), then across the block through shared
 /// memory, and added to the block's own entries of W (no atomics; fixed summation order).
-template <int P, int NC, int MINB, int NB>
+template <int P, int NC, int MINB>
 __global__ void __launch_bounds__(kThreads, MINB) k_adjoint_spin0(LegendreArgs a) {
   constexpr int KA = 8 / NC;  // steps per reduction chunk: 2 NC outputs each, 16 in all
   static_assert(KA >= 1 && 16 % (2 * NC) == 0, "chunk");
@@ -608,7 +608,7 @@ __global__ void __launch_bounds__(kThreads, MINB) k_adjoint_spin0(LegendreArgs a
   const int nchunk = static_cast<int>((a.koff[m + 1] - ko) / KA);
   const std::size_t fstride = static_cast<std::size_t>(R) * (lmax + 1);
   __shared__ double2 s_ab[2][KA];
-  extern __shared__ cplx red_buffers[];  // [NB][16][kThreads]: chunk ch reduces from ch % NB
+  extern __shared__ cplx red_buffer[];  // [16][kThreads] (kRedBytes)
   const int fa = a.first_active[m];
   const double nu = a.nu[m];
   const int ncv = min(NC, a.ncols - col0);
@@ -647,16 +647,14 @@ __global__ void __launch_bounds__(kThreads, MINB) k_adjoint_spin0(LegendreArgs a
         X[k][c] = {x * (N.re - S.re), x * (N.im - S.im)};
       }
     }
-    // With two buffers (NB = 2) one barrier per chunk: chunk ch sums into red[ch & 1] and
-    // reduces it after the barrier while the next chunk sums into the other buffer; with one,
-    // a second barrier after the reduction.
+    // Two barriers per chunk: partial sums written, then reduced (two buffers and one barrier
+    // measured no faster here, docs/benchmarks.md).
     __syncthreads();  // the previous tile's reductions are done
     if (threadIdx.x < KA) s_ab[0][threadIdx.x] = a.ab[ko + threadIdx.x];
     __syncthreads();
     for (int ch = 0; ch < nchunk; ++ch) {
       const int b = ch & 1;
-      cplx (*red)[kThreads] =
-          reinterpret_cast<cplx (*)[kThreads]>(red_buffers + (NB == 2 ? b : 0) * 16 * kThreads);
+      cplx (*red)[kThreads] = reinterpret_cast<cplx (*)[kThreads]>(red_buffer);
       double2 next = {0.0, 0.0};
       if (threadIdx.x < KA && ch + 1 < nchunk) next = a.ab[ko + (ch + 1) * KA + threadIdx.x];
       const bool fast = warp_all_scaled_in(e);
@@ -705,13 +703,14 @@ __global__ void __launch_bounds__(kThreads, MINB) k_adjoint_spin0(LegendreArgs a
           dst.im += sum.im;
         }
       }
-      if (NB == 1) __syncthreads();  // red is free again
+      __syncthreads();  // red is free again
     }
   }
 }
 
-/// Dynamic shared memory of the adjoint kernels: NB reduction buffers of 16 outputs x kThreads
-/// (32 KB each; two are above the 48 KB default: prepare_legendre_kernels raises the limit).
+/// Dynamic shared memory of the adjoint kernels: reduction buffers of 16 outputs x kThreads,
+/// 32 KB each (the spin-2 kernel with two is above the 48 KB default: prepare_legendre_kernels
+/// raises its limit).
 constexpr int kRedBytes = 16 * kThreads * static_cast<int>(sizeof(cplx));
 
 template <class K>
@@ -728,10 +727,10 @@ void launch_synth0_t(const LegendreArgs& a, cudaStream_t s) {
   k_synthesis_spin0<P, NC><<<grid, kThreads, 0, s>>>(a);
   CUDA_CHECK_LAUNCH();
 }
-template <int P, int NC, int MINB = 1, int NB = 1>
+template <int P, int NC, int MINB = 1>
 void launch_adj0_t(const LegendreArgs& a, cudaStream_t s) {
   dim3 grid(a.lmax + 1, (a.ncols + NC - 1) / NC);
-  k_adjoint_spin0<P, NC, MINB, NB><<<grid, kThreads, NB * kRedBytes, s>>>(a);
+  k_adjoint_spin0<P, NC, MINB><<<grid, kThreads, kRedBytes, s>>>(a);
   CUDA_CHECK_LAUNCH();
 }
 
@@ -1030,7 +1029,7 @@ __global__ void k_polar_multiply(FftArgs a, bool conjugate) {
   for (long long t = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; t < n;
        t += static_cast<long long>(gridDim.x) * blockDim.x) {
     const long long j = t % c.M, row = (t / c.M) % c.rows;
-    cplx h = a.chirp_fft[c.tbase + row * c.M + j];
+    cplx h = a.chirp_fft[c.cbase + row * c.M + j];
     if (conjugate) h.im = -h.im;
     base[t] = cmul(base[t], h);
   }
@@ -1175,7 +1174,7 @@ __global__ void k_chirp_rows(FftArgs a, cplx* table) {
       v = chirp(j, N);
     else if (j > c.M - N)
       v = chirp(c.M - j, N);
-    table[c.tbase + t] = v;
+    table[c.cbase + t] = v;
   }
 }
 
@@ -1197,11 +1196,7 @@ unsigned grid_for(long long total) {
 }  // namespace
 
 void prepare_legendre_kernels() {
-  allow_adjoint_smem(k_adjoint_spin0<2, 2, 1, 1>);
-  allow_adjoint_smem(k_adjoint_spin0<2, 1, 1, 1>);
-  allow_adjoint_smem(k_adjoint_spin0<4, 1, 1, 1>);
-  allow_adjoint_smem(k_adjoint_spin0<8, 1, 3, 1>);
-  allow_adjoint_smem(k_adjoint_spin2<2, 1, 1, 1>);
+  // The only kernel above the 48 KB default: two reduction buffers.
   allow_adjoint_smem(k_adjoint_spin2<4, 1, 3, 2>);
 }
 

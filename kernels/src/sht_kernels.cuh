@@ -49,7 +49,6 @@ struct FftArgs {
   int nside, lmax, ncc;       ///< ncc = columns * components in this call
   std::int64_t npix;
   int nclass;                 ///< polar classes (0 when nside == 1)
-  long long polar_per_col;    ///< PU elements per column
   PolarClass cls[kMaxPolarClasses];
   const unsigned char* cls_of;  ///< [nside - 1] class of each ring pair q
   const int* mlim;            ///< [2 nside] per ring pair: F_m = 0 above it (not read)

@@ -297,8 +297,8 @@ struct PolarClass {
   int M;              ///< Bluestein length
   int rows;           ///< ring pairs (rows) in the class
   int qlo;            ///< first q of the class
-  long long cbase;    ///< PU elements per column of the classes before this one
-  long long tbase;    ///< offset of the class in the chirp-spectrum table ([row][M])
+  long long cbase;    ///< PU elements per column of the classes before this one, and the
+                      ///< class's offset in the chirp-spectrum table (one column's layout)
 };
 inline constexpr int kMaxPolarClasses = 32;
 
@@ -319,7 +319,7 @@ inline std::vector<PolarClass> polar_classes(int nside, int max_cols,
     if (!cls.empty() && cls.back().M == M) {
       ++cls.back().rows;
     } else {
-      cls.push_back({static_cast<int>(M), 1, q, 0, 0});
+      cls.push_back({static_cast<int>(M), 1, q, 0});
     }
   }
   while (cls.size() > 1) {
@@ -340,7 +340,7 @@ inline std::vector<PolarClass> polar_classes(int nside, int max_cols,
   long long base = 0;
   cls_of.assign(nside > 1 ? nside - 1 : 1, 0);
   for (std::size_t c = 0; c < cls.size(); ++c) {
-    cls[c].cbase = cls[c].tbase = base;
+    cls[c].cbase = base;
     base += static_cast<long long>(cls[c].rows) * cls[c].M;
     for (int q = cls[c].qlo; q < cls[c].qlo + cls[c].rows; ++q) cls_of[q] = static_cast<unsigned char>(c);
   }

@@ -114,13 +114,8 @@ public:
     for (int m = 1; m <= lmax_; ++m) nu[m] = nu[m - 1] * std::sqrt((2.0 * m - 1.0) / (2.0 * m));
     // Spin 0: odd-parity-basis tables (fill_obasis), each mode padded to whole chunks.
     if (d.spin == 0) {
-      std::vector<long long> koff(lmax_ + 2, 0);
-      for (int m = 0; m <= lmax_; ++m) {
-        const int K = sht::obasis_steps(lmax_, m);
-        const int Kp = (K + sht::kObasisChunk - 1) / sht::kObasisChunk * sht::kObasisChunk;
-        koff[m + 1] = koff[m] + Kp;
-      }
-      ktotal_ = static_cast<std::size_t>(koff[lmax_ + 1]);
+      const auto koff =
+          padded_offsets(sht::kObasisChunk, [&](int m) { return sht::obasis_steps(lmax_, m); });
       std::vector<double2> ab(ktotal_, double2{0.0, 0.0});
       std::vector<sht::ObasisNorm> nrm(ktotal_, sht::ObasisNorm{0.0, 0.0, 0.0});
       for (int m = 0; m <= lmax_; ++m)
@@ -138,13 +133,8 @@ public:
         sht::fill_mu_table(2, lmax_, m, A.data() + mst, B.data() + mst, Nt.data() + mst);
       }
       // The synthesis reads (A_l, B_l) in the padded step layout (entry l - l0 of mode m).
-      std::vector<long long> koff(lmax_ + 2, 0);
-      for (int m = 0; m <= lmax_; ++m) {
-        const int K = std::max(0, lmax_ - sht::l0_of(2, m) + 1);
-        const int Kp = (K + sht::kSpin2Chunk - 1) / sht::kSpin2Chunk * sht::kSpin2Chunk;
-        koff[m + 1] = koff[m] + Kp;
-      }
-      ktotal_ = static_cast<std::size_t>(koff[lmax_ + 1]);
+      const auto koff = padded_offsets(
+          sht::kSpin2Chunk, [&](int m) { return std::max(0, lmax_ - sht::l0_of(2, m) + 1); });
       std::vector<double2> ab(ktotal_, double2{0.0, 0.0});
       for (int m = 0; m <= lmax_; ++m) {
         const std::size_t mst = static_cast<std::size_t>(m) * (2 * lmax_ + 1 - m) / 2;
@@ -203,9 +193,9 @@ public:
         FftPlan p(c.M, c.rows, CUFFT_Z2Z, c.M, c.M, s);
         DeviceBuffer<char> work(std::max<std::size_t>(p.work_size(), 1));
         p.set_work_area(work.data());
-        auto* z = reinterpret_cast<cufftDoubleComplex*>(chirp_fft_.data() + c.tbase);
+        auto* z = reinterpret_cast<cufftDoubleComplex*>(chirp_fft_.data() + c.cbase);
         CUFFT_CHECK(cufftExecZ2Z(p.get(), z, z, CUFFT_FORWARD));
-        sht::launch_scale(chirp_fft_.data() + c.tbase, static_cast<std::size_t>(c.rows) * c.M,
+        sht::launch_scale(chirp_fft_.data() + c.cbase, static_cast<std::size_t>(c.rows) * c.M,
                           1.0 / c.M, s);
         stream_->sync();
       }
@@ -392,6 +382,15 @@ private:
     return nullptr;
   }
   std::size_t cc(int ncols) const { return static_cast<std::size_t>(ncols) * ncomp_; }
+  /// The padded step layout of LegendreArgs::koff: mode m's steps(m) rounded up to whole
+  /// chunks, offsets for m = 0..lmax + 1; sets ktotal_ to the total.
+  template <class Steps>
+  std::vector<long long> padded_offsets(int chunk, Steps steps) {
+    std::vector<long long> koff(lmax_ + 2, 0);
+    for (int m = 0; m <= lmax_; ++m) koff[m + 1] = koff[m] + (steps(m) + chunk - 1) / chunk * chunk;
+    ktotal_ = static_cast<std::size_t>(koff[lmax_ + 1]);
+    return koff;
+  }
   /// First pixel of the belt (ring nside - 1): the polar cap's 2 nside (nside - 1) pixels.
   std::size_t belt_start() const { return 2ULL * ns_ * (ns_ - 1); }
   void check_cols(int ncols) const {
@@ -481,7 +480,6 @@ private:
     f.ncc = static_cast<int>(cc(ncols));
     f.npix = npix_;
     f.nclass = static_cast<int>(classes_.size());
-    f.polar_per_col = polar_per_col_;
     for (std::size_t c = 0; c < classes_.size(); ++c) f.cls[c] = classes_[c];
     f.cls_of = cls_of_.data();
     f.mlim = mlim_.data();
