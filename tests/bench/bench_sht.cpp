@@ -3,7 +3,8 @@
 // and 2, synthesis and adjoint; the Legendre kernel alone; its FP64 operation count against the
 // card's 26.9 TFLOP/s; host-inclusive synthesis; the CGLS inverse at nside 128, lmax 191, B = 4.
 // CPU (--cpu [threads]): the healpix_cxx backend, min and median of runs.
-// Usage: bench_sht [--cpu [threads]] [--max-nside N] [--only NSIDE (GPU, B = 1)] [--out file]
+// Usage: bench_sht [--cpu [threads]] [--max-nside N] [--only NSIDE (GPU, B = 1)]
+//                  [--adjoint-only (GPU: adjoint cells alone, for tuning runs)] [--out file]
 #include <algorithm>
 #include <cstdarg>
 #include <chrono>
@@ -49,7 +50,7 @@ std::vector<double> randv(std::size_t n, std::uint64_t seed) {
 }
 constexpr double kFp64Rate = 26.9e12;  // measured FP64 vector FMA rate of the H200 (notes/h200.md)
 
-int run_gpu(int max_nside, int only) {
+int run_gpu(int max_nside, int only, bool adjoint_only) {
   const auto& st = gpu_status();
   if (!st.available) {
     std::printf("SKIP: no usable GPU: %s\n", st.reason.c_str());
@@ -85,6 +86,7 @@ int run_gpu(int max_nside, int only) {
       plan->upload_map(map.data(), c.batch);
       const auto cnt = plan->counts();
       for (auto op : {kernels::ShtOp::Synthesis, kernels::ShtOp::Adjoint}) {
+        if (adjoint_only && op == kernels::ShtOp::Synthesis) continue;
         plan->time(op, c.batch, 3);  // warm-up
         const double t = median(plan->time(op, c.batch, 10));
         const double tl = median(plan->time_legendre(op, c.batch, 10));
@@ -93,7 +95,7 @@ int run_gpu(int max_nside, int only) {
             op == kernels::ShtOp::Synthesis ? "synthesis" : "adjoint", t, t / c.batch, tl, fl * 1e-9,
             fl / (tl * 1e-3) / kFp64Rate);
       }
-      if (c.batch == 1 && c.nside >= 512) {
+      if (c.batch == 1 && c.nside >= 512 && !adjoint_only) {
         // Host-inclusive synthesis (host arrays in and out).
         std::vector<double> mo(npix * nc);
         plan->synthesis(alm.data(), mo.data(), 1);
@@ -109,7 +111,7 @@ int run_gpu(int max_nside, int only) {
   }
   // CGLS inverse through the engine (host-side iteration, device transforms).
   for (int spin : {0, 2}) {
-    if (only > 0) break;
+    if (only > 0 || adjoint_only) break;
     ShtConfig c;
     c.nside = 128;
     c.lmax = 191;
@@ -175,6 +177,7 @@ int run_cpu(int threads, int max_nside) {
 int main(int argc, char** argv) {
   bool cpu = false;
   int threads = 2, max_nside = 2048, only = 0;
+  bool adjoint_only = false;
   std::string file;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -185,13 +188,15 @@ int main(int argc, char** argv) {
       max_nside = std::atoi(argv[++i]);
     } else if (a == "--only" && i + 1 < argc) {
       only = std::atoi(argv[++i]);
+    } else if (a == "--adjoint-only") {
+      adjoint_only = true;
     } else if (a == "--out" && i + 1 < argc) {
       file = argv[++i];
     }
   }
   int rc = 0;
   try {
-    rc = cpu ? run_cpu(threads, max_nside) : run_gpu(max_nside, only);
+    rc = cpu ? run_cpu(threads, max_nside) : run_gpu(max_nside, only, adjoint_only);
   } catch (const std::exception& e) {
     std::printf("error: %s\n", e.what());
     rc = 1;

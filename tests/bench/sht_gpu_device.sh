@@ -6,8 +6,11 @@
 # go to $OUT.
 # Usage: tests/bench/sht_gpu_device.sh [check nside (default 1024)]
 # Environment: BASELINE=<module file in .device-libs/sht> also benchmarks that module;
-#              ADJ_P="4 ...", SYN_P="2 ..." also benchmark those spin-0 kernel shapes
-#              (ALMAGEST_SHT_ADJ_P, ALMAGEST_SHT_SYN_P);
+#              MODULES="<module file> ..." benchmarks the adjoint cells of each (tuning variants);
+#              TENSOR=0 skips the check and adjoint timings of ALMAGEST_SHT_ADJ_REDUCE=tensor
+#              (the tensor-core warp sums of the adjoints, run by default until measured);
+#              ADJ_P="4 ...", ADJ2_P="2 ...", SYN_P="2 ..." also benchmark those kernel shapes
+#              (ALMAGEST_SHT_ADJ_P, ALMAGEST_SHT_ADJ2_P, ALMAGEST_SHT_SYN_P);
 #              MEMCHECK_NSIDE=<n> runs sht_gpu_check n under compute-sanitizer memcheck.
 #              BENCH_ONLY=<nside> restricts the benchmarks to single transforms of that nside.
 set -u
@@ -39,7 +42,30 @@ cat "$OUT/bench.md"
 grep -E "^stages" "$OUT/stages.txt" | sort -u -t: -k1,1 | sed 's/^stages //'
 for p in ${ADJ_P:-}; do
   echo "## spin-0 adjoint, ALMAGEST_SHT_ADJ_P=$p"
-  ALMAGEST_SHT_ADJ_P=$p timeout 120 $B/bench_sht "${only[@]}" 2>/dev/null | grep -E "\| 0 \| adjoint \|"
+  ALMAGEST_SHT_ADJ_P=$p timeout 120 $B/bench_sht --adjoint-only "${only[@]}" 2>/dev/null | grep -E "\| 0 \| adjoint \|"
+done
+for p in ${ADJ2_P:-}; do
+  echo "## spin-2 adjoint, ALMAGEST_SHT_ADJ2_P=$p"
+  ALMAGEST_SHT_ADJ2_P=$p timeout 120 $B/bench_sht --adjoint-only "${only[@]}" 2>/dev/null | grep -E "\| 2 \| adjoint \|"
+done
+if [ "${TENSOR:-1}" = 1 ]; then
+  echo "## ALMAGEST_SHT_ADJ_REDUCE=tensor: check (nside ${TENSOR_CHECK_NSIDE:-1024}) and adjoint cells"
+  ALMAGEST_SHT_ADJ_REDUCE=tensor timeout ${CHECK_S:-240} $B/sht_gpu_check "${TENSOR_CHECK_NSIDE:-1024}" > "$OUT/check_tensor.txt" 2>&1
+  echo "sht_gpu_check (tensor) rc=$?"
+  grep -v -E '^(PASS|ok)' "$OUT/check_tensor.txt" | tail -n 30
+  ALMAGEST_SHT_ADJ_REDUCE=tensor timeout 150 $B/bench_sht --adjoint-only "${only[@]}" 2>&1 | grep -E "^\|.*adjoint|error"
+  for p in ${ADJ_P:-}; do
+    echo "## tensor, spin-0 adjoint, ALMAGEST_SHT_ADJ_P=$p"
+    ALMAGEST_SHT_ADJ_REDUCE=tensor ALMAGEST_SHT_ADJ_P=$p timeout 120 $B/bench_sht --adjoint-only "${only[@]}" 2>/dev/null | grep -E "\| 0 \| adjoint \|"
+  done
+  for p in ${ADJ2_P:-}; do
+    echo "## tensor, spin-2 adjoint, ALMAGEST_SHT_ADJ2_P=$p"
+    ALMAGEST_SHT_ADJ_REDUCE=tensor ALMAGEST_SHT_ADJ2_P=$p timeout 120 $B/bench_sht --adjoint-only "${only[@]}" 2>/dev/null | grep -E "\| 2 \| adjoint \|"
+  done
+fi
+for mod in ${MODULES:-}; do
+  echo "## module $mod, adjoint cells"
+  ALMAGEST_CUDA_MODULE=$B/$mod timeout 150 $B/bench_sht --adjoint-only "${only[@]}" 2>&1 | grep -E "^\|.*adjoint|error"
 done
 for p in ${SYN_P:-}; do
   echo "## spin-0 synthesis, ALMAGEST_SHT_SYN_P=$p"
