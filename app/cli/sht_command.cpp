@@ -58,7 +58,7 @@ const char* spin_text(Layout l) { return l == Layout::Pol ? "0,2" : l == Layout:
 
 struct Settings {
   Op op = Op::Synth;
-  std::string input, output, mask, cross, format = "auto", backend = "cpu";
+  std::string input, output, mask, cross, ring_weights, format = "auto", backend = "cpu";
   int nside = 0, lmax = -1, spin = 0, threads = 0, iter = 3, max_iter = 1000;
   bool pol = false, nest_out = false, partial_out = false;
   double epsilon = 1e-10, fwhm_arcmin = -1.0;
@@ -337,6 +337,7 @@ int do_command(const Settings& s) {
   o.config = {{"command", std::string("sht ") + op_name(s.op)}, {"input", s.input}, {"spin", spin_text(layout)},
               {"pol", s.pol}, {"backend_requested", s.backend}, {"threads", s.threads}};
   if (!s.mask.empty()) o.config["mask"] = s.mask;
+  if (!s.ring_weights.empty()) o.config["ring_weights"] = s.ring_weights;
 
   // Writers shared by every command, with the provenance record.
   auto meta_of = [&](const Plans* plans) {
@@ -349,6 +350,7 @@ int do_command(const Settings& s) {
     p.config_json = o.config.dump();
     p.inputs = {s.input};
     if (!s.mask.empty()) p.inputs.push_back(s.mask);
+    if (!s.ring_weights.empty()) p.inputs.push_back(s.ring_weights);
     if (!s.cross.empty()) p.inputs.push_back(s.cross);
     p.timings_s = {{"read", o.read_s}, {"transform", o.transform_s}};
     shtio::OutputMeta meta;
@@ -365,6 +367,9 @@ int do_command(const Settings& s) {
                  {"ALMTHR", static_cast<long long>(p.threads), "CPU threads (0 on the GPU)"},
                  {"ALMSPIN", std::string(spin_text(layout)), "spins of the transforms"}};
     if (!s.mask.empty()) meta.keys.push_back({"ALMMASK", s.mask, "mask (observed pixels)"});
+    if (!s.ring_weights.empty())
+      meta.keys.push_back({"ALMRINGW", fs::path(s.ring_weights).filename().string(),
+                           "ring weight file of map2alm (healpy use_weights)"});
     if (!s.cross.empty()) meta.keys.push_back({"ALMCROSS", s.cross, "second input (cross spectra)"});
     meta.keys.insert(meta.keys.end(), o.keys.begin(), o.keys.end());
     return meta;
@@ -399,6 +404,8 @@ int do_command(const Settings& s) {
     o.keys.push_back({"LMAX", static_cast<long long>(lmax), "band limit of the transforms"});
     if (s.op == Op::Cl) {
       if (!s.mask.empty()) throw ConfigError("--mask", "applies to map inputs; " + s.input + " holds alm");
+      if (!s.ring_weights.empty())
+        throw ConfigError("--ring-weights", "applies to map inputs; " + s.input + " holds alm");
       std::vector<std::vector<Complex>> sets2 = sets;
       if (!s.cross.empty()) {
         const int n2 = shtio::count_alm_sets(s.cross);
@@ -473,6 +480,8 @@ int do_command(const Settings& s) {
     std::optional<std::vector<std::int64_t>> mask;
     if (!s.mask.empty()) mask = shtio::read_mask(s.mask, nside);
     MapData d = load_map(s, s.input, std::move(input), nside, "", mask ? &*mask : nullptr);
+    std::vector<double> ring_weights;  // empty: healpy use_weights=False
+    if (!s.ring_weights.empty()) ring_weights = sht::read_ring_weights(s.ring_weights, nside);
     const sht::HealpixMap& probe = d.file;
     std::optional<MapData> d2;
     if (!s.cross.empty())
@@ -511,7 +520,7 @@ int do_command(const Settings& s) {
                                          s.epsilon, e.iterations(), e.residual()));
           }
         } else {
-          plan.map2alm(m, a, s.iter, {}, ctx);
+          plan.map2alm(m, a, s.iter, ring_weights, ctx);
         }
         return a;
       };
@@ -587,14 +596,14 @@ int do_command(const Settings& s) {
       std::vector<std::vector<double>> out;
       if (plans.t) {
         std::vector<double> m(d.values[0].size());
-        sht::smooth_map(*plans.t, d.values[0], m, fwhm_rad, s.iter, ctx);
+        sht::smooth_map(*plans.t, d.values[0], m, fwhm_rad, s.iter, ctx, ring_weights);
         out.push_back(std::move(m));
       }
       if (plans.p) {
         const std::size_t q = layout == Layout::Pol ? 1 : 0;
         const auto in = concat(d.values[q], d.values[q + 1]);
         std::vector<double> qu(in.size());
-        sht::smooth_map(*plans.p, in, qu, fwhm_rad, s.iter, ctx);
+        sht::smooth_map(*plans.p, in, qu, fwhm_rad, s.iter, ctx, ring_weights);
         auto [qq, uu] = split2(qu);
         out.push_back(std::move(qq));
         out.push_back(std::move(uu));
@@ -675,8 +684,12 @@ void add_options(CLI::App& app, Settings& s) {
                  wrap_text(map_in ? "Cut sky: only these pixels are used. A HEALPix map (observed where the first column is non-zero and not UNSEEN) or a text file of RING pixel indices. UNSEEN input pixels are always excluded."
                                   : "Synthesise only these pixels (a HEALPix map, observed where non-zero and not UNSEEN, or a text file of RING pixel indices); the rest are UNSEEN.", 62))
       ->type_name("FILE");
-  if (op == Op::Map2alm || op == Op::Cl || op == Op::Smooth)
+  if (op == Op::Map2alm || op == Op::Cl || op == Op::Smooth) {
     app.add_option("--iter", s.iter, "healpy map2alm iterations (Jacobi steps), >= 0; default 3.")->type_name("N");
+    app.add_option("--ring-weights", s.ring_weights,
+                   wrap_text("HEALPix ring weight file (weight_ring_nNNNNN.fits of the HEALPix / healpy data) for map inputs: map2alm weighs each ring by it (healpy use_weights=True). Default: none.", 62))
+        ->type_name("FILE");
+  }
   if (op == Op::Inverse) {
     app.add_option("--epsilon", s.epsilon,
                    wrap_text("CGLS tolerance: stop when ||Y^T (Y a - m)|| / ||Y^T m|| < epsilon; default 1e-10.", 62))
@@ -730,7 +743,7 @@ Command add_sht_command(CLI::App& parent) {
        "almagest-cli sht adjoint map.fits --lmax 500 -o alm.fits"},
       {Op::Inverse, "Least-squares inverse min ||Y a - m|| by CGLS: map -> alm; exit code 6 if not converged.",
        "almagest-cli sht inverse map.fits --lmax 383 --epsilon 1e-10 -o alm.fits"},
-      {Op::Map2alm, "healpy map2alm(iter): alm = Y^T W m, then --iter Jacobi steps (no ring weights).",
+      {Op::Map2alm, "healpy map2alm(iter): alm = Y^T W m, then --iter Jacobi steps (ring weights with --ring-weights).",
        "almagest-cli sht map2alm cmb.fits --pol --iter 3 -o alm.fits"},
       {Op::Cl, "Angular power spectra (healpy anafast / alm2cl): TT; EE, BB, EB (--spin 2); TT, EE, BB, TE, EB, TB (--pol).",
        "almagest-cli sht cl cmb.fits --pol -o cl.fits"},

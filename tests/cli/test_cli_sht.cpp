@@ -180,6 +180,24 @@ void write_raw_map(const std::string& path, long long nside_key, const char* ord
   QVERIFY2(st == 0, path.c_str());
 }
 
+/// A HEALPix ring weight file (weight_ring_nNNNNN.fits layout): BINTABLE of w - 1 (float32) for
+/// rings 1..2 nside, one value per row, with an NSIDE keyword.
+void write_ring_weights(const std::string& path, const std::vector<double>& w_minus_1, long long nside_key) {
+  fitsfile* f = nullptr;
+  int st = 0;
+  fits_create_file(&f, ("!" + path).c_str(), &st);
+  fits_create_img(f, 8, 0, nullptr, &st);
+  char t1[] = "TEMPERATURE WEIGHTS", form[] = "E", empty[] = "";
+  char* tt[] = {t1};
+  char* tf[] = {form};
+  char* tu[] = {empty};
+  fits_create_tbl(f, BINARY_TBL, static_cast<LONGLONG>(w_minus_1.size()), 1, tt, tf, tu, nullptr, &st);
+  fits_update_key(f, TLONGLONG, "NSIDE", &nside_key, nullptr, &st);
+  fits_write_col(f, TDOUBLE, 1, 1, 1, static_cast<LONGLONG>(w_minus_1.size()), const_cast<double*>(w_minus_1.data()), &st);
+  fits_close_file(f, &st);
+  QVERIFY2(st == 0, path.c_str());
+}
+
 HealpixMap make_map(int nside, std::vector<std::vector<double>> cols) {
   HealpixMap m;
   m.nside = nside;
@@ -372,6 +390,42 @@ private slots:
     QCOMPARE(read_alm((out / "a.fits").string(), 1, -1, &l), a);
     QCOMPARE(l, lmax);
     QCOMPARE(fits_key((out / "a.fits").string(), 1, "ITER"), std::string("2"));
+  }
+
+  // map2alm with a HEALPix ring weight file equals the engine's map2alm with those weights (w = 1 +
+  // the stored float32 value); the file is named in the header and in the provenance.
+  void map2almRingWeights() {
+    fs::path out = fresh_dir("ringw");
+    const auto maps = engine_synth(kNside, kLmax, teb_);
+    std::vector<double> wm1(2 * kNside);
+    for (std::size_t r = 0; r < wm1.size(); ++r) wm1[r] = 0.03 * std::cos(0.5 * static_cast<double>(r));
+    const fs::path wfile = out / "weight_ring_n00016.fits";
+    write_ring_weights(wfile.string(), wm1, kNside);
+    CliRun r = run_cli(QStringList{"sht", "map2alm", q(map_fits_), "--iter", "1", "--ring-weights", q(wfile), "-o",
+                                   q(out / "a.fits")} + common());
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    std::vector<double> w(wm1.size());
+    for (std::size_t i = 0; i < w.size(); ++i) w[i] = 1.0 + static_cast<double>(static_cast<float>(wm1[i]));
+    const int lmax = 3 * kNside - 1;
+    std::vector<Complex> a(alm_size(lmax)), plain(alm_size(lmax));
+    auto plan = plan_of(kNside, lmax, 0);
+    plan.map2alm(maps[0], a, 1, w);
+    plan.map2alm(maps[0], plain, 1);
+    QCOMPARE(read_alm((out / "a.fits").string()), a);
+    QVERIFY(max_abs_diff(a, plain) > 1e-4 * max_abs(plain));  // the weights mattered
+    QVERIFY(fits_key((out / "a.fits").string(), 1, "ALMRINGW").find("weight_ring_n00016.fits") != std::string::npos);
+    // A weight file of another NSIDE: exit code 3 naming the file and the key, no output.
+    write_ring_weights((out / "weight_ring_n00008.fits").string(), std::vector<double>(16, 0.0), 8);
+    fs::path bad = fresh_dir("ringw-bad");
+    r = run_cli(QStringList{"sht", "cl", q(map_fits_), "--ring-weights", q(out / "weight_ring_n00008.fits"), "-o",
+                            q(bad / "cl.fits")} + common());
+    QCOMPARE(r.code, 3);
+    QVERIFY2(r.err.contains("weight_ring_n00008.fits") && r.err.contains("NSIDE"), qPrintable(r.err));
+    QCOMPARE(listing(bad), std::vector<std::string>{});
+    // Ring weights apply to map inputs only.
+    r = run_cli(QStringList{"sht", "cl", q(alm_fits_), "--ring-weights", q(wfile), "-o", q(bad / "cl.fits")} + common());
+    QCOMPARE(r.code, 2);
+    QVERIFY2(r.err.contains("--ring-weights"), qPrintable(r.err));
   }
 
   // cl of a synthesised map equals the engine's spectra (FITS, text, HDF5; auto, cross, alm).

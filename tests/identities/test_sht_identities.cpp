@@ -2,6 +2,7 @@
 // least-squares inverse, iterative map2alm, cut sky, spectra, beams and smoothing.
 #include <QtTest>
 
+#include <algorithm>
 #include <cmath>
 #include <complex>
 #include <numbers>
@@ -274,6 +275,25 @@ private slots:
     std::vector<Complex> a1(a.size());
     plan.map2alm(map, a1, 1);
     QVERIFY(max_diff(aw, a1) < 1e-15 * max_abs(a1));
+    // Non-uniform ring weights (north to equator, mirrored in the south): iter 0 equals the adjoint
+    // of the map times 4 pi / Npix and the weight of each pixel's ring, the rings counted here
+    // from their pixel numbers (ring i of 4 nside - 1 has 4 min(i, nside, 4 nside - i) pixels).
+    std::vector<double> rw(2 * 16);
+    for (std::size_t r = 0; r < rw.size(); ++r) rw[r] = 1.0 + 0.05 * std::cos(0.9 * r) + 0.001 * r;
+    std::vector<Complex> ar(a.size());
+    plan.map2alm(map, ar, 0, rw);
+    std::vector<double> wmap(map.size());
+    std::size_t p = 0;
+    for (int i = 1; i < 4 * 16; ++i) {
+      const int count = 4 * std::min({i, 16, 4 * 16 - i});
+      const int rn = std::min(i, 4 * 16 - i);
+      for (int j = 0; j < count; ++j, ++p) wmap[p] = map[p] * w * rw[rn - 1];
+    }
+    QCOMPARE(p, map.size());
+    std::vector<Complex> yw(a.size());
+    plan.adjoint(wmap, yw, {});
+    QVERIFY(max_diff(yw, ar) < 1e-14 * max_abs(ar));
+    QVERIFY(max_diff(ar, a0) > 1e-3 * max_abs(a0));  // the weights did change the result
   }
 
   void cut_sky() {

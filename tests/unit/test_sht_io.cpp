@@ -61,6 +61,31 @@ void write_healpy_style(const std::string& path, int nside, const std::vector<st
   QCOMPARE(st, 0);
 }
 
+/// Writes a HEALPix ring weight file as the HEALPix / healpy data hold them: an empty primary
+/// HDU, then a BINTABLE whose columns (TEMPERATURE, Q- and U-POLARISATION WEIGHTS, float32) hold
+/// w - 1 for rings 1..2 nside, `per_row` values per row.
+void write_ring_weight_file(const std::string& path, const std::vector<double>& w_minus_1, int per_row,
+                            long long nside_key) {
+  fitsfile* f = nullptr;
+  int st = 0;
+  fits_create_file(&f, ("!" + path).c_str(), &st);
+  fits_create_img(f, 8, 0, nullptr, &st);
+  std::string form = std::to_string(per_row) + "E";
+  char t1[] = "TEMPERATURE WEIGHTS", t2[] = "Q-POLARISATION WEIGHTS", t3[] = "U-POLARISATION WEIGHTS";
+  char* tt[] = {t1, t2, t3};
+  char* tf[] = {form.data(), form.data(), form.data()};
+  char e[] = "";
+  char* tu[] = {e, e, e};
+  const long long nrows = static_cast<long long>(w_minus_1.size()) / per_row;
+  fits_create_tbl(f, BINARY_TBL, nrows, 3, tt, tf, tu, nullptr, &st);
+  if (nside_key > 0) fits_update_key(f, TLONGLONG, "NSIDE", &nside_key, nullptr, &st);
+  for (int c = 1; c <= 3; ++c)
+    fits_write_col(f, TDOUBLE, c, 1, 1, static_cast<LONGLONG>(w_minus_1.size()),
+                   const_cast<double*>(w_minus_1.data()), &st);
+  fits_close_file(f, &st);
+  QCOMPARE(st, 0);
+}
+
 std::vector<double> ramp(std::size_t n, double scale) {
   std::vector<double> v(n);
   for (std::size_t i = 0; i < n; ++i) v[i] = scale * std::sin(0.37 * i) + 1e-3 * i;
@@ -71,6 +96,53 @@ std::vector<double> ramp(std::size_t n, double scale) {
 class TestShtIo : public QObject {
   Q_OBJECT
 private slots:
+  void ring_weight_files() {
+    const int nside = 16;
+    std::vector<double> wm1(2 * nside);
+    for (int r = 0; r < 2 * nside; ++r) wm1[r] = 0.01 * std::sin(0.7 * r) - 0.002 * r;
+    const std::string dir = tmp_dir().toStdString();
+    // One value per row (with NSIDE) and vector rows of 8 (without): both read as w = 1 + stored.
+    for (int per_row : {1, 8}) {
+      const std::string path = dir + "/weight_ring_n00016_" + std::to_string(per_row) + ".fits";
+      write_ring_weight_file(path, wm1, per_row, per_row == 1 ? nside : -1);
+      const auto w = read_ring_weights(path, nside);
+      QCOMPARE(w.size(), std::size_t(2 * nside));
+      for (int r = 0; r < 2 * nside; ++r)
+        QVERIFY(std::fabs(w[r] - (1.0 + static_cast<float>(wm1[r]))) < 1e-15);
+    }
+    auto expect_io = [](auto&& fn, const char* field) {
+      try {
+        fn();
+        QFAIL("expected IoError");
+      } catch (const IoError& e) {
+        QVERIFY2(std::string(e.what()).find(field) != std::string::npos, e.what());
+      }
+    };
+    // A file for another NSIDE: by its keyword, and by its length.
+    const std::string other = dir + "/weight_ring_n00008.fits";
+    write_ring_weight_file(other, std::vector<double>(16, 0.0), 1, 8);
+    expect_io([&] { read_ring_weights(other, nside); }, "NSIDE");
+    const std::string short_file = dir + "/weight_ring_short.fits";
+    write_ring_weight_file(short_file, std::vector<double>(16, 0.0), 1, -1);
+    expect_io([&] { read_ring_weights(short_file, nside); }, "TEMPERATURE WEIGHTS");
+    // A NaN weight, a missing file, a file without a table.
+    auto bad = wm1;
+    bad[5] = std::nan("");
+    const std::string nan_file = dir + "/weight_ring_nan.fits";
+    write_ring_weight_file(nan_file, bad, 1, nside);
+    expect_io([&] { read_ring_weights(nan_file, nside); }, "ring 6");
+    expect_io([&] { read_ring_weights(dir + "/no_such_weight_file.fits", nside); }, "no_such_weight_file");
+    const std::string img = dir + "/weight_ring_image.fits";
+    {
+      fitsfile* f = nullptr;
+      int st = 0;
+      fits_create_file(&f, ("!" + img).c_str(), &st);
+      fits_create_img(f, 8, 0, nullptr, &st);
+      fits_close_file(f, &st);
+    }
+    expect_io([&] { read_ring_weights(img, nside); }, "HDU 1");
+  }
+
   void map_round_trip() {
     const int nside = 8;
     HealpixMap m;

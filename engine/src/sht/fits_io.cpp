@@ -171,6 +171,33 @@ std::vector<double> nest_to_ring(const std::vector<double>& nest, int nside) {
   return out;
 }
 
+std::vector<double> read_ring_weights(const std::string& path, int nside) {
+  if (nside < 1) throw ConfigError("nside", "read_ring_weights: nside must be >= 1");
+  Fits f = Fits::open(path);
+  move_to_table(f, 1);
+  long long file_nside = 0;
+  if (f.key_long("NSIDE", file_nside) && file_nside != nside)
+    throw IoError(path, "NSIDE", "ring weights for NSIDE " + std::to_string(file_nside) +
+                                     ", the map has NSIDE " + std::to_string(nside));
+  int ncols = 0, st = 0;
+  if (fits_get_num_cols(f.get(), &ncols, &st) || ncols < 1)
+    throw IoError(path, "TFIELDS", "no columns in the ring weight table");
+  const std::string cname = column_name(f, 1);
+  std::vector<double> v = read_column_double(f, 1, cname);
+  const std::size_t need = 2 * static_cast<std::size_t>(nside);
+  if (v.size() < need)
+    throw IoError(path, cname, "has " + std::to_string(v.size()) + " values; NSIDE " +
+                                   std::to_string(nside) + " needs 2 NSIDE = " + std::to_string(need) +
+                                   " (is this the weight file of another NSIDE?)");
+  v.resize(need);
+  for (std::size_t r = 0; r < need; ++r) {
+    if (!std::isfinite(v[r]) || v[r] == kUnseen)
+      throw IoError(path, cname, "ring " + std::to_string(r + 1) + " has no finite weight");
+    v[r] += 1.0;  // the files store w - 1
+  }
+  return v;
+}
+
 HealpixMap read_healpix_map(const std::string& path, bool to_ring, int hdu) {
   Fits f = Fits::open(path);
   move_to_table(f, hdu);

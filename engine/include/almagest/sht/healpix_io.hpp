@@ -57,6 +57,15 @@ std::vector<std::complex<double>> read_alm(const std::string& path, int hdu = 1,
 void write_alm(const std::string& path, const std::vector<std::vector<std::complex<double>>>& sets,
                int lmax);
 
+/// Ring weights for healpy-style map2alm (use_weights=True) from a HEALPix ring weight file
+/// (weight_ring_n<NSIDE 5 digits>.fits of the HEALPix / healpy data): the first BINTABLE
+/// extension's first column (TEMPERATURE WEIGHTS) holds w - 1 for the 2 nside rings from the
+/// north pole to the equator, read across rows and vector elements (values beyond 2 nside are
+/// ignored). Returns the 2 nside weights w, for ShtPlan::map2alm (applied to every component,
+/// as healpy does). Throws IoError naming the file and the key or column: no such file, no
+/// BINTABLE, fewer than 2 nside values, a non-finite value, or an NSIDE keyword other than nside.
+std::vector<double> read_ring_weights(const std::string& path, int nside);
+
 /// HDF5: a map as dataset "/map" [ncomp][npix] with attributes nside, ordering, names; alm as
 /// "/alm" [ncomp][nalm][2] (re, im) with attributes lmax, mmax, layout.
 void write_map_hdf5(const std::string& path, const HealpixMap& map);
