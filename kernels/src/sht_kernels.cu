@@ -564,6 +564,22 @@ __device__ __forceinline__ void adjoint2_coef(const LegendreArgs& a, std::size_t
   }
 }
 
+/// Starts a tile of the spin-2 adjoint (adjoint2_tile) and stages the first chunk's coefficients
+/// (degrees l0 .. l0 + LC - 1) into buffer 0 once the previous tile's reductions are done.
+template <int P, int NC, int LC>
+__device__ __forceinline__ void adjoint2_begin_tile(
+    const LegendreArgs& a, int m, double nu, int tile, int col0, bool swap, int l0,
+    std::size_t mst, double (&z)[P], double (&v0)[P], double (&v1)[P], double (&w0)[P],
+    double (&w1)[P], int (&e)[P], cplx (&f)[P][NC][4], double (&s_a)[2][LC],
+    double (&s_b)[2][LC], double (&s_g)[2][LC]) {
+  adjoint2_tile<P, NC>(a, m, nu, tile, col0, swap, z, v0, v1, w0, w1, e, f);
+  __syncthreads();  // the previous tile's reductions are done
+  if (threadIdx.x < LC)
+    adjoint2_coef(a, mst, l0 + threadIdx.x, s_a[0][threadIdx.x], s_b[0][threadIdx.x],
+                  s_g[0][threadIdx.x]);
+  __syncthreads();
+}
+
 /// One degree of the spin-2 adjoint for the thread's P chains: the step (none at l0: `first`)
 /// and the (bE, bB) sums per column of lambda^+ and lambda^- times the ring data of parity par
 /// (relative to l0). fast: every chain of the warp counts (no scale selects).
@@ -624,6 +640,21 @@ __device__ __forceinline__ void adjoint0_tile(const LegendreArgs& a, int m, doub
       X[k][c] = {x * (N.re - S.re), x * (N.im - S.im)};
     }
   }
+}
+
+/// Starts a tile of the spin-0 adjoint (adjoint0_tile) and stages the first chunk's KA step
+/// coefficients into buffer 0 once the previous tile's reductions are done.
+template <int P, int NC, int KA>
+__device__ __forceinline__ void adjoint0_begin_tile(const LegendreArgs& a, int m, double nu,
+                                                    int tile, int col0, int ncv, long long ko,
+                                                    double (&x2)[P], double (&v0)[P],
+                                                    double (&v1)[P], int (&e)[P],
+                                                    cplx (&E)[P][NC], cplx (&X)[P][NC],
+                                                    double2 (&s_ab)[2][KA]) {
+  adjoint0_tile<P, NC>(a, m, nu, tile, col0, ncv, x2, v0, v1, e, E, X);
+  __syncthreads();  // the previous tile's reductions are done
+  if (threadIdx.x < KA) s_ab[0][threadIdx.x] = a.ab[ko + threadIdx.x];
+  __syncthreads();
 }
 
 /// One odd-chain step of the spin-0 adjoint for the thread's P chains and the sums S1 = sum mu E,
@@ -690,15 +721,11 @@ __global__ void __launch_bounds__(kThreads, MINB) k_adjoint_spin2(LegendreArgs a
     double z[P], v0[P], v1[P], w0[P], w1[P];
     int e[P];
     cplx f[P][NC][4];  // QE QO UE UO
-    adjoint2_tile<P, NC>(a, m, nu, tile, col0, swap, z, v0, v1, w0, w1, e, f);
     // With two buffers (NB = 2) one barrier per chunk: chunk c sums into red[c & 1] and reduces
     // it after the barrier while the next chunk sums into the other buffer (one buffer: a second
     // barrier after the reduction); coefficients are double-buffered either way.
-    __syncthreads();  // the previous tile's reductions are done
-    if (threadIdx.x < LC)
-      adjoint2_coef(a, mst, l0 + threadIdx.x, s_a[0][threadIdx.x], s_b[0][threadIdx.x],
-                    s_g[0][threadIdx.x]);
-    __syncthreads();
+    adjoint2_begin_tile<P, NC, LC>(a, m, nu, tile, col0, swap, l0, mst, z, v0, v1, w0, w1, e, f,
+                                   s_a, s_b, s_g);
     for (int lc = l0, ch = 0; lc <= lmax; lc += LC, ++ch) {
       const int bf = ch & 1;
       cplx (*red)[kThreads] =
@@ -778,10 +805,7 @@ __global__ void __launch_bounds__(kThreads, MINB) k_adjoint_spin0(LegendreArgs a
     double x2[P], v0[P], v1[P];
     int e[P];
     cplx E[P][NC], X[P][NC];  // F_N + F_S and x (F_N - F_S)
-    adjoint0_tile<P, NC>(a, m, nu, tile, col0, ncv, x2, v0, v1, e, E, X);
-    __syncthreads();  // the previous tile's reductions are done
-    if (threadIdx.x < KA) s_ab[0][threadIdx.x] = a.ab[ko + threadIdx.x];
-    __syncthreads();
+    adjoint0_begin_tile<P, NC, KA>(a, m, nu, tile, col0, ncv, ko, x2, v0, v1, e, E, X, s_ab);
     for (int ch = 0; ch < nchunk; ++ch) {
       const int b = ch & 1;
       cplx (*red)[kThreads] = reinterpret_cast<cplx (*)[kThreads]>(red_buffer);
@@ -862,12 +886,8 @@ __global__ void __launch_bounds__(kThreads, MINB) k_adjoint_spin2_tc(LegendreArg
     double z[P], v0[P], v1[P], w0[P], w1[P];
     int e[P];
     cplx f[P][NC][4];  // QE QO UE UO
-    adjoint2_tile<P, NC>(a, m, nu, tile, col0, swap, z, v0, v1, w0, w1, e, f);
-    __syncthreads();  // the previous tile's reductions are done
-    if (threadIdx.x < LC)
-      adjoint2_coef(a, mst, l0 + threadIdx.x, s_a[0][threadIdx.x], s_b[0][threadIdx.x],
-                    s_g[0][threadIdx.x]);
-    __syncthreads();
+    adjoint2_begin_tile<P, NC, LC>(a, m, nu, tile, col0, swap, l0, mst, z, v0, v1, w0, w1, e, f,
+                                   s_a, s_b, s_g);
     for (int lc = l0, ch = 0; lc <= lmax; lc += LC, ++ch) {
       const int bf = ch & 1;
       double na = 0, nb = 0, ng = 0;
@@ -956,10 +976,7 @@ __global__ void __launch_bounds__(kThreads, MINB) k_adjoint_spin0_tc(LegendreArg
     double x2[P], v0[P], v1[P];
     int e[P];
     cplx E[P][NC], X[P][NC];  // F_N + F_S and x (F_N - F_S)
-    adjoint0_tile<P, NC>(a, m, nu, tile, col0, ncv, x2, v0, v1, e, E, X);
-    __syncthreads();  // the previous tile's reductions are done
-    if (threadIdx.x < KA) s_ab[0][threadIdx.x] = a.ab[ko + threadIdx.x];
-    __syncthreads();
+    adjoint0_begin_tile<P, NC, KA>(a, m, nu, tile, col0, ncv, ko, x2, v0, v1, e, E, X, s_ab);
     for (int ch = 0; ch < nchunk; ++ch) {
       const int b = ch & 1;
       double2 next = {0.0, 0.0};

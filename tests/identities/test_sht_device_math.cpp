@@ -334,6 +334,17 @@ std::vector<C> random_alm(int lmax, std::uint64_t seed) {
   return a;
 }
 
+/// A seeded random map of `plan` and its adjoint by the CPU backend (healpix_cxx).
+std::vector<double> random_map_and_adjoint(const ShtPlan& plan, std::uint64_t seed, std::vector<C>& ref) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> g;
+  std::vector<double> m(plan.map_size());
+  for (auto& v : m) v = g(rng);
+  ref.assign(plan.nalm(), 0.0);
+  plan.adjoint(m, ref);
+  return m;
+}
+
 }  // namespace
 
 class TestShtDeviceMath : public QObject {
@@ -429,12 +440,8 @@ void TestShtDeviceMath::adjoint_twin_matches_cpu_backend() {
   QFETCH(int, nside);
   QFETCH(int, lmax);
   auto plan = cpu_plan(nside, lmax);
-  std::mt19937_64 rng(99 + nside);
-  std::normal_distribution<double> g;
-  std::vector<double> m(plan.map_size());
-  for (auto& v : m) v = g(rng);
-  std::vector<C> ref(plan.nalm());
-  plan.adjoint(m, ref);
+  std::vector<C> ref;
+  const auto m = random_map_and_adjoint(plan, 99 + nside, ref);
   double big = 0;
   const double rel = max_rel(twin_adjoint(nside, lmax, m), ref, big);
   qInfo("adjoint twin vs healpix_cxx: %.2e relative", rel);
@@ -490,12 +497,8 @@ void TestShtDeviceMath::tensor_core_adjoint_matches_cpu_backend() {
   QFETCH(int, threads);
   QFETCH(int, pairs);
   auto plan = cpu_plan(nside, lmax);
-  std::mt19937_64 rng(7 + nside + threads);
-  std::normal_distribution<double> g;
-  std::vector<double> m(plan.map_size());
-  for (auto& v : m) v = g(rng);
-  std::vector<C> ref(plan.nalm());
-  plan.adjoint(m, ref);
+  std::vector<C> ref;
+  const auto m = random_map_and_adjoint(plan, 7 + nside + threads, ref);
   double big = 0;
   const auto tc = twin_adjoint(nside, lmax, m, Reduce::TensorCore, threads, pairs);
   const double rel = max_rel(tc, ref, big);
