@@ -2,8 +2,8 @@
 # SHT CUDA backend on the device machine: the engine's GPU self-test against the CPU backend
 # (healpix_cxx), `almagest-cli selftest`, and the benchmark with per-stage times, optionally
 # against a second (baseline) CUDA module. Binaries are built on the development machine and
-# carried in .device-libs/sht (git-ignored), their non-system libraries in .device-libs; results
-# go to $OUT.
+# carried in .device-libs/sht (git-ignored), their non-system libraries in .device-libs
+# (tests/bench/device_libs.sh makes both); results go to $OUT.
 # Usage: tests/bench/sht_gpu_device.sh [check nside (default 1024)]
 # Environment: BASELINE=<module file in .device-libs/sht> also benchmarks that module;
 #              MODULES="<module file> ..." benchmarks the adjoint cells of each (tuning variants);
