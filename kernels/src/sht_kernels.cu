@@ -236,6 +236,11 @@ __device__ __forceinline__ void cp_async16(void* smem, const void* gmem) {
   const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem) : "memory");
 }
+/// 8-byte global -> shared copy through L1 (completes at cp_async_wait).
+__device__ __forceinline__ void cp_async8(void* smem, const void* gmem) {
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;\n" ::"r"(s), "l"(gmem) : "memory");
+}
 __device__ __forceinline__ void cp_async_commit() {
   asm volatile("cp.async.commit_group;\n" ::: "memory");
 }
@@ -890,8 +895,19 @@ __global__ void __launch_bounds__(kThreads, MINB) k_adjoint_spin2_tc(LegendreArg
                                    s_a, s_b, s_g);
     for (int lc = l0, ch = 0; lc <= lmax; lc += LC, ++ch) {
       const int bf = ch & 1;
-      double na = 0, nb = 0, ng = 0;
-      if (threadIdx.x < LC && lc + LC <= lmax) adjoint2_coef(a, mst, lc + LC + threadIdx.x, na, nb, ng);
+      // The next chunk's coefficients go straight to shared memory (zeros above lmax stay from
+      // the clearing below); buffer bf ^ 1 was last read before the previous barrier.
+      if (threadIdx.x < LC) {
+        const int l = lc + LC + static_cast<int>(threadIdx.x);
+        if (l <= lmax) {
+          cp_async8(&s_a[bf ^ 1][threadIdx.x], a.tabA + mst + l);
+          cp_async8(&s_b[bf ^ 1][threadIdx.x], a.tabB + mst + l);
+          cp_async8(&s_g[bf ^ 1][threadIdx.x], a.tabN + mst + l);
+        } else {
+          s_a[bf ^ 1][threadIdx.x] = s_b[bf ^ 1][threadIdx.x] = s_g[bf ^ 1][threadIdx.x] = 0.0;
+        }
+      }
+      cp_async_commit();
       const double nl_out = s_g[bf][oli];  // read now: the buffer is reloaded during the next chunk
       const bool fast = lc != l0 && warp_all_scaled_in(e);
       // Degrees in pairs (even, odd from l0), so that the parity is known at compile time.
@@ -924,11 +940,7 @@ __global__ void __launch_bounds__(kThreads, MINB) k_adjoint_spin2_tc(LegendreArg
           grp.store(s_red[bf][warp], (g + h) * TPS);
         }
       }
-      if (threadIdx.x < LC && lc + LC <= lmax) {
-        s_a[bf ^ 1][threadIdx.x] = na;
-        s_b[bf ^ 1][threadIdx.x] = nb;
-        s_g[bf ^ 1][threadIdx.x] = ng;
-      }
+      cp_async_wait();
       __syncthreads();  // one barrier per chunk: s_red[bf] is rewritten two chunks later
       const double s = block_output(s_red[bf]);
       const int l = lc + oli;
@@ -979,8 +991,11 @@ __global__ void __launch_bounds__(kThreads, MINB) k_adjoint_spin0_tc(LegendreArg
     adjoint0_begin_tile<P, NC, KA>(a, m, nu, tile, col0, ncv, ko, x2, v0, v1, e, E, X, s_ab);
     for (int ch = 0; ch < nchunk; ++ch) {
       const int b = ch & 1;
-      double2 next = {0.0, 0.0};
-      if (threadIdx.x < KA && ch + 1 < nchunk) next = a.ab[ko + (ch + 1) * KA + threadIdx.x];
+      // The next chunk's coefficients go straight to shared memory (no registers held over the
+      // chunk); buffer b ^ 1 was last read before the previous barrier.
+      if (threadIdx.x < KA && ch + 1 < nchunk)
+        cp_async16(&s_ab[b ^ 1][threadIdx.x], a.ab + ko + (ch + 1) * KA + threadIdx.x);
+      cp_async_commit();
       const bool fast = warp_all_scaled_in(e);
 #pragma unroll 1
       for (int g = 0; g < KA; g += SPG) {
@@ -1005,7 +1020,7 @@ __global__ void __launch_bounds__(kThreads, MINB) k_adjoint_spin0_tc(LegendreArg
         }
         grp.store(s_red[b][warp], g * TPS);
       }
-      if (threadIdx.x < KA && ch + 1 < nchunk) s_ab[b ^ 1][threadIdx.x] = next;
+      cp_async_wait();
       __syncthreads();  // one barrier per chunk: s_red[b] is rewritten two chunks later
       const double sum = block_output(s_red[b]);
       if (oc < ncv) {
