@@ -58,13 +58,13 @@ const char* spin_text(Layout l) { return l == Layout::Pol ? "0,2" : l == Layout:
 
 struct Settings {
   Op op = Op::Synth;
-  std::string input, output, mask, cross, ring_weights, format = "auto", backend = "cpu";
+  std::string input, output, mask, cross, ring_weights, pixel_weights, format = "auto", backend = "cpu";
   int nside = 0, lmax = -1, spin = 0, threads = 0, iter = 3, max_iter = 1000;
   bool pol = false, nest_out = false, partial_out = false;
   double epsilon = 1e-10, fwhm_arcmin = -1.0;
   std::vector<int> field;
   RunOptions run;
-  CLI::Option *nside_opt = nullptr, *lmax_opt = nullptr, *field_opt = nullptr;
+  CLI::Option *nside_opt = nullptr, *lmax_opt = nullptr, *field_opt = nullptr, *iter_opt = nullptr;
 
   Layout layout() const { return pol ? Layout::Pol : spin == 2 ? Layout::Spin2 : Layout::Scalar; }
   bool nside_given() const { return nside_opt && nside_opt->count() > 0; }
@@ -100,6 +100,13 @@ void validate_settings(const Settings& s) {
     throw ConfigError("--lmax", "must be >= 0, got " + std::to_string(s.lmax));
   if (s.threads < 0) throw ConfigError("--threads", "must be >= 0 (0 = all), got " + std::to_string(s.threads));
   if (s.iter < 0) throw ConfigError("--iter", "must be >= 0, got " + std::to_string(s.iter));
+  if (!s.pixel_weights.empty()) {
+    if (!s.ring_weights.empty())
+      throw ConfigError("--pixel-weights", "cannot be combined with --ring-weights");
+    if (s.iter_opt && s.iter_opt->count() > 0 && s.iter != 0)
+      throw ConfigError("--iter", "must be 0 with --pixel-weights (healpy ignores iter with "
+                                  "use_pixel_weights; HEALPix refuses the combination)");
+  }
   if (!(s.epsilon > 0.0) || !std::isfinite(s.epsilon))
     throw ConfigError("--epsilon", fmt::format("must be > 0, got {}", s.epsilon));
   if (s.max_iter < 1) throw ConfigError("--max-iter", "must be >= 1, got " + std::to_string(s.max_iter));
@@ -338,6 +345,7 @@ int do_command(const Settings& s) {
               {"pol", s.pol}, {"backend_requested", s.backend}, {"threads", s.threads}};
   if (!s.mask.empty()) o.config["mask"] = s.mask;
   if (!s.ring_weights.empty()) o.config["ring_weights"] = s.ring_weights;
+  if (!s.pixel_weights.empty()) o.config["pixel_weights"] = s.pixel_weights;
 
   // Writers shared by every command, with the provenance record.
   auto meta_of = [&](const Plans* plans) {
@@ -351,6 +359,7 @@ int do_command(const Settings& s) {
     p.inputs = {s.input};
     if (!s.mask.empty()) p.inputs.push_back(s.mask);
     if (!s.ring_weights.empty()) p.inputs.push_back(s.ring_weights);
+    if (!s.pixel_weights.empty()) p.inputs.push_back(s.pixel_weights);
     if (!s.cross.empty()) p.inputs.push_back(s.cross);
     p.timings_s = {{"read", o.read_s}, {"transform", o.transform_s}};
     shtio::OutputMeta meta;
@@ -370,6 +379,9 @@ int do_command(const Settings& s) {
     if (!s.ring_weights.empty())
       meta.keys.push_back({"ALMRINGW", fs::path(s.ring_weights).filename().string(),
                            "ring weight file of map2alm (healpy use_weights)"});
+    if (!s.pixel_weights.empty())
+      meta.keys.push_back({"ALMPIXW", fs::path(s.pixel_weights).filename().string(),
+                           "pixel weight file of map2alm (healpy use_pixel_weights)"});
     if (!s.cross.empty()) meta.keys.push_back({"ALMCROSS", s.cross, "second input (cross spectra)"});
     meta.keys.insert(meta.keys.end(), o.keys.begin(), o.keys.end());
     return meta;
@@ -406,6 +418,8 @@ int do_command(const Settings& s) {
       if (!s.mask.empty()) throw ConfigError("--mask", "applies to map inputs; " + s.input + " holds alm");
       if (!s.ring_weights.empty())
         throw ConfigError("--ring-weights", "applies to map inputs; " + s.input + " holds alm");
+      if (!s.pixel_weights.empty())
+        throw ConfigError("--pixel-weights", "applies to map inputs; " + s.input + " holds alm");
       std::vector<std::vector<Complex>> sets2 = sets;
       if (!s.cross.empty()) {
         const int n2 = shtio::count_alm_sets(s.cross);
@@ -482,6 +496,9 @@ int do_command(const Settings& s) {
     MapData d = load_map(s, s.input, std::move(input), nside, "", mask ? &*mask : nullptr);
     std::vector<double> ring_weights;  // empty: healpy use_weights=False
     if (!s.ring_weights.empty()) ring_weights = sht::read_ring_weights(s.ring_weights, nside);
+    std::vector<double> pixel_weights;  // non-empty: healpy use_pixel_weights=True, no iterations
+    if (!s.pixel_weights.empty()) pixel_weights = sht::read_pixel_weights(s.pixel_weights, nside);
+    const int iter = pixel_weights.empty() ? s.iter : 0;
     const sht::HealpixMap& probe = d.file;
     std::optional<MapData> d2;
     if (!s.cross.empty())
@@ -520,7 +537,10 @@ int do_command(const Settings& s) {
                                          s.epsilon, e.iterations(), e.residual()));
           }
         } else {
-          plan.map2alm(m, a, s.iter, ring_weights, ctx);
+          if (!pixel_weights.empty())
+            plan.map2alm_pixel_weights(m, a, pixel_weights, ctx);
+          else
+            plan.map2alm(m, a, s.iter, ring_weights, ctx);
         }
         return a;
       };
@@ -541,8 +561,8 @@ int do_command(const Settings& s) {
       o.transform_s = seconds_since(t0);
       o.what = "alm";
       if (s.op == Op::Map2alm) {
-        o.config["iter"] = s.iter;
-        o.keys.push_back({"ITER", static_cast<long long>(s.iter), "map2alm iterations (healpy iter)"});
+        o.config["iter"] = iter;
+        o.keys.push_back({"ITER", static_cast<long long>(iter), "map2alm iterations (healpy iter)"});
       }
       if (s.op == Op::Inverse) {
         int its = 0;
@@ -585,8 +605,8 @@ int do_command(const Settings& s) {
       else { add("TT", 0, 0); add("EE", 1, 1); add("BB", 2, 2); add("TE", 0, 1); add("EB", 1, 2); add("TB", 0, 2); }
       o.transform_s = seconds_since(t0);
       o.what = "spectra";
-      o.config["iter"] = s.iter;
-      o.keys.push_back({"ITER", static_cast<long long>(s.iter), "map2alm iterations (healpy iter)"});
+      o.config["iter"] = iter;
+      o.keys.push_back({"ITER", static_cast<long long>(iter), "map2alm iterations (healpy iter)"});
       const auto meta = meta_of(&plans);
       write_guarded([&] { shtio::write_cl(s.output, out_format, labels, cl, meta); });
       o.summary.push_back(fmt::format("spectra {} (l = 0..{}) from NSIDE {}{}", fmt::join(labels, ","), lmax, nside,
@@ -596,23 +616,23 @@ int do_command(const Settings& s) {
       std::vector<std::vector<double>> out;
       if (plans.t) {
         std::vector<double> m(d.values[0].size());
-        sht::smooth_map(*plans.t, d.values[0], m, fwhm_rad, s.iter, ctx, ring_weights);
+        sht::smooth_map(*plans.t, d.values[0], m, fwhm_rad, iter, ctx, ring_weights, pixel_weights);
         out.push_back(std::move(m));
       }
       if (plans.p) {
         const std::size_t q = layout == Layout::Pol ? 1 : 0;
         const auto in = concat(d.values[q], d.values[q + 1]);
         std::vector<double> qu(in.size());
-        sht::smooth_map(*plans.p, in, qu, fwhm_rad, s.iter, ctx, ring_weights);
+        sht::smooth_map(*plans.p, in, qu, fwhm_rad, iter, ctx, ring_weights, pixel_weights);
         auto [qq, uu] = split2(qu);
         out.push_back(std::move(qq));
         out.push_back(std::move(uu));
       }
       o.transform_s = seconds_since(t0);
       o.what = "map";
-      o.config["iter"] = s.iter;
+      o.config["iter"] = iter;
       o.config["fwhm_arcmin"] = s.fwhm_arcmin;
-      o.keys.push_back({"ITER", static_cast<long long>(s.iter), "map2alm iterations (healpy iter)"});
+      o.keys.push_back({"ITER", static_cast<long long>(iter), "map2alm iterations (healpy iter)"});
       o.keys.push_back({"FWHM", s.fwhm_arcmin / 60.0, "[deg] Gaussian beam FWHM"});
       if (layout != Layout::Scalar) o.keys.push_back({"POLCCONV", std::string("COSMO"), "polarisation convention (healpy)"});
       std::vector<std::string> names, units;
@@ -685,9 +705,14 @@ void add_options(CLI::App& app, Settings& s) {
                                   : "Synthesise only these pixels (a HEALPix map, observed where non-zero and not UNSEEN, or a text file of RING pixel indices); the rest are UNSEEN.", 62))
       ->type_name("FILE");
   if (op == Op::Map2alm || op == Op::Cl || op == Op::Smooth) {
-    app.add_option("--iter", s.iter, "healpy map2alm iterations (Jacobi steps), >= 0; default 3.")->type_name("N");
+    s.iter_opt = app.add_option("--iter", s.iter,
+                                wrap_text("healpy map2alm iterations (Jacobi steps), >= 0; default 3 (0 with --pixel-weights).", 62));
+    s.iter_opt->type_name("N");
     app.add_option("--ring-weights", s.ring_weights,
                    wrap_text("HEALPix ring weight file (weight_ring_nNNNNN.fits of the HEALPix / healpy data) for map inputs: map2alm weighs each ring by it (healpy use_weights=True). Default: none.", 62))
+        ->type_name("FILE");
+    app.add_option("--pixel-weights", s.pixel_weights,
+                   wrap_text("HEALPix full pixel weight file (full_weights/healpix_full_weights_nside_NNNN.fits of the healpy data) for map inputs: map2alm weighs each pixel by it, without iterations (healpy use_pixel_weights=True). Default: none.", 62))
         ->type_name("FILE");
   }
   if (op == Op::Inverse) {
@@ -743,7 +768,7 @@ Command add_sht_command(CLI::App& parent) {
        "almagest-cli sht adjoint map.fits --lmax 500 -o alm.fits"},
       {Op::Inverse, "Least-squares inverse min ||Y a - m|| by CGLS: map -> alm; exit code 6 if not converged.",
        "almagest-cli sht inverse map.fits --lmax 383 --epsilon 1e-10 -o alm.fits"},
-      {Op::Map2alm, "healpy map2alm(iter): alm = Y^T W m, then --iter Jacobi steps (ring weights with --ring-weights).",
+      {Op::Map2alm, "healpy map2alm(iter): alm = Y^T W m, then --iter Jacobi steps (--ring-weights, --pixel-weights: healpy's weights).",
        "almagest-cli sht map2alm cmb.fits --pol --iter 3 -o alm.fits"},
       {Op::Cl, "Angular power spectra (healpy anafast / alm2cl): TT; EE, BB, EB (--spin 2); TT, EE, BB, TE, EB, TB (--pol).",
        "almagest-cli sht cl cmb.fits --pol -o cl.fits"},

@@ -393,7 +393,8 @@ private slots:
   }
 
   // map2alm with a HEALPix ring weight file equals the engine's map2alm with those weights (w = 1 +
-  // the stored float32 value); the file is named in the header and in the provenance.
+  // the stored float32 value); the file is named in the header and in the provenance. The same for
+  // a full pixel weight file (healpy use_pixel_weights=True, no iterations).
   void map2almRingWeights() {
     fs::path out = fresh_dir("ringw");
     const auto maps = engine_synth(kNside, kLmax, teb_);
@@ -421,6 +422,42 @@ private slots:
                             q(bad / "cl.fits")} + common());
     QCOMPARE(r.code, 3);
     QVERIFY2(r.err.contains("weight_ring_n00008.fits") && r.err.contains("NSIDE"), qPrintable(r.err));
+    QCOMPARE(listing(bad), std::vector<std::string>{});
+    // Pixel weights (healpy use_pixel_weights=True): no iterations, equal to the engine's.
+    const int nclass = ((3 * kNside + 1) * (kNside + 1)) / 4;
+    std::vector<double> pm1(static_cast<std::size_t>(nclass));
+    for (int i = 0; i < nclass; ++i) pm1[static_cast<std::size_t>(i)] = 0.02 * std::sin(0.3 * i);
+    const fs::path pfile = out / "healpix_full_weights_nside_0016.fits";
+    {
+      fitsfile* f = nullptr;
+      int st = 0;
+      fits_create_file(&f, ("!" + pfile.string()).c_str(), &st);
+      fits_create_img(f, 8, 0, nullptr, &st);
+      char t1[] = "COMPRESSED PIXEL WEIGHTS", form[] = "D", empty[] = "";
+      char* tt[] = {t1};
+      char* tf[] = {form};
+      char* tu[] = {empty};
+      fits_create_tbl(f, BINARY_TBL, nclass, 1, tt, tf, tu, nullptr, &st);
+      long long ns = kNside;
+      fits_update_key(f, TLONGLONG, "NSIDE", &ns, nullptr, &st);
+      fits_write_col(f, TDOUBLE, 1, 1, 1, nclass, pm1.data(), &st);
+      fits_close_file(f, &st);
+      QCOMPARE(st, 0);
+    }
+    r = run_cli(QStringList{"sht", "map2alm", q(map_fits_), "--pixel-weights", q(pfile), "-o", q(out / "p.fits")} +
+                common());
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    std::vector<Complex> ap(alm_size(lmax));
+    plan.map2alm_pixel_weights(maps[0], ap, read_pixel_weights(pfile.string(), kNside));
+    QCOMPARE(read_alm((out / "p.fits").string()), ap);
+    QCOMPARE(fits_key((out / "p.fits").string(), 1, "ITER"), std::string("0"));
+    r = run_cli(QStringList{"sht", "map2alm", q(map_fits_), "--pixel-weights", q(pfile), "--iter", "2", "-o",
+                            q(bad / "p.fits")} + common());
+    QCOMPARE(r.code, 2);
+    QVERIFY2(r.err.contains("--iter") && r.err.contains("--pixel-weights"), qPrintable(r.err));
+    r = run_cli(QStringList{"sht", "map2alm", q(map_fits_), "--pixel-weights", q(pfile), "--ring-weights", q(wfile),
+                            "-o", q(bad / "p.fits")} + common());
+    QCOMPARE(r.code, 2);
     QCOMPARE(listing(bad), std::vector<std::string>{});
     // Ring weights apply to map inputs only.
     r = run_cli(QStringList{"sht", "cl", q(alm_fits_), "--ring-weights", q(wfile), "-o", q(bad / "cl.fits")} + common());

@@ -294,6 +294,21 @@ private slots:
     plan.adjoint(wmap, yw, {});
     QVERIFY(max_diff(yw, ar) < 1e-14 * max_abs(ar));
     QVERIFY(max_diff(ar, a0) > 1e-3 * max_abs(a0));  // the weights did change the result
+    // Pixel weights: the adjoint of the map times 4 pi / Npix and each pixel's weight.
+    std::vector<double> pw(map.size());
+    for (std::size_t k = 0; k < pw.size(); ++k) pw[k] = 1.0 + 0.03 * std::sin(0.37 * static_cast<double>(k));
+    std::vector<Complex> ap(a.size()), yp(a.size());
+    plan.map2alm_pixel_weights(map, ap, pw);
+    for (std::size_t k = 0; k < pw.size(); ++k) wmap[k] = map[k] * w * pw[k];
+    plan.adjoint(wmap, yp, {});
+    QVERIFY(max_diff(yp, ap) < 1e-14 * max_abs(ap));
+    bool threw = false;
+    try {
+      plan.map2alm_pixel_weights(map, ap, std::vector<double>(pw.size() - 1, 1.0));
+    } catch (const ConfigError&) {
+      threw = true;
+    }
+    QVERIFY(threw);
   }
 
   void cut_sky() {

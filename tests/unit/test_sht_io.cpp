@@ -86,6 +86,27 @@ void write_ring_weight_file(const std::string& path, const std::vector<double>& 
   QCOMPARE(st, 0);
 }
 
+/// Writes a HEALPix full-weight file as the healpy data hold them: an empty primary HDU, then a
+/// BINTABLE with the column COMPRESSED PIXEL WEIGHTS (w - 1 per pixel class, float64) and NSIDE.
+void write_pixel_weight_file(const std::string& path, const std::vector<double>& w_minus_1,
+                             long long nside_key, const char* column = "COMPRESSED PIXEL WEIGHTS") {
+  fitsfile* f = nullptr;
+  int st = 0;
+  fits_create_file(&f, ("!" + path).c_str(), &st);
+  fits_create_img(f, 8, 0, nullptr, &st);
+  std::string name = column;
+  char form[] = "1D", e[] = "";
+  char* tt[] = {name.data()};
+  char* tf[] = {form};
+  char* tu[] = {e};
+  fits_create_tbl(f, BINARY_TBL, static_cast<LONGLONG>(w_minus_1.size()), 1, tt, tf, tu, nullptr, &st);
+  if (nside_key > 0) fits_update_key(f, TLONGLONG, "NSIDE", &nside_key, nullptr, &st);
+  fits_write_col(f, TDOUBLE, 1, 1, 1, static_cast<LONGLONG>(w_minus_1.size()),
+                 const_cast<double*>(w_minus_1.data()), &st);
+  fits_close_file(f, &st);
+  QCOMPARE(st, 0);
+}
+
 std::vector<double> ramp(std::size_t n, double scale) {
   std::vector<double> v(n);
   for (std::size_t i = 0; i < n; ++i) v[i] = scale * std::sin(0.37 * i) + 1e-3 * i;
@@ -96,6 +117,66 @@ std::vector<double> ramp(std::size_t n, double scale) {
 class TestShtIo : public QObject {
   Q_OBJECT
 private slots:
+  void pixel_weight_files() {
+    // nside 8: ((3 * 8 + 1) * 9) / 4 = 56 pixel classes, distinct values.
+    const int nside = 8;
+    const std::size_t nclass = 56;
+    std::vector<double> wm1(nclass);
+    for (std::size_t i = 0; i < nclass; ++i) wm1[i] = 0.001 * static_cast<double>(i + 1) - 0.02;
+    const std::string dir = tmp_dir().toStdString();
+    const std::string path = dir + "/healpix_full_weights_nside_0008.fits";
+    write_pixel_weight_file(path, wm1, nside);
+    const auto w = read_pixel_weights(path, nside);
+    QCOMPARE(w.size(), std::size_t(npix_of(nside)));
+    // Every pixel carries 1 + one of the file's values, every value is used, and the weights have
+    // the symmetries of the rings: a north ring of 4 q pixels repeats with period q, and its
+    // mirror ring in the south has the same weights in the same order.
+    std::vector<int> used(nclass, 0);
+    for (double v : w) {
+      bool found = false;
+      for (std::size_t i = 0; i < nclass; ++i)
+        if (std::fabs(v - (1.0 + wm1[i])) < 1e-15) {
+          ++used[i];
+          found = true;
+        }
+      QVERIFY(found);
+    }
+    for (int u : used) QVERIFY(u > 0);
+    std::int64_t start = 0;
+    for (int i = 1; i <= 2 * nside; ++i) {  // north rings and the equator
+      const int q = std::min(i, nside), n = 4 * q;
+      const std::int64_t south = npix_of(nside) - start - n;
+      for (int j = 0; j < n; ++j) {
+        QCOMPARE(w[start + j], w[start + (j + q) % n]);
+        QCOMPARE(w[south + j], w[start + j]);
+      }
+      start += n;
+    }
+    auto expect_io = [](auto&& fn, const char* field) {
+      try {
+        fn();
+        QFAIL("expected IoError");
+      } catch (const IoError& e) {
+        QVERIFY2(std::string(e.what()).find(field) != std::string::npos, e.what());
+      }
+    };
+    expect_io([&] { read_pixel_weights(path, 16); }, "NSIDE");
+    const std::string no_key = dir + "/pw_no_nside.fits";
+    write_pixel_weight_file(no_key, wm1, -1);
+    expect_io([&] { read_pixel_weights(no_key, nside); }, "NSIDE");
+    const std::string wrong_col = dir + "/pw_wrong_column.fits";
+    write_pixel_weight_file(wrong_col, wm1, nside, "TEMPERATURE WEIGHTS");
+    expect_io([&] { read_pixel_weights(wrong_col, nside); }, "TTYPE1");
+    const std::string short_file = dir + "/pw_short.fits";
+    write_pixel_weight_file(short_file, std::vector<double>(nclass - 1, 0.0), nside);
+    expect_io([&] { read_pixel_weights(short_file, nside); }, "COMPRESSED PIXEL WEIGHTS");
+    auto bad = wm1;
+    bad[3] = std::nan("");
+    const std::string nan_file = dir + "/pw_nan.fits";
+    write_pixel_weight_file(nan_file, bad, nside);
+    expect_io([&] { read_pixel_weights(nan_file, nside); }, "value 4");
+  }
+
   void ring_weight_files() {
     const int nside = 16;
     std::vector<double> wm1(2 * nside);

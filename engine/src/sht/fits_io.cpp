@@ -1,6 +1,8 @@
 // HEALPix map and alm FITS files (cfitsio), in the layout healpy reads and writes.
 #include <fitsio.h>
 #include <healpix_base.h>
+#include <healpix_map.h>
+#include <weight_utils.h>
 
 #include <algorithm>
 #include <cmath>
@@ -196,6 +198,36 @@ std::vector<double> read_ring_weights(const std::string& path, int nside) {
     v[r] += 1.0;  // the files store w - 1
   }
   return v;
+}
+
+std::vector<double> read_pixel_weights(const std::string& path, int nside) {
+  if (nside < 1) throw ConfigError("nside", "read_pixel_weights: nside must be >= 1");
+  Fits f = Fits::open(path);
+  move_to_table(f, 1);
+  const std::string cname = column_name(f, 1);
+  if (upper(cname) != "COMPRESSED PIXEL WEIGHTS")
+    throw IoError(path, "TTYPE1", "is '" + cname + "', not COMPRESSED PIXEL WEIGHTS (a HEALPix full-weight file)");
+  long long file_nside = 0;
+  if (!f.key_long("NSIDE", file_nside)) throw IoError(path, "NSIDE", "missing keyword");
+  if (file_nside != nside)
+    throw IoError(path, "NSIDE", "pixel weights for NSIDE " + std::to_string(file_nside) +
+                                     ", the map has NSIDE " + std::to_string(nside));
+  std::vector<double> w = read_column_double(f, 1, cname);
+  // One weight per pixel class of the symmetric layout healpix_cxx uses (weight_utils).
+  const std::size_t need =
+      (static_cast<std::size_t>(3 * static_cast<long long>(nside) + 1) * static_cast<std::size_t>(nside + 1)) / 4;
+  if (w.size() != need)
+    throw IoError(path, cname, "has " + std::to_string(w.size()) + " values; NSIDE " +
+                                   std::to_string(nside) + " needs " + std::to_string(need));
+  for (std::size_t i = 0; i < w.size(); ++i)
+    if (!std::isfinite(w[i]) || w[i] == kUnseen)
+      throw IoError(path, cname, "value " + std::to_string(i + 1) + " is not finite");
+  Healpix_Map<double> ones(nside, RING, SET_NSIDE);
+  ones.fill(1.0);
+  apply_fullweights(ones, w);  // pixel *= 1 + w of its class
+  std::vector<double> out(static_cast<std::size_t>(ones.Npix()));
+  for (std::size_t i = 0; i < out.size(); ++i) out[i] = ones[static_cast<int>(i)];
+  return out;
 }
 
 HealpixMap read_healpix_map(const std::string& path, bool to_ring, int hdu) {

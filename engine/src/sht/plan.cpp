@@ -219,4 +219,24 @@ void ShtPlan::map2alm(std::span<const double> map, std::span<Complex> alm, int i
   }
 }
 
+void ShtPlan::map2alm_pixel_weights(std::span<const double> map, std::span<Complex> alm,
+                                    std::span<const double> pixel_weights,
+                                    const JobContext& ctx) const {
+  const int ncols = columns_of(*this, alm.size(), map.size(), "map2alm_pixel_weights");
+  const std::int64_t np = npix_of(nside());
+  if (pixel_weights.size() != static_cast<std::size_t>(np))
+    throw ConfigError("pixel_weights", "needs 12 nside^2 = " + std::to_string(np) +
+                                           " entries, got " + std::to_string(pixel_weights.size()));
+  const std::size_t msz = map_size();
+  const auto& obs = config().observed_pixels;
+  const double base = 4.0 * std::numbers::pi / static_cast<double>(np);
+  std::vector<double> wm(map.size());
+  for (std::size_t c = 0; c < static_cast<std::size_t>(ncols) * ncomp(); ++c)
+    for (std::size_t k = 0; k < msz; ++k) {
+      const std::size_t pix = obs.empty() ? k : static_cast<std::size_t>(obs[k]);
+      wm[c * msz + k] = map[c * msz + k] * (base * pixel_weights[pix]);
+    }
+  adjoint(wm, alm, ctx);
+}
+
 }  // namespace almagest::sht

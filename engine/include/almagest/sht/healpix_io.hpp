@@ -66,6 +66,16 @@ void write_alm(const std::string& path, const std::vector<std::vector<std::compl
 /// BINTABLE, fewer than 2 nside values, a non-finite value, or an NSIDE keyword other than nside.
 std::vector<double> read_ring_weights(const std::string& path, int nside);
 
+/// Pixel weights for healpy-style map2alm (use_pixel_weights=True) from a HEALPix full-weight
+/// file (full_weights/healpix_full_weights_nside_<NSIDE 4 digits>.fits of the healpy data): the
+/// first BINTABLE extension's column COMPRESSED PIXEL WEIGHTS holds w - 1 for the
+/// ((3 nside + 1)(nside + 1)) / 4 pixels of one symmetry class each, with an NSIDE keyword.
+/// Returns the 12 nside^2 weights w of the RING-ordered map (expanded by healpix_cxx
+/// apply_fullweights), for ShtPlan::map2alm_pixel_weights. Throws IoError naming the file and
+/// the key or column: no such file, no BINTABLE, another column name, an NSIDE keyword missing or
+/// other than nside, a number of values other than the one of nside, a non-finite value.
+std::vector<double> read_pixel_weights(const std::string& path, int nside);
+
 /// HDF5: a map as dataset "/map" [ncomp][npix] with attributes nside, ordering, names; alm as
 /// "/alm" [ncomp][nalm][2] (re, im) with attributes lmax, mmax, layout.
 void write_map_hdf5(const std::string& path, const HealpixMap& map);

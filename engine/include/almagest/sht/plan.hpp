@@ -71,6 +71,13 @@ public:
   /// steps alm += Y^T W (map - Y alm).
   void map2alm(std::span<const double> map, std::span<Complex> alm, int iterations = 3,
                std::span<const double> ring_weights = {}, const JobContext& ctx = {}) const;
+  /// healpy map2alm(use_pixel_weights=True): alm = Y^T W map with W = 4 pi / Npix times the
+  /// weight of each pixel (pixel_weights: 12 nside^2 entries, RING order, as read_pixel_weights
+  /// returns them; a cut-sky plan takes those of its observed pixels). No Jacobi iterations:
+  /// healpy ignores iter with pixel weights and HEALPix refuses the combination.
+  void map2alm_pixel_weights(std::span<const double> map, std::span<Complex> alm,
+                             std::span<const double> pixel_weights,
+                             const JobContext& ctx = {}) const;
 
 private:
   friend ShtPlan make_plan(const ShtConfig& config);

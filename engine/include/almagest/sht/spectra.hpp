@@ -27,12 +27,14 @@ std::vector<double> gauss_beam(double fwhm_rad, int lmax, bool pol = false);
 /// alm_lm *= fl[l] (healpy almxfl); alm: alm_size(lmax), fl: lmax + 1 entries.
 void almxfl(std::span<Complex> alm, int lmax, std::span<const double> fl);
 
-/// healpy smoothing: map2alm(iter) on `plan` (ring_weights as in ShtPlan::map2alm; empty = none),
+/// healpy smoothing: map2alm(iter) on `plan` (ring_weights as in ShtPlan::map2alm; empty = none;
+/// with pixel_weights, ShtPlan::map2alm_pixel_weights instead, and iterations must be 0),
 /// multiply by the Gaussian beam (E/B beam for a spin-2 plan), synthesis. map/out:
 /// [ncols][ncomp][map_size] as for ShtPlan.
 void smooth_map(const ShtPlan& plan, std::span<const double> map, std::span<double> out,
                 double fwhm_rad, int iterations = 3, const JobContext& ctx = {},
-                std::span<const double> ring_weights = {});
+                std::span<const double> ring_weights = {},
+                std::span<const double> pixel_weights = {});
 
 /// healpy anafast of (T, Q, U): spin-0 plan for T, spin-2 plan (same nside, lmax) for (Q, U);
 /// t: [map_size], qu: [2][map_size]. iterations as in ShtPlan::map2alm.
