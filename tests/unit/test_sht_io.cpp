@@ -107,6 +107,17 @@ void write_pixel_weight_file(const std::string& path, const std::vector<double>&
   QCOMPARE(st, 0);
 }
 
+/// Runs fn, which must throw IoError with `field` in its message.
+template <class Fn>
+void expect_io(Fn&& fn, const char* field) {
+  try {
+    fn();
+    QFAIL("expected IoError");
+  } catch (const IoError& e) {
+    QVERIFY2(std::string(e.what()).find(field) != std::string::npos, e.what());
+  }
+}
+
 std::vector<double> ramp(std::size_t n, double scale) {
   std::vector<double> v(n);
   for (std::size_t i = 0; i < n; ++i) v[i] = scale * std::sin(0.37 * i) + 1e-3 * i;
@@ -152,14 +163,6 @@ private slots:
       }
       start += n;
     }
-    auto expect_io = [](auto&& fn, const char* field) {
-      try {
-        fn();
-        QFAIL("expected IoError");
-      } catch (const IoError& e) {
-        QVERIFY2(std::string(e.what()).find(field) != std::string::npos, e.what());
-      }
-    };
     expect_io([&] { read_pixel_weights(path, 16); }, "NSIDE");
     const std::string no_key = dir + "/pw_no_nside.fits";
     write_pixel_weight_file(no_key, wm1, -1);
@@ -191,14 +194,6 @@ private slots:
       for (int r = 0; r < 2 * nside; ++r)
         QVERIFY(std::fabs(w[r] - (1.0 + static_cast<float>(wm1[r]))) < 1e-15);
     }
-    auto expect_io = [](auto&& fn, const char* field) {
-      try {
-        fn();
-        QFAIL("expected IoError");
-      } catch (const IoError& e) {
-        QVERIFY2(std::string(e.what()).find(field) != std::string::npos, e.what());
-      }
-    };
     // A file for another NSIDE: by its keyword, and by its length.
     const std::string other = dir + "/weight_ring_n00008.fits";
     write_ring_weight_file(other, std::vector<double>(16, 0.0), 1, 8);
