@@ -20,6 +20,7 @@
 #include <QTemporaryDir>
 #include <QTextStream>
 #include <QtTest>
+#include <fitsio.h>
 
 #include <cmath>
 #include <numbers>
@@ -31,6 +32,8 @@
 #include "almagest/sht/alm.hpp"
 #include "almagest/sht/config.hpp"
 #include "almagest/sht/healpix_io.hpp"
+#include "almagest/sht/plan.hpp"
+#include "almagest/sht/spectra.hpp"
 #include "jobs/JobRunner.hpp"
 #include "panels/LogPanel.hpp"
 #include "sky/SkyMapView.hpp"
@@ -78,6 +81,25 @@ QList<QList<double>> readRows(const QString& path) {
   return rows;
 }
 
+/// A one-column FITS table (weight files of the HEALPix / healpy data) with an NSIDE keyword.
+void writeWeightTable(const QString& path, const char* column, const std::vector<double>& values,
+                      long long nside) {
+  fitsfile* f = nullptr;
+  int st = 0;
+  fits_create_file(&f, ("!" + path.toStdString()).c_str(), &st);
+  fits_create_img(f, 8, 0, nullptr, &st);
+  std::string name = column;
+  char form[] = "D", empty[] = "";
+  char* tt[] = {name.data()};
+  char* tf[] = {form};
+  char* tu[] = {empty};
+  fits_create_tbl(f, BINARY_TBL, static_cast<LONGLONG>(values.size()), 1, tt, tf, tu, nullptr, &st);
+  fits_update_key(f, TLONGLONG, "NSIDE", &nside, nullptr, &st);
+  fits_write_col(f, TDOUBLE, 1, 1, 1, static_cast<LONGLONG>(values.size()), const_cast<double*>(values.data()), &st);
+  fits_close_file(f, &st);
+  QCOMPARE(st, 0);
+}
+
 double luminance(QRgb c) {
   auto lin = [](int v) {
     const double s = v / 255.0;
@@ -104,6 +126,7 @@ private slots:
   void backendChoiceFollowsGpuStatus();
   void windowShowsMapAndSpectrum();
   void chainedJobsAndClosingWhileBusy();
+  void spectrumWithHealpyWeights();
 
 private:
   QString tmpDir_;
@@ -617,6 +640,79 @@ void TestUiSkyMap::chainedJobsAndClosingWhileBusy() {
   w.reset();
   qInfo("destroying the window with a running spectrum took %lld ms", static_cast<long long>(t.elapsed()));
   QVERIFY(t.elapsed() < 2000);
+}
+
+// healpy's quadrature weights in the window: a ring weight file (3 iterations) and a full pixel
+// weight file (no iterations) give the engine's spectrum with those weights; a weight file of
+// another nside fails the job naming the file; back to uniform weights.
+void TestUiSkyMap::spectrumWithHealpyWeights() {
+  const int nside = 16, lmax = 40;
+  std::vector<double> ring(2 * nside), pixel(((3 * nside + 1) * (nside + 1)) / 4);
+  for (std::size_t i = 0; i < ring.size(); ++i) ring[i] = 0.04 * std::cos(0.4 * static_cast<double>(i));
+  for (std::size_t i = 0; i < pixel.size(); ++i) pixel[i] = 0.03 * std::sin(0.2 * static_cast<double>(i));
+  const QString ringFile = tmpDir_ + QStringLiteral("/weight_ring_n00016.fits");
+  const QString pixelFile = tmpDir_ + QStringLiteral("/healpix_full_weights_nside_0016.fits");
+  const QString otherFile = tmpDir_ + QStringLiteral("/weight_ring_n00008.fits");
+  writeWeightTable(ringFile, "TEMPERATURE WEIGHTS", ring, nside);
+  writeWeightTable(pixelFile, "COMPRESSED PIXEL WEIGHTS", pixel, nside);
+  writeWeightTable(otherFile, "TEMPERATURE WEIGHTS", std::vector<double>(16, 0.0), 8);
+
+  SkyMapWindow w;
+  w.setInteractiveErrors(false);
+  w.setBackendChoice(sky::BackendChoice::Cpu);
+  QSignalSpy finished(&w, &SkyMapWindow::jobFinished);
+  std::vector<double> cl(lmax + 1, 0.0);
+  for (int l = 2; l <= lmax; ++l) cl[l] = 1.0 / (l * (l + 1.0));
+  QVERIFY(w.openSynthesisedMap(nside, cl, 777));
+  QCOMPARE(waitJob(finished), State::Completed);
+  QCOMPARE(w.weightsCombo()->currentText(), QStringLiteral("Uniform"));
+
+  sht::ShtConfig c;
+  c.nside = nside;
+  c.lmax = lmax;
+  const sht::ShtPlan plan = sht::make_plan(c);
+  const std::vector<double> values = w.values();
+  auto check = [&](const std::vector<sht::Complex>& alm, int iterations, const char* what) {
+    const auto ref = sht::alm2cl(alm, alm, lmax);
+    const auto got = w.spectrum();
+    QCOMPARE(got.size(), ref.size());
+    double worst = 0.0, big = 0.0;
+    for (std::size_t l = 0; l < ref.size(); ++l) {
+      worst = std::max(worst, std::abs(got[l] - ref[l]));
+      big = std::max(big, std::abs(ref[l]));
+    }
+    QVERIFY2(worst <= 1e-12 * big, qPrintable(QString("%1: %2").arg(what).arg(worst / big)));
+    QCOMPARE(w.spectrumResult()->iterations, iterations);
+    QVERIFY2(w.spectrumResult()->weights.find(what) != std::string::npos, w.spectrumResult()->weights.c_str());
+  };
+
+  w.setWeights({sky::SkyWeights::Kind::Ring, ringFile.toStdString()});
+  QCOMPARE(w.weightsCombo()->currentText(), QStringLiteral("Ring weights…"));
+  QVERIFY(w.computeSpectrum(lmax));
+  QVERIFY2(waitJob(finished) == State::Completed, qPrintable(jobError(w)));
+  std::vector<sht::Complex> a(plan.nalm());
+  plan.map2alm(values, a, 3, sht::read_ring_weights(ringFile.toStdString(), nside));
+  check(a, 3, "ring weights");
+
+  w.setWeights({sky::SkyWeights::Kind::Pixel, pixelFile.toStdString()});
+  QVERIFY(w.computeSpectrum(lmax));
+  QVERIFY2(waitJob(finished) == State::Completed, qPrintable(jobError(w)));
+  plan.map2alm_pixel_weights(values, a, sht::read_pixel_weights(pixelFile.toStdString(), nside));
+  check(a, 0, "pixel weights");
+
+  w.setWeights({sky::SkyWeights::Kind::Ring, otherFile.toStdString()});
+  QVERIFY(w.computeSpectrum(lmax));
+  QCOMPARE(waitJob(finished), State::Failed);
+  QVERIFY2(jobError(w).contains(QStringLiteral("weight_ring_n00008.fits")) && jobError(w).contains(QStringLiteral("NSIDE")),
+           qPrintable(jobError(w)));
+  QVERIFY(w.spectrumResult()->weights.find("pixel weights") != std::string::npos);  // kept
+
+  w.setWeights({});
+  QCOMPARE(w.weightsCombo()->currentText(), QStringLiteral("Uniform"));
+  QVERIFY(w.computeSpectrum(lmax));
+  QCOMPARE(waitJob(finished), State::Completed);
+  plan.map2alm(values, a, 3);
+  check(a, 3, "uniform");
 }
 
 QTEST_MAIN(TestUiSkyMap)

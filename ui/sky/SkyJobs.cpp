@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <numbers>
 #include <sstream>
@@ -161,14 +162,26 @@ sht::Backend resolveBackend(BackendChoice choice) {
   return sht::Backend::Cpu;
 }
 
+std::string SkyWeights::describe() const {
+  const std::string name = std::filesystem::path(path).filename().string();
+  switch (kind) {
+    case Kind::Uniform: return "uniform";
+    case Kind::Ring: return "ring weights " + name;
+    case Kind::Pixel: return "pixel weights " + name;
+  }
+  return "uniform";
+}
+
 SkySpectrum computeSkySpectrum(const SkyMapData& map, int column, int lmax, sht::Backend backend,
-                               const std::string& savePath, const JobContext& ctx) {
+                               const std::string& savePath, const JobContext& ctx,
+                               const SkyWeights& weights) {
   if (column < 0 || column >= static_cast<int>(map.columns.size()))
     throw ConfigError("column", "the map has no column " + std::to_string(column));
   if (lmax < 0 || lmax > 4 * map.nside)
     throw ConfigError("lmax", "must be in 0..4 nside = " + std::to_string(4 * map.nside) +
                                   ", got " + std::to_string(lmax));
-  constexpr int kIterations = 3;
+  // healpy: 3 iterations by default, none with pixel weights (it ignores iter with them).
+  const int kIterations = weights.kind == SkyWeights::Kind::Pixel ? 0 : 3;
   const auto t0 = std::chrono::steady_clock::now();
   SkySpectrum s;
   s.source = map.source;
@@ -176,6 +189,7 @@ SkySpectrum computeSkySpectrum(const SkyMapData& map, int column, int lmax, sht:
   s.nside = map.nside;
   s.lmax = lmax;
   s.iterations = kIterations;
+  s.weights = weights.describe();
   s.backend = sht::to_string(backend);
 
   // Blind pixels enter the transform as zeros (healpy anafast does the same).
@@ -194,6 +208,14 @@ SkySpectrum computeSkySpectrum(const SkyMapData& map, int column, int lmax, sht:
   }
   ctx.check_cancel();
 
+  std::vector<double> ring_weights, pixel_weights;
+  if (weights.kind == SkyWeights::Kind::Ring) {
+    ctx.progress(0.01, 1, "reading " + weights.path);
+    ring_weights = sht::read_ring_weights(weights.path, map.nside);
+  } else if (weights.kind == SkyWeights::Kind::Pixel) {
+    ctx.progress(0.01, 1, "reading " + weights.path);
+    pixel_weights = sht::read_pixel_weights(weights.path, map.nside);
+  }
   ctx.progress(0.02, 1, "building the SHT plan");
   sht::ShtConfig cfg;
   cfg.nside = map.nside;
@@ -221,7 +243,10 @@ SkySpectrum computeSkySpectrum(const SkyMapData& map, int column, int lmax, sht:
   sub.threads = ctx.threads;
   ctx.progress(0.05, 1, "map2alm: transform 1 of " + std::to_string(transforms));
   std::vector<sht::Complex> alm(plan.nalm());
-  plan.map2alm(values, alm, kIterations, {}, sub);
+  if (!pixel_weights.empty())
+    plan.map2alm_pixel_weights(values, alm, pixel_weights, sub);
+  else
+    plan.map2alm(values, alm, kIterations, ring_weights, sub);
   ctx.check_cancel();
   ctx.progress(0.96, 1, "alm2cl");
   s.cl = sht::alm2cl(alm, alm, lmax);
@@ -244,6 +269,7 @@ std::string spectrumText(const SkySpectrum& s) {
   std::snprintf(buf, sizeof buf, "# nside %d, lmax %d, map2alm iterations %d, backend %s\n",
                 s.nside, s.lmax, s.iterations, s.backend.c_str());
   out += buf;
+  out += "# quadrature weights: " + s.weights + "\n";
   if (!s.device.empty()) out += "# device: " + s.device + "\n";
   if (s.unseen > 0) {
     std::snprintf(buf, sizeof buf, "# %lld blind pixels set to 0 (no mask correction)\n",

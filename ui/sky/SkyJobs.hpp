@@ -5,8 +5,9 @@
 //  - loadSkyMap: a HEALPix FITS map (RING or NESTED, full or partial sky) -> full-sky RING
 //    columns plus the Mollweide lookup of the window's image.
 //  - synthesiseSkyMap: a seeded Gaussian random map with a given C_l (alm synthesis on the CPU).
-//  - computeSkySpectrum: map2alm (3 Jacobi iterations, as healpy anafast) + alm2cl, on the CPU
-//    or CUDA backend; optionally writes the spectrum file (atomically) before returning.
+//  - computeSkySpectrum: map2alm (3 Jacobi iterations, as healpy anafast; healpy's ring or pixel
+//    weights optional) + alm2cl, on the CPU or CUDA backend; optionally writes the spectrum file
+//    (atomically) before returning.
 //  - writeSpectrum: the text file (columns l, C_l, D_l) through AtomicFile.
 // Errors: almagest::IoError naming the file, ConfigError naming the field; Cancelled.
 #include <QString>
@@ -63,6 +64,18 @@ std::vector<double> demoCl(int lmax);
 SkyMapData synthesiseSkyMap(int nside, const std::vector<double>& cl, std::uint64_t seed,
                             int imageWidth, int imageHeight, const JobContext& ctx);
 
+/// Quadrature weights of map2alm, as healpy's: none (4 pi / Npix; 3 Jacobi iterations), a HEALPix
+/// ring weight file (use_weights=True; 3 iterations) or a full pixel weight file
+/// (use_pixel_weights=True; no iterations, as healpy). The file is read inside the job.
+struct SkyWeights {
+  enum class Kind { Uniform, Ring, Pixel };
+  Kind kind = Kind::Uniform;
+  std::string path;  ///< the weight file (Ring, Pixel)
+
+  /// "uniform", "ring weights <file name>" or "pixel weights <file name>".
+  std::string describe() const;
+};
+
 /// The angular power spectrum of one column.
 struct SkySpectrum {
   std::string source;
@@ -70,6 +83,7 @@ struct SkySpectrum {
   int nside = 0;
   int lmax = 0;
   int iterations = 3;
+  std::string weights = "uniform";  ///< SkyWeights::describe() of the weights used
   std::string backend;   ///< "cpu" | "cuda"
   std::string device;
   std::int64_t unseen = 0;  ///< blind pixels, set to 0 before the transform (as healpy anafast)
@@ -84,11 +98,13 @@ struct SkySpectrum {
 enum class BackendChoice { Cpu, Cuda, Auto };
 sht::Backend resolveBackend(BackendChoice choice);
 
-/// map2alm(iterations = 3) + alm2cl of map.columns[column] up to lmax (0 <= lmax <= 4 nside).
-/// With a non-empty savePath the spectrum file is written (atomically) at the end; a cancelled
-/// or failed job leaves no file.
+/// map2alm + alm2cl of map.columns[column] up to lmax (0 <= lmax <= 4 nside), with `weights`
+/// (3 iterations, none with pixel weights). With a non-empty savePath the spectrum file is
+/// written (atomically) at the end; a cancelled or failed job leaves no file. A weight file
+/// that cannot be read, or is for another nside, throws IoError naming it.
 SkySpectrum computeSkySpectrum(const SkyMapData& map, int column, int lmax, sht::Backend backend,
-                               const std::string& savePath, const JobContext& ctx);
+                               const std::string& savePath, const JobContext& ctx,
+                               const SkyWeights& weights = {});
 
 /// The spectrum file text: '#' header lines, then lmax + 1 rows "l C_l D_l".
 std::string spectrumText(const SkySpectrum& s);

@@ -117,6 +117,18 @@ void SkyMapWindow::buildUi() {
   }
   backendBox_->setCurrentIndex(2);
 
+  // Quadrature weights of map2alm: picking a weight-file entry asks for the file.
+  weightsBox_ = new QComboBox(this);
+  weightsBox_->setObjectName(QStringLiteral("weights"));
+  weightsBox_->addItem(tr("Uniform"), static_cast<int>(sky::SkyWeights::Kind::Uniform));
+  weightsBox_->addItem(tr("Ring weights…"), static_cast<int>(sky::SkyWeights::Kind::Ring));
+  weightsBox_->addItem(tr("Pixel weights…"), static_cast<int>(sky::SkyWeights::Kind::Pixel));
+  weightsBox_->setToolTip(tr("Quadrature weights of map2alm, as healpy's: uniform 4 pi / Npix with 3 "
+                             "iterations; a ring weight file (weight_ring_nNNNNN.fits, use_weights) "
+                             "with 3 iterations; a full pixel weight file "
+                             "(healpix_full_weights_nside_NNNN.fits, use_pixel_weights), no iterations."));
+  connect(weightsBox_, &QComboBox::activated, this, &SkyMapWindow::chooseWeights);
+
   readout_ = new QLabel(this);
   readout_->setObjectName(QStringLiteral("readout"));
   readout_->setTextInteractionFlags(Qt::TextSelectableByMouse);
@@ -191,6 +203,8 @@ void SkyMapWindow::buildActions() {
   tb->addWidget(lmaxSpin_);
   tb->addWidget(new QLabel(tr(" Backend "), tb));
   tb->addWidget(backendBox_);
+  tb->addWidget(new QLabel(tr(" Weights "), tb));
+  tb->addWidget(weightsBox_);
   tb->addAction(spectrumAction_);
   tb->addAction(cancelAction_);
   tb->addSeparator();
@@ -216,6 +230,34 @@ void SkyMapWindow::setBackendChoice(sky::BackendChoice choice) {
 
 sky::BackendChoice SkyMapWindow::backendChoice() const {
   return static_cast<sky::BackendChoice>(backendBox_->currentData().toInt());
+}
+
+void SkyMapWindow::setWeights(const sky::SkyWeights& weights) {
+  weights_ = weights;
+  const int i = weightsBox_->findData(static_cast<int>(weights.kind));
+  if (i >= 0) weightsBox_->setCurrentIndex(i);
+  const QString file = QString::fromStdString(weights.path);
+  for (int k = 1; k < weightsBox_->count(); ++k) weightsBox_->setItemData(k, QVariant(), Qt::ToolTipRole);
+  if (weights.kind != sky::SkyWeights::Kind::Uniform && i >= 0)
+    weightsBox_->setItemData(i, file, Qt::ToolTipRole);
+}
+
+void SkyMapWindow::chooseWeights(int index) {
+  const auto kind = static_cast<sky::SkyWeights::Kind>(weightsBox_->itemData(index).toInt());
+  if (kind == sky::SkyWeights::Kind::Uniform) {
+    setWeights({});
+    return;
+  }
+  const QString path = QFileDialog::getOpenFileName(
+      this, kind == sky::SkyWeights::Kind::Ring ? tr("Ring weight file") : tr("Pixel weight file"),
+      lastDir_, tr("HEALPix weight files (*.fits *.fit *.fits.gz);;All files (*)"));
+  if (path.isEmpty()) {
+    setWeights(weights_);  // keep the previous choice
+    return;
+  }
+  lastDir_ = QFileInfo(path).absolutePath();
+  setWeights({kind, QDir::toNativeSeparators(path).toStdString()});
+  log_->info(tr("map2alm weights: %1").arg(QString::fromStdString(weights_.describe())));
 }
 
 void SkyMapWindow::setLogAxes(bool on) { logAxesAction_->setChecked(on); }
@@ -290,15 +332,18 @@ bool SkyMapWindow::computeSpectrum(int lmax, const QString& savePath) {
   sky::SkyMapPtr map = map_;
   const int column = column_;
   const std::string save = savePath.isEmpty() ? std::string() : QDir::toNativeSeparators(savePath).toStdString();
-  log_->info(tr("Spectrum of %1: lmax %2, map2alm with 3 iterations on the %3 backend%4")
+  const sky::SkyWeights weights = weights_;
+  log_->info(tr("Spectrum of %1: lmax %2, map2alm with %3 weights (%4 iterations) on the %5 backend%6")
                  .arg(columnLabel(column))
                  .arg(lmax)
+                 .arg(QString::fromStdString(weights.describe()))
+                 .arg(weights.kind == sky::SkyWeights::Kind::Pixel ? 0 : 3)
                  .arg(QString::fromLatin1(sht::to_string(backend)))
                  .arg(save.empty() ? QString() : tr(", saving to %1").arg(savePath)));
   return startJob(JobKind::Spectrum, tr("spectrum"),
-                  [map, column, lmax, backend, save](const JobContext& ctx) {
+                  [map, column, lmax, backend, save, weights](const JobContext& ctx) {
                     return std::any(std::make_shared<const sky::SkySpectrum>(
-                        sky::computeSkySpectrum(*map, column, lmax, backend, save, ctx)));
+                        sky::computeSkySpectrum(*map, column, lmax, backend, save, ctx, weights)));
                   },
                   column);
 }
@@ -341,9 +386,10 @@ void SkyMapWindow::onJobFinished(JobRunner* runner, JobKind kind, int column) {
                               .arg(spectrum_->lmax)
                               .arg(QString::fromStdString(spectrum_->backend)),
                           ref);
-      log_->info(tr("Spectrum done: lmax %1 on %2 (%3) in %4 s")
+      log_->info(tr("Spectrum done: lmax %1, %2 weights, on %3 (%4) in %5 s")
                      .arg(spectrum_->lmax)
-                     .arg(QString::fromStdString(spectrum_->backend),
+                     .arg(QString::fromStdString(spectrum_->weights),
+                          QString::fromStdString(spectrum_->backend),
                           QString::fromStdString(spectrum_->device))
                      .arg(spectrum_->seconds, 0, 'f', 2));
       spectrum = true;

@@ -2,7 +2,8 @@
 // SkyMapWindow: a window for HEALPix maps. Open a map FITS file (any column, RING or NESTED, full
 // or partial sky) or a seeded demo map, see it in a Mollweide projection with a viridis-like
 // colour map, colour bar and a status-bar readout of direction / pixel / value under the mouse,
-// compute its angular power spectrum (healpy anafast: map2alm with 3 iterations, then alm2cl) on
+// compute its angular power spectrum (healpy anafast: map2alm with 3 iterations, or healpy's ring
+// or pixel weights, then alm2cl) on
 // the CPU or CUDA backend with progress and Cancel, plot D_l, and save the spectrum as text.
 //
 // Jobs (loading, synthesis, spectra) go through JobWindow (one at a time, progress, Cancel,
@@ -60,6 +61,10 @@ public:
   bool setColumn(int column);
   void setBackendChoice(sky::BackendChoice choice);
   sky::BackendChoice backendChoice() const;
+  /// Quadrature weights of the spectrum's map2alm (healpy's ring or pixel weight files; the
+  /// toolbar's Weights box asks for the file). The file is read by the spectrum job.
+  void setWeights(const sky::SkyWeights& weights);
+  const sky::SkyWeights& weights() const noexcept { return weights_; }
   void setLogAxes(bool on);
   sky::SkyMapPtr map() const noexcept { return map_; }
   int nside() const noexcept { return map_ ? map_->nside : 0; }
@@ -79,6 +84,7 @@ public:
   LogPanel* logPanel() const noexcept { return log_; }
   QComboBox* columnCombo() const noexcept { return columnBox_; }
   QComboBox* backendCombo() const noexcept { return backendBox_; }
+  QComboBox* weightsCombo() const noexcept { return weightsBox_; }
   QSpinBox* lmaxSpin() const noexcept { return lmaxSpin_; }
 
 signals:
@@ -96,6 +102,7 @@ private:
   void openMapDialog();
   void saveSpectrumDialog();
   void saveImageDialog();
+  void chooseWeights(int index);
   QString columnLabel(int column) const;
 
   sky::SkyMapPtr map_;
@@ -103,12 +110,14 @@ private:
   QImage image_;
   std::shared_ptr<const sky::SkySpectrum> spectrum_;
   QString lastDir_;
+  sky::SkyWeights weights_;
 
   SkyMapView* view_ = nullptr;
   SpectrumChart* chart_ = nullptr;
   LogPanel* log_ = nullptr;
   QComboBox* columnBox_ = nullptr;
   QComboBox* backendBox_ = nullptr;
+  QComboBox* weightsBox_ = nullptr;
   QSpinBox* lmaxSpin_ = nullptr;
   QLabel* readout_ = nullptr;
   QLabel* mapInfo_ = nullptr;
