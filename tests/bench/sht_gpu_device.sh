@@ -11,7 +11,9 @@
 #              (the tensor-core warp sums of the adjoints, run by default until measured);
 #              ADJ_P="4 ...", ADJ2_P="2 ...", SYN_P="2 ..." also benchmark those kernel shapes
 #              (ALMAGEST_SHT_ADJ_P, ALMAGEST_SHT_ADJ2_P, ALMAGEST_SHT_SYN_P);
-#              MEMCHECK_NSIDE=<n> runs sht_gpu_check n under compute-sanitizer memcheck.
+#              MEMCHECK_NSIDE=<n> runs sht_gpu_check n under compute-sanitizer memcheck;
+#              NCU_NSIDE=<n> profiles the Legendre adjoint kernels of one nside-n spin-0 and
+#              spin-2 adjoint per reduction path with ncu (pipe use, shared memory, stalls).
 #              BENCH_ONLY=<nside> restricts the benchmarks to single transforms of that nside.
 set -u
 B=.device-libs/sht
@@ -61,6 +63,19 @@ if [ "${TENSOR:-1}" = 1 ]; then
   for p in ${ADJ2_P:-}; do
     echo "## tensor, spin-2 adjoint, ALMAGEST_SHT_ADJ2_P=$p"
     ALMAGEST_SHT_ADJ_REDUCE=tensor ALMAGEST_SHT_ADJ2_P=$p timeout 120 $B/bench_sht --adjoint-only "${only[@]}" 2>/dev/null | grep -E "\| 2 \| adjoint \|"
+  done
+fi
+if [ -n "${NCU_NSIDE:-}" ] && command -v ncu > /dev/null; then
+  metrics=sm__throughput.avg.pct_of_peak_sustained_elapsed,sm__pipe_fp64_cycles_active.avg.pct_of_peak_sustained_active,sm__inst_executed_pipe_fp64.sum,l1tex__data_pipe_lsu_wavefronts_mem_shared.sum,sm__pipe_tensor_op_dmma_cycles_active.avg.pct_of_peak_sustained_active,smsp__average_warp_latency_issue_stalled_barrier.ratio,smsp__average_warp_latency_issue_stalled_short_scoreboard.ratio,sm__warps_active.avg.pct_of_peak_sustained_active
+  for red in shared tensor; do
+    for spin in 0 2; do
+      echo "## ncu, spin-$spin adjoint kernel, nside $NCU_NSIDE, reduction $red"
+      ALMAGEST_SHT_ADJ_REDUCE=$red timeout ${NCU_S:-120} ncu --kernel-name "regex:k_adjoint_spin$spin" \
+        --launch-count 1 --metrics "$metrics" $B/bench_sht --adjoint-only --only "$NCU_NSIDE" \
+        > "$OUT/ncu_${red}_$spin.txt" 2>&1
+      echo "ncu rc=$?"
+      grep -E "k_adjoint|sm__|l1tex__|smsp__" "$OUT/ncu_${red}_$spin.txt" | head -n 12
+    done
   done
 fi
 for mod in ${MODULES:-}; do
