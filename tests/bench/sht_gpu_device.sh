@@ -66,15 +66,15 @@ if [ "${TENSOR:-1}" = 1 ]; then
   done
 fi
 if [ -n "${NCU_NSIDE:-}" ] && command -v ncu > /dev/null; then
-  metrics=sm__throughput.avg.pct_of_peak_sustained_elapsed,sm__pipe_fp64_cycles_active.avg.pct_of_peak_sustained_active,sm__inst_executed_pipe_fp64.sum,l1tex__data_pipe_lsu_wavefronts_mem_shared.sum,sm__pipe_tensor_op_dmma_cycles_active.avg.pct_of_peak_sustained_active,smsp__average_warp_latency_issue_stalled_barrier.ratio,smsp__average_warp_latency_issue_stalled_short_scoreboard.ratio,sm__warps_active.avg.pct_of_peak_sustained_active
+  sections="--section SpeedOfLight --section ComputeWorkloadAnalysis --section WarpStateStats --section Occupancy --section MemoryWorkloadAnalysis_Tables"
   for red in shared tensor; do
     for spin in 0 2; do
       echo "## ncu, spin-$spin adjoint kernel, nside $NCU_NSIDE, reduction $red"
       ALMAGEST_SHT_ADJ_REDUCE=$red timeout ${NCU_S:-120} ncu --kernel-name "regex:k_adjoint_spin$spin" \
-        --launch-count 1 --metrics "$metrics" $B/bench_sht --adjoint-only --only "$NCU_NSIDE" \
+        --launch-count 1 $sections $B/bench_sht --adjoint-only --only "$NCU_NSIDE" \
         > "$OUT/ncu_${red}_$spin.txt" 2>&1
       echo "ncu rc=$?"
-      grep -E "k_adjoint|sm__|l1tex__|smsp__" "$OUT/ncu_${red}_$spin.txt" | head -n 12
+      grep -E "k_adjoint|Throughput|Pipe|Shared|Stall|Occupancy|Warp Cycles|Registers" "$OUT/ncu_${red}_$spin.txt" | head -n 30
     done
   done
 fi
