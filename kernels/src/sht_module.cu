@@ -18,6 +18,7 @@
 #include "cuda_check.cuh"
 #include "device_buffer.cuh"
 #include "sht_kernels.cuh"
+#include "sht_tables_plan.cuh"
 
 namespace almagest::kernels {
 namespace {
@@ -70,6 +71,15 @@ struct ColumnPlans {
   std::unique_ptr<FftPlan> belt_c2r_one, belt_r2c_one;  ///< one column, for direct belt FFTs
   std::vector<std::unique_ptr<FftPlan>> polar;  ///< one per polar class
 };
+
+/// ALMAGEST_SHT_LEGENDRE=tables selects the batched table path (sht_tables.cuh).
+bool tables_requested() {
+  static const bool v = [] {
+    const char* e = std::getenv("ALMAGEST_SHT_LEGENDRE");
+    return e && std::string(e) == "tables";
+  }();
+  return v;
+}
 
 class DevicePlan final : public ShtDevicePlan {
 public:
@@ -147,6 +157,21 @@ public:
       tabB_ = DeviceBuffer<double>::from(B, s);
       tabN_ = DeviceBuffer<double>::from(Nt, s);
     }
+    // ALMAGEST_SHT_LEGENDRE=tables: the batched table path for calls of two or more columns
+    // (prepared, not yet measured on a device; docs/sht.md), where its tables and work matrices
+    // take at most a quarter of the free device memory; otherwise, or if they do not fit after
+    // all, the recursion kernels.
+    if (d.max_cols >= 2 && tables_requested()) {
+      std::size_t free_b = 0, total_b = 0;
+      CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+      if (sht::LegendreTables::bytes_needed(ns_, lmax_, d.spin, d.max_cols) <= free_b / 4) {
+        try {
+          tables_ = std::make_unique<sht::LegendreTables>(ns_, lmax_, d.spin, d.max_cols, mlim, s);
+        } catch (const DeviceOutOfMemory&) {
+          tables_.reset();
+        }
+      }
+    }
     nactive_ = static_cast<int>(active.size());
     active_ = DeviceBuffer<int>::from(active.empty() ? std::vector<int>{0} : active, s);
     first_ = DeviceBuffer<int>::from(first, s);
@@ -221,7 +246,7 @@ public:
     c.device_bytes = alm_.bytes() + map_.bytes() + full_.bytes() + F_.bytes() + BH_.bytes() +
                      BR_.bytes() + PU_.bytes() + chirp_fft_.bytes() + fft_work_.bytes() +
                      W_.bytes() + ab_.bytes() + norm_.bytes() + tabA_.bytes() + tabB_.bytes() +
-                     tabN_.bytes();
+                     tabN_.bytes() + (tables_ ? tables_->bytes() : 0);
     return c;
   }
 
@@ -296,10 +321,16 @@ public:
     std::vector<double> out;
     for (int i = 0; i < reps; ++i) {
       CUDA_CHECK(cudaEventRecord(ev0_, *stream_));
-      if (op == ShtOp::Synthesis)
+      if (tables_ && ncols >= 2) {
+        if (op == ShtOp::Synthesis)
+          tables_->synthesis(alm_.data(), F_.data(), ncols, *stream_);
+        else
+          tables_->adjoint(F_.data(), alm_.data(), ncols, *stream_);
+      } else if (op == ShtOp::Synthesis) {
         sht::launch_legendre_synthesis(legendre_args(ncols), *stream_);
-      else
+      } else {
         sht::launch_legendre_adjoint(legendre_args(ncols), *stream_);
+      }
       CUDA_CHECK(cudaEventRecord(ev1_, *stream_));
       CUDA_CHECK(cudaEventSynchronize(ev1_));
       float ms = 0.f;
@@ -510,7 +541,10 @@ private:
   void run_synthesis(int ncols) {
     cudaStream_t s = *stream_;
     ColumnPlans& p = plans(ncols);
-    sht::launch_legendre_synthesis(legendre_args(ncols), s);
+    if (tables_ && ncols >= 2)
+      tables_->synthesis(alm_.data(), F_.data(), ncols, s);
+    else
+      sht::launch_legendre_synthesis(legendre_args(ncols), s);
     mark("legendre");
     const auto f = fft_args(ncols);
     sht::launch_alias_synthesis(f, s);
@@ -560,9 +594,13 @@ private:
     polar_convolution(p, f, false);
     sht::launch_unalias_adjoint(f, s);
     mark("unalias");
-    if (d_.spin == 2)  // the spin-0 adjoint writes every entry; spin 2 adds to zeros
-      CUDA_CHECK(cudaMemsetAsync(alm_.data(), 0, cc(ncols) * nalm_ * sizeof(cplx), s));
-    sht::launch_legendre_adjoint(legendre_args(ncols), s);
+    if (tables_ && ncols >= 2) {
+      tables_->adjoint(F_.data(), alm_.data(), ncols, s);  // writes every entry
+    } else {
+      if (d_.spin == 2)  // the spin-0 adjoint writes every entry; spin 2 adds to zeros
+        CUDA_CHECK(cudaMemsetAsync(alm_.data(), 0, cc(ncols) * nalm_ * sizeof(cplx), s));
+      sht::launch_legendre_adjoint(legendre_args(ncols), s);
+    }
     mark("legendre");
   }
 
@@ -589,6 +627,7 @@ private:
   std::map<int, ColumnPlans> plans_;
   std::map<std::pair<int, int>, cudaGraphExec_t> graphs_;
   bool graphs_ok_ = true;
+  std::unique_ptr<sht::LegendreTables> tables_;  ///< ALMAGEST_SHT_LEGENDRE=tables, >= 2 columns
   std::vector<std::pair<const char*, cudaEvent_t>>* marks_ = nullptr;
   cudaEvent_t ev0_ = nullptr, ev1_ = nullptr;
 };

@@ -9,6 +9,9 @@
 #              MODULES="<module file> ..." benchmarks the adjoint cells of each (tuning variants);
 #              TENSOR=0 skips the check and adjoint timings of ALMAGEST_SHT_ADJ_REDUCE=tensor
 #              (the tensor-core warp sums of the adjoints, run by default until measured);
+#              TABLES=0 skips those of ALMAGEST_SHT_LEGENDRE=tables (the batched table path:
+#              checked by the self-test's batched (B = 5, tables) == single (recursion)
+#              and batched inverse, timed at nside 128);
 #              ADJ_P="4 ...", ADJ2_P="2 ...", SYN_P="2 ..." also benchmark those kernel shapes
 #              (ALMAGEST_SHT_ADJ_P, ALMAGEST_SHT_ADJ2_P, ALMAGEST_SHT_SYN_P);
 #              MEMCHECK_NSIDE=<n> runs sht_gpu_check n under compute-sanitizer memcheck;
@@ -64,6 +67,17 @@ if [ "${TENSOR:-1}" = 1 ]; then
     echo "## tensor, spin-2 adjoint, ALMAGEST_SHT_ADJ2_P=$p"
     ALMAGEST_SHT_ADJ_REDUCE=tensor ALMAGEST_SHT_ADJ2_P=$p timeout 120 $B/bench_sht --adjoint-only "${only[@]}" 2>/dev/null | grep -E "\| 2 \| adjoint \|"
   done
+fi
+if [ "${TABLES:-1}" = 1 ]; then
+  echo "## ALMAGEST_SHT_LEGENDRE=tables: check (nside ${TABLES_CHECK_NSIDE:-64}) and nside-128 timings"
+  ALMAGEST_SHT_LEGENDRE=tables timeout ${CHECK_S:-240} $B/sht_gpu_check "${TABLES_CHECK_NSIDE:-64}" > "$OUT/check_tables.txt" 2>&1
+  echo "sht_gpu_check (tables) rc=$?"
+  grep -v -E '^(PASS|ok)' "$OUT/check_tables.txt" | tail -n 30
+  ALMAGEST_SHT_LEGENDRE=tables ALMAGEST_SHT_STAGES=1 timeout 150 $B/bench_sht --max-nside 128 \
+    > "$OUT/bench_tables.md" 2> "$OUT/stages_tables.txt"
+  echo "bench (tables) rc=$?"
+  grep -E "^\|" "$OUT/bench_tables.md"
+  grep -E "^stages" "$OUT/stages_tables.txt" | sort -u -t: -k1,1 | sed 's/^stages //'
 fi
 if [ -n "${NCU_NSIDE:-}" ] && command -v ncu > /dev/null; then
   sections="--section SpeedOfLight --section ComputeWorkloadAnalysis --section WarpStateStats --section Occupancy --section MemoryWorkloadAnalysis_Tables"

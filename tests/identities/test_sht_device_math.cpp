@@ -17,6 +17,7 @@
 #include "almagest/sht/alm.hpp"
 #include "almagest/sht/plan.hpp"
 #include "../../kernels/src/sht_math.cuh"
+#include "../../kernels/src/sht_tables.cuh"
 
 using namespace almagest;
 using namespace almagest::sht;
@@ -97,6 +98,34 @@ C alias(const std::vector<C>& F, int k, int N, int mmax, bool shifted) {
   return (sp - sn) * std::polar(1.0, kPi * k / N);
 }
 
+/// The FFT stage of the synthesis as the device runs it (mlim-bounded aliasing, polar rings in
+/// pairs, direct DFTs): F[ring][m] (m <= the pair's mlim read) -> map.
+std::vector<double> twin_fft_synthesis(int nside, const std::vector<std::vector<C>>& F,
+                                       const std::vector<int>& mlim) {
+  const int R = 4 * nside - 1;
+  std::vector<double> map(12LL * nside * nside);
+  auto pair_mlim = [&](int r) { return mlim[std::min(r, R - 1 - r)]; };
+  for (int r = 0; r < R; ++r) {
+    const Ring g = ring(nside, r);
+    const bool polar = g.nphi < 4 * nside;
+    if (polar && r > R - 1 - r) continue;  // done with its north partner
+    const int N = g.nphi;
+    std::vector<C> G(N);
+    for (int k = 0; k < N; ++k) {
+      G[k] = alias(F[r], k, N, pair_mlim(r), g.shifted);
+      if (polar) G[k] += C(0, 1) * alias(F[R - 1 - r], k, N, pair_mlim(r), true);
+    }
+    const Ring gs = ring(nside, R - 1 - r);
+    for (int j = 0; j < N; ++j) {
+      C y = 0;
+      for (int k = 0; k < N; ++k) y += G[k] * std::polar(1.0, 2 * kPi * double(j) * k / N);
+      map[g.start + j] = y.real();
+      if (polar) map[gs.start + j] = y.imag();
+    }
+  }
+  return map;
+}
+
 std::vector<double> twin_synthesis(int nside, int lmax, const std::vector<C>& alm) {
   const Tables t = make_tables(lmax);
   const int R = 4 * nside - 1;
@@ -121,27 +150,7 @@ std::vector<double> twin_synthesis(int nside, int lmax, const std::vector<C>& al
       if (R - 1 - p != p) F[R - 1 - p][m] = f1 - f2;
     }
   }
-  std::vector<double> map(12LL * nside * nside);
-  auto pair_mlim = [&](int r) { return mlim[std::min(r, R - 1 - r)]; };
-  for (int r = 0; r < R; ++r) {
-    const Ring g = ring(nside, r);
-    const bool polar = g.nphi < 4 * nside;
-    if (polar && r > R - 1 - r) continue;  // done with its north partner
-    const int N = g.nphi;
-    std::vector<C> G(N);
-    for (int k = 0; k < N; ++k) {
-      G[k] = alias(F[r], k, N, pair_mlim(r), g.shifted);
-      if (polar) G[k] += C(0, 1) * alias(F[R - 1 - r], k, N, pair_mlim(r), true);
-    }
-    const Ring gs = ring(nside, R - 1 - r);
-    for (int j = 0; j < N; ++j) {
-      C y = 0;
-      for (int k = 0; k < N; ++k) y += G[k] * std::polar(1.0, 2 * kPi * double(j) * k / N);
-      map[g.start + j] = y.real();
-      if (polar) map[gs.start + j] = y.imag();
-    }
-  }
-  return map;
+  return twin_fft_synthesis(nside, F, mlim);
 }
 
 /// One mma.m8n8k4.f64 of a warp, emulated from the PTX ISA's fragment layouts: D += A B with A
@@ -236,15 +245,11 @@ void tensor_core_sums(int threads, int P, const std::vector<std::vector<double>>
   }
 }
 
-std::vector<C> twin_adjoint(int nside, int lmax, const std::vector<double>& map,
-                            Reduce reduce = Reduce::Direct, int threads = 128, int P = 1) {
-  const Tables t = make_tables(lmax);
+/// The FFT stage of the adjoint as the device runs it: map -> F[ring][m] for m up to each pair's
+/// mlim (zero above).
+std::vector<std::vector<C>> twin_fft_adjoint(int nside, int lmax, const double* map,
+                                             const std::vector<int>& mlim) {
   const int R = 4 * nside - 1;
-  std::vector<int> mlim(2 * nside);
-  for (int p = 0; p < 2 * nside; ++p) {
-    const km::RingInfo g = km::ring_info(nside, p);
-    mlim[p] = km::mlim_of(lmax, 0, g.sth, g.z);
-  }
   // Ring spectra Y(k) = sum_j x_j e^{-2 pi i j k / N}, polar pairs in one complex transform.
   std::vector<std::vector<C>> F(R, std::vector<C>(lmax + 1, 0.0));
   for (int r = 0; r < R; ++r) {
@@ -270,6 +275,19 @@ std::vector<C> twin_adjoint(int nside, int lmax, const std::vector<double>& map,
       }
     }
   }
+  return F;
+}
+
+std::vector<C> twin_adjoint(int nside, int lmax, const std::vector<double>& map,
+                            Reduce reduce = Reduce::Direct, int threads = 128, int P = 1) {
+  const Tables t = make_tables(lmax);
+  const int R = 4 * nside - 1;
+  std::vector<int> mlim(2 * nside);
+  for (int p = 0; p < 2 * nside; ++p) {
+    const km::RingInfo g = km::ring_info(nside, p);
+    mlim[p] = km::mlim_of(lmax, 0, g.sth, g.z);
+  }
+  const auto F = twin_fft_adjoint(nside, lmax, map.data(), mlim);
   std::vector<C> alm(alm_size(lmax));
   for (int m = 0; m <= lmax; ++m) {
     const int K = km::obasis_steps(lmax, m);
@@ -302,6 +320,92 @@ std::vector<C> twin_adjoint(int nside, int lmax, const std::vector<double>& map,
       alm[alm_index(lmax, l, m)] = v;
     }
   }
+  return alm;
+}
+
+/// A strided batched GEMM with the column-major semantics of cublasDgemmStridedBatched (alpha 1,
+/// beta 0), for the host twin of the table path.
+void reference_gemm(const km::GemmDesc& g, const double* A, const double* B, double* C) {
+  for (int b = 0; b < g.batch; ++b) {
+    const double* a = A + b * g.stride_a;
+    const double* bb = B + b * g.stride_b;
+    double* c = C + b * g.stride_c;
+    for (int j = 0; j < g.n; ++j)
+      for (int i = 0; i < g.m; ++i) {
+        long double sum = 0;
+        for (int k = 0; k < g.k; ++k) {
+          const double av = g.trans_a ? a[k + static_cast<std::size_t>(i) * g.lda] : a[i + static_cast<std::size_t>(k) * g.lda];
+          sum += static_cast<long double>(av) * bb[k + static_cast<std::size_t>(j) * g.ldb];
+        }
+        c[i + static_cast<std::size_t>(j) * g.ldc] = static_cast<double>(sum);
+      }
+  }
+}
+
+std::vector<int> pair_mlims(int nside, int lmax, int spin) {
+  std::vector<int> mlim(2 * nside);
+  for (int p = 0; p < 2 * nside; ++p) {
+    const km::RingInfo g = km::ring_info(nside, p);
+    mlim[p] = km::mlim_of(lmax, spin, g.sth, g.z);
+  }
+  return mlim;
+}
+
+/// The table path of the CUDA backend on the host: tables (make_tables), packing and unpacking by
+/// the device's element functions, the GEMMs by reference_gemm with the device's descriptors,
+/// the FFT stage by the twin. alm: [ncols ncomp][nalm] -> maps [ncols ncomp][npix].
+std::vector<double> table_synthesis(int nside, int lmax, int spin, int ncols, const std::vector<C>& alm) {
+  const auto L = km::table_layout(nside, lmax, spin, ncols);
+  const auto mlim = pair_mlims(nside, lmax, spin);
+  const auto tab = km::make_tables(L, mlim);
+  std::vector<double> side(L.alm_side_doubles());
+  const auto* a = reinterpret_cast<const km::cplx*>(alm.data());
+  for (std::size_t t = 0; t < side.size(); ++t) km::pack_alm_element(L, a, side.data(), t);
+  std::vector<std::vector<double>> ring(L.ntab(), std::vector<double>(L.ring_side_doubles()));
+  for (int t = 0; t < L.ntab(); ++t)
+    reference_gemm(km::synthesis_gemm(L), tab.data() + L.table_offset(t, 0, 0), side.data(), ring[t].data());
+  const int R = 4 * nside - 1, ncc = ncols * (spin == 0 ? 1 : 2);
+  std::vector<km::cplx> F(static_cast<std::size_t>(ncc) * R * (lmax + 1), km::cplx{0.0, 0.0});
+  for (std::size_t t = 0; t < static_cast<std::size_t>(lmax + 1) * L.Rp * ncols; ++t)
+    km::unpack_ring_element(L, ring[0].data(), ring[L.ntab() - 1].data(), mlim.data(), F.data(), t);
+  std::vector<double> maps;
+  for (int cc = 0; cc < ncc; ++cc) {
+    std::vector<std::vector<C>> Fr(R, std::vector<C>(lmax + 1, 0.0));
+    for (int r = 0; r < R; ++r)
+      for (int m = 0; m <= lmax; ++m) {
+        const km::cplx f = F[(static_cast<std::size_t>(cc) * R + r) * (lmax + 1) + m];
+        Fr[r][m] = {f.re, f.im};
+      }
+    const auto m = twin_fft_synthesis(nside, Fr, mlim);
+    maps.insert(maps.end(), m.begin(), m.end());
+  }
+  return maps;
+}
+
+/// The adjoint of table_synthesis's path: maps [ncols ncomp][npix] -> alm [ncols ncomp][nalm].
+std::vector<C> table_adjoint(int nside, int lmax, int spin, int ncols, const std::vector<double>& maps) {
+  const auto L = km::table_layout(nside, lmax, spin, ncols);
+  const auto mlim = pair_mlims(nside, lmax, spin);
+  const auto tab = km::make_tables(L, mlim);
+  const int R = 4 * nside - 1, ncc = ncols * (spin == 0 ? 1 : 2);
+  const std::size_t npix = 12ULL * nside * nside;
+  std::vector<km::cplx> F(static_cast<std::size_t>(ncc) * R * (lmax + 1), km::cplx{0.0, 0.0});
+  for (int cc = 0; cc < ncc; ++cc) {
+    const auto Fr = twin_fft_adjoint(nside, lmax, maps.data() + cc * npix, mlim);
+    for (int r = 0; r < R; ++r)
+      for (int m = 0; m <= lmax; ++m)
+        F[(static_cast<std::size_t>(cc) * R + r) * (lmax + 1) + m] = {Fr[r][m].real(), Fr[r][m].imag()};
+  }
+  std::vector<std::vector<double>> ring(L.ntab(), std::vector<double>(L.ring_side_doubles()));
+  for (std::size_t t = 0; t < static_cast<std::size_t>(L.batch()) * L.Rp * ncols; ++t)
+    km::pack_ring_element(L, F.data(), mlim.data(), ring[0].data(), ring[L.ntab() - 1].data(), t);
+  std::vector<std::vector<double>> side(L.ntab(), std::vector<double>(L.alm_side_doubles()));
+  for (int t = 0; t < L.ntab(); ++t)
+    reference_gemm(km::adjoint_gemm(L), tab.data() + L.table_offset(t, 0, 0), ring[t].data(), side[t].data());
+  std::vector<C> alm(static_cast<std::size_t>(ncc) * L.nalm(), C(7.0, 7.0));  // poisoned
+  auto* a = reinterpret_cast<km::cplx*>(alm.data());
+  for (std::size_t t = 0; t < static_cast<std::size_t>(L.batch()) * L.Lp * ncols; ++t)
+    km::unpack_alm_element(L, side[0].data(), side[L.ntab() - 1].data(), a, t);
   return alm;
 }
 
@@ -359,6 +463,8 @@ private slots:
   void tensor_core_warp_sums();
   void tensor_core_adjoint_matches_cpu_backend_data();
   void tensor_core_adjoint_matches_cpu_backend();
+  void table_path_matches_cpu_backend_data();
+  void table_path_matches_cpu_backend();
   void polar_classes_cover_every_ring_pair();
 };
 
@@ -507,6 +613,57 @@ void TestShtDeviceMath::tensor_core_adjoint_matches_cpu_backend() {
   QVERIFY(rel < 1e-12);
   double big2 = 0;
   QVERIFY(max_rel(tc, twin_adjoint(nside, lmax, m), big2) < 1e-14);
+}
+
+// The batched table path (ALMAGEST_SHT_LEGENDRE=tables) on the host: tables, packing and
+// unpacking by the device's element functions and the GEMMs with the device's descriptors (by a
+// reference GEMM), synthesis and adjoint of several columns, spin 0 and 2, against healpix_cxx.
+void TestShtDeviceMath::table_path_matches_cpu_backend_data() {
+  QTest::addColumn<int>("nside");
+  QTest::addColumn<int>("lmax");
+  QTest::addColumn<int>("spin");
+  QTest::newRow("spin 0, nside 8, lmax 23") << 8 << 23 << 0;
+  QTest::newRow("spin 0, nside 8, lmax 30 (above 3 nside)") << 8 << 30 << 0;
+  QTest::newRow("spin 2, nside 8, lmax 23") << 8 << 23 << 2;
+  QTest::newRow("spin 2, nside 4, lmax 13") << 4 << 13 << 2;
+}
+
+void TestShtDeviceMath::table_path_matches_cpu_backend() {
+  QFETCH(int, nside);
+  QFETCH(int, lmax);
+  QFETCH(int, spin);
+  const int ncols = 3, ncomp = spin == 0 ? 1 : 2;
+  ShtConfig c;
+  c.nside = nside;
+  c.lmax = lmax;
+  c.spin = spin;
+  c.backend = Backend::Cpu;
+  auto plan = make_plan(c);
+  std::vector<C> alm;
+  for (int k = 0; k < ncols * ncomp; ++k) {
+    auto a = random_alm(lmax, 500 + k);
+    if (spin == 2)
+      for (int m = 0; m <= std::min(1, lmax); ++m)
+        for (int l = m; l < 2; ++l) a[alm_index(lmax, l, m)] = 0.0;  // l < 2: ignored by spin 2
+    alm.insert(alm.end(), a.begin(), a.end());
+  }
+  std::vector<double> ref(plan.map_size() * ncomp * ncols);
+  plan.synthesis(alm, ref);
+  double big = 0;
+  const double rs = max_rel(table_synthesis(nside, lmax, spin, ncols, alm), ref, big);
+  qInfo("table synthesis vs healpix_cxx: %.2e relative", rs);
+  QVERIFY(big > 0.1);
+  QVERIFY(rs < 1e-12);
+  std::mt19937_64 rng(31 + nside + spin);
+  std::normal_distribution<double> g;
+  std::vector<double> maps(ref.size());
+  for (auto& v : maps) v = g(rng);
+  std::vector<C> aref(alm.size());
+  plan.adjoint(maps, aref);
+  const double ra = max_rel(table_adjoint(nside, lmax, spin, ncols, maps), aref, big);
+  qInfo("table adjoint vs healpix_cxx: %.2e relative", ra);
+  QVERIFY(big > 0.1);
+  QVERIFY(ra < 1e-12);
 }
 
 // The polar Bluestein layout: classes partition the ring pairs in order, every row's length is
