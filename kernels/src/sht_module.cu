@@ -159,12 +159,14 @@ public:
     }
     // ALMAGEST_SHT_LEGENDRE=tables: the batched table path for calls of two or more columns
     // (prepared, not yet measured on a device; docs/sht.md), where its tables and work matrices
-    // take at most a quarter of the free device memory; otherwise, or if they do not fit after
-    // all, the recursion kernels.
+    // take at most 4 GiB and a quarter of the free device memory (the tables are filled on the
+    // host: nside 256 is about the largest); otherwise, or if they do not fit after all, the
+    // recursion kernels.
     if (d.max_cols >= 2 && tables_requested()) {
       std::size_t free_b = 0, total_b = 0;
       CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
-      if (sht::LegendreTables::bytes_needed(ns_, lmax_, d.spin, d.max_cols) <= free_b / 4) {
+      const std::size_t need = sht::LegendreTables::bytes_needed(ns_, lmax_, d.spin, d.max_cols);
+      if (need <= (std::size_t{4} << 30) && need <= free_b / 4) {
         try {
           tables_ = std::make_unique<sht::LegendreTables>(ns_, lmax_, d.spin, d.max_cols, mlim, s);
         } catch (const DeviceOutOfMemory&) {
