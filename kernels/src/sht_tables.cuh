@@ -10,8 +10,10 @@
 // Spin 2 (docs/sht.md): Q_m = -(aE W + i aB X), U_m = -(aB W - i aE X) on the north ring, with
 // W = (lambda+ + lambda-) / 2, X = (lambda- - lambda+) / 2; on the south ring W carries
 // (-1)^(l-m) and X -(-1)^(l-m).
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <thread>
 #include <vector>
 
 #include "sht_math.cuh"
@@ -292,21 +294,29 @@ inline void fill_table_column(const TableLayout& L, int m, int p, const RingPair
   }
 }
 
-/// All tables of a plan (host): zero-filled, then fill_table_column for every mode and ring pair.
+/// All tables of a plan (host): zero-filled, then fill_table_column for every mode and ring pair,
+/// modes dealt round-robin to the host's threads (each writes its own modes' matrices).
 inline std::vector<double> make_tables(const TableLayout& L, const std::vector<int>& mlim) {
   std::vector<double> tab(L.table_doubles(), 0.0);
-  std::vector<double> A(L.lmax + 1), B(L.lmax + 1), N(L.lmax + 1);
-  double nu = 1.0;
-  for (int m = 0; m <= L.lmax; ++m) {
-    if (m > 0) nu *= std::sqrt((2.0 * m - 1.0) / (2.0 * m));
-    fill_mu_table(L.spin, L.lmax, m, A.data(), B.data(), N.data());
-    for (int p = 0; p < L.Rp; ++p) {
-      const RingInfo gi = ring_info(L.nside, p);
-      const RingPair g{gi.z, gi.omz, 1.0 + gi.z, gi.sth};
-      fill_table_column(L, m, p, g, mlim[static_cast<std::size_t>(p)], nu, A.data(), B.data(),
-                        N.data(), tab.data());
+  std::vector<double> nu(L.lmax + 1, 1.0);
+  for (int m = 1; m <= L.lmax; ++m) nu[m] = nu[m - 1] * std::sqrt((2.0 * m - 1.0) / (2.0 * m));
+  auto work = [&](int first, int step) {
+    std::vector<double> A(L.lmax + 1), B(L.lmax + 1), N(L.lmax + 1);
+    for (int m = first; m <= L.lmax; m += step) {
+      fill_mu_table(L.spin, L.lmax, m, A.data(), B.data(), N.data());
+      for (int p = 0; p < L.Rp; ++p) {
+        const RingInfo gi = ring_info(L.nside, p);
+        const RingPair g{gi.z, gi.omz, 1.0 + gi.z, gi.sth};
+        fill_table_column(L, m, p, g, mlim[static_cast<std::size_t>(p)], nu[m], A.data(), B.data(),
+                          N.data(), tab.data());
+      }
     }
-  }
+  };
+  const int nthreads = static_cast<int>(std::max(1u, std::min(std::thread::hardware_concurrency(), 32u)));
+  std::vector<std::thread> pool;
+  for (int t = 1; t < nthreads; ++t) pool.emplace_back(work, t, nthreads);
+  work(0, nthreads);
+  for (auto& th : pool) th.join();
   return tab;
 }
 
