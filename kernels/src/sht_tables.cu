@@ -67,12 +67,13 @@ LegendreTables::LegendreTables(int nside, int lmax, int spin, int max_cols,
     ring_side_[t].allocate(L.ring_side_doubles());
   }
   workspace_.allocate(kWorkspaceBytes);
-  tab_ = DeviceBuffer<double>::from(make_tables(L, mlim), s);
+  const std::vector<double> host = make_tables(L, mlim);
+  tab_ = DeviceBuffer<double>::from(host, s);
   mlim_ = DeviceBuffer<int>::from(mlim, s);
   CUBLAS_CHECK(cublasCreate(&handle_));
   CUBLAS_CHECK(cublasSetStream(handle_, s));
   CUBLAS_CHECK(cublasSetWorkspace(handle_, workspace_.data(), kWorkspaceBytes));
-  CUDA_CHECK(cudaStreamSynchronize(s));  // the host table is freed on return
+  CUDA_CHECK(cudaStreamSynchronize(s));  // before the host table is freed
 }
 
 LegendreTables::~LegendreTables() {
