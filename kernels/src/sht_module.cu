@@ -195,6 +195,11 @@ public:
     const double per = d.spin == 0 ? 12.0 : 23.0;
     counts_.legendre_flops_synthesis = steps * per;
     counts_.legendre_flops_adjoint = steps * per;
+    if (tables_) {  // per column: the GEMMs' multiply-adds (padding included), FMA = 2
+      const auto L = sht::table_layout(ns_, lmax_, d.spin, 1);
+      const double gemm = 2.0 * L.ntab() * L.batch() * static_cast<double>(L.mat()) * L.per_col();
+      counts_.legendre_flops_synthesis = counts_.legendre_flops_adjoint = gemm;
+    }
 
     // Work buffers for max_cols columns.
     const std::size_t ncc = static_cast<std::size_t>(d.max_cols) * ncomp_;
