@@ -1,0 +1,141 @@
+#pragma once
+// Device helpers shared by the SHT's Legendre kernels (sht_kernels.cu: synthesis and the FFT-stage
+// glue; sht_adjoint.cu: adjoints): launch constants, the start and the steps of the recursion
+// chains with their scale tracking, warp votes, cp.async staging, and the environment overrides
+// of the launch shapes.
+#include <cstdlib>
+
+#include "sht_kernels.cuh"
+
+namespace almagest::kernels::sht::dev {
+
+inline constexpr int kThreads = 128;
+inline constexpr double kBig = 0x1p300;     // rescale when a scaled value grows past this
+inline constexpr double kDown = 0x1p-600;   // 2^-kScaleBits
+
+__device__ __forceinline__ RingPair pair_geometry(int nside, int p) {
+  const RingInfo g = ring_info(nside, p);
+  return {g.z, g.omz, 1.0 + g.z, g.sth};
+}
+
+/// One step of the two spin-2 chains mu_l = (A z -+ B) mu_{l-1} - mu_{l-2} (two FMAs each).
+__device__ __forceinline__ void step2(double al, double be, double z, double& v0, double& v1,
+                                      double& w0, double& w1) {
+  const double vn = fma(fma(al, z, -be), v1, -v0);
+  const double wn = fma(fma(al, z, be), w1, -w0);
+  v0 = v1;
+  v1 = vn;
+  w0 = w1;
+  w1 = wn;
+}
+
+/// Scale tracking, checked every few steps (growth between checks stays far below 2^700).
+__device__ __forceinline__ void rescale2(int& e, double& v0, double& v1, double& w0, double& w1) {
+  if (e < 0 && fmax(fabs(v1), fabs(w1)) > kBig) {
+    v1 *= kDown;
+    v0 *= kDown;
+    w1 *= kDown;
+    w0 *= kDown;
+    ++e;
+  }
+}
+
+/// Starts the two spin-2 chains of ring pair p (-1: none) for mode m: z, the first values and
+/// the scale. Returns whether the chains' output counts; chains that do not (no pair, or m above
+/// the pair's mlim) run on zeros at scale 0, so that they never keep their warp off the fast path.
+__device__ __forceinline__ bool start_chain2(const LegendreArgs& a, int m, double nu, int p,
+                                             double& z, double& v0, double& v1, double& w0,
+                                             double& w1, int& e) {
+  const bool on = p >= 0 && m <= a.mlim[p];
+  const RingPair g = pair_geometry(a.nside, p >= 0 ? p : 0);
+  z = g.z;
+  v0 = w0 = 0.0;
+  start_spin2(m, nu, g, v1, w1, e);
+  if (!on) {
+    v1 = w1 = 0.0;
+    e = 0;
+  }
+  return on;
+}
+
+/// True when every chain of every lane of the warp is at scale 0 (its values count); once true
+/// it stays true (scales only grow towards 0). Warp-uniform.
+template <int P>
+__device__ __forceinline__ bool warp_all_scaled_in(const int (&e)[P]) {
+  bool all = true;
+#pragma unroll
+  for (int k = 0; k < P; ++k) all = all && e[k] == 0;
+  return __all_sync(0xffffffffu, all);
+}
+
+/// True when no chain of the warp counts: each is underflowed (e < 0) or idle. Warp-uniform.
+template <int P>
+__device__ __forceinline__ bool warp_none_counts(const int (&e)[P], const bool (&on)[P]) {
+  bool none = true;
+#pragma unroll
+  for (int k = 0; k < P; ++k) none = none && (e[k] < 0 || !on[k]);
+  return __all_sync(0xffffffffu, none);
+}
+
+/// 16-byte global -> shared copy that bypasses registers (completes at cp_async_wait).
+__device__ __forceinline__ void cp_async16(void* smem, const void* gmem) {
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem) : "memory");
+}
+/// 8-byte global -> shared copy through L1 (completes at cp_async_wait).
+__device__ __forceinline__ void cp_async8(void* smem, const void* gmem) {
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;\n" ::"r"(s), "l"(gmem) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() {
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+}
+
+/// Starts the odd chain of ring pair p (-1: none) for mode m: x, x^2, (mu_{-2}, mu_{-1}) =
+/// (-mu_0, 0) and the scale. Returns whether its output counts (an idle chain runs on zeros).
+__device__ __forceinline__ bool start_odd_chain(const LegendreArgs& a, int m, double nu, int p,
+                                                double& x, double& x2, double& v0, double& v1,
+                                                int& e) {
+  const bool on = p >= 0 && m <= a.mlim[p];
+  const RingPair g = pair_geometry(a.nside, p >= 0 ? p : 0);
+  x = g.z;
+  x2 = g.z * g.z;
+  double mu0;
+  start_spin0(m, nu, g, mu0, e);
+  mu0 *= sqrt(2.0 * m + 3.0);  // mu_0 = lambda_m / c_{m+1}
+  v0 = -mu0;
+  v1 = 0.0;
+  if (!on) {
+    v0 = 0.0;
+    e = 0;
+  }
+  return on;
+}
+
+/// One odd-chain step: mu_k = (A x^2 + B) mu_{k-1} - mu_{k-2}.
+__device__ __forceinline__ void odd_step(double2 ab, double x2, double& v0, double& v1) {
+  const double vn = fma(fma(ab.x, x2, ab.y), v1, -v0);
+  v0 = v1;
+  v1 = vn;
+}
+
+__device__ __forceinline__ void odd_rescale(int& e, double& v0, double& v1) {
+  if (e < 0 && fabs(v1) > kBig) {
+    v0 *= kDown;
+    v1 *= kDown;
+    ++e;
+  }
+}
+
+/// Ring pairs per thread of a kernel shape from the environment variable `name` (tuning on other
+/// cards): 2, 4 or 8; 0 when unset or another value.
+inline int pairs_override(const char* name) {
+  const char* e = std::getenv(name);
+  const int p = e ? std::atoi(e) : 0;
+  return (p == 2 || p == 4 || p == 8) ? p : 0;
+}
+
+}  // namespace almagest::kernels::sht::dev
