@@ -537,10 +537,7 @@ int do_command(const Settings& s) {
                                          s.epsilon, e.iterations(), e.residual()));
           }
         } else {
-          if (!pixel_weights.empty())
-            plan.map2alm_pixel_weights(m, a, pixel_weights, ctx);
-          else
-            plan.map2alm(m, a, s.iter, ring_weights, ctx);
+          sht::map2alm_weighted(plan, m, a, iter, ring_weights, pixel_weights, ctx);
         }
         return a;
       };

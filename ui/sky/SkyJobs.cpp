@@ -243,10 +243,7 @@ SkySpectrum computeSkySpectrum(const SkyMapData& map, int column, int lmax, sht:
   sub.threads = ctx.threads;
   ctx.progress(0.05, 1, "map2alm: transform 1 of " + std::to_string(transforms));
   std::vector<sht::Complex> alm(plan.nalm());
-  if (!pixel_weights.empty())
-    plan.map2alm_pixel_weights(values, alm, pixel_weights, sub);
-  else
-    plan.map2alm(values, alm, kIterations, ring_weights, sub);
+  sht::map2alm_weighted(plan, values, alm, kIterations, ring_weights, pixel_weights, sub);
   ctx.check_cancel();
   ctx.progress(0.96, 1, "alm2cl");
   s.cl = sht::alm2cl(alm, alm, lmax);

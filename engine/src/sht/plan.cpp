@@ -163,6 +163,34 @@ InverseReport ShtPlan::inverse(std::span<const double> map, std::span<Complex> a
   return rep;
 }
 
+namespace {
+
+/// healpy's map2alm with per-pixel quadrature weights wpix (map_size entries, 4 pi / Npix
+/// included): a = Y^T W m, then `iterations` Jacobi steps a += Y^T W (m - Y a).
+void weighted_map2alm(const ShtPlan& plan, std::span<const double> map, std::span<Complex> alm,
+                      int ncols, const std::vector<double>& wpix, int iterations,
+                      const JobContext& ctx) {
+  const std::size_t msz = plan.map_size();
+  std::vector<double> wm(map.size()), resid(map.size());
+  auto weighted = [&](const double* src, double* dst) {
+    for (std::size_t c = 0; c < static_cast<std::size_t>(ncols) * plan.ncomp(); ++c)
+      for (std::size_t k = 0; k < msz; ++k) dst[c * msz + k] = src[c * msz + k] * wpix[k];
+  };
+  weighted(map.data(), wm.data());
+  plan.adjoint(wm, alm, ctx);
+  std::vector<Complex> corr(alm.size());
+  for (int it = 0; it < iterations; ++it) {
+    ctx.check_cancel();
+    plan.synthesis(alm, resid, ctx);
+    for (std::size_t i = 0; i < resid.size(); ++i) resid[i] = map[i] - resid[i];
+    weighted(resid.data(), wm.data());
+    plan.adjoint(wm, corr, ctx);
+    for (std::size_t i = 0; i < alm.size(); ++i) alm[i] += corr[i];
+  }
+}
+
+}  // namespace
+
 void ShtPlan::map2alm(std::span<const double> map, std::span<Complex> alm, int iterations,
                       std::span<const double> ring_weights, const JobContext& ctx) const {
   const int ncols = columns_of(*this, alm.size(), map.size(), "map2alm");
@@ -201,22 +229,7 @@ void ShtPlan::map2alm(std::span<const double> map, std::span<Complex> alm, int i
     }
     wpix[k] = base * w;
   }
-  std::vector<double> wm(map.size()), resid(map.size());
-  auto weighted = [&](const double* src, double* dst) {
-    for (std::size_t c = 0; c < static_cast<std::size_t>(ncols) * ncomp(); ++c)
-      for (std::size_t k = 0; k < msz; ++k) dst[c * msz + k] = src[c * msz + k] * wpix[k];
-  };
-  weighted(map.data(), wm.data());
-  adjoint(wm, alm, ctx);
-  std::vector<Complex> corr(alm.size());
-  for (int it = 0; it < iterations; ++it) {
-    ctx.check_cancel();
-    synthesis(alm, resid, ctx);
-    for (std::size_t i = 0; i < resid.size(); ++i) resid[i] = map[i] - resid[i];
-    weighted(resid.data(), wm.data());
-    adjoint(wm, corr, ctx);
-    for (std::size_t i = 0; i < alm.size(); ++i) alm[i] += corr[i];
-  }
+  weighted_map2alm(*this, map, alm, ncols, wpix, iterations, ctx);
 }
 
 void ShtPlan::map2alm_pixel_weights(std::span<const double> map, std::span<Complex> alm,
@@ -230,13 +243,10 @@ void ShtPlan::map2alm_pixel_weights(std::span<const double> map, std::span<Compl
   const std::size_t msz = map_size();
   const auto& obs = config().observed_pixels;
   const double base = 4.0 * std::numbers::pi / static_cast<double>(np);
-  std::vector<double> wm(map.size());
-  for (std::size_t c = 0; c < static_cast<std::size_t>(ncols) * ncomp(); ++c)
-    for (std::size_t k = 0; k < msz; ++k) {
-      const std::size_t pix = obs.empty() ? k : static_cast<std::size_t>(obs[k]);
-      wm[c * msz + k] = map[c * msz + k] * (base * pixel_weights[pix]);
-    }
-  adjoint(wm, alm, ctx);
+  std::vector<double> wpix(msz);
+  for (std::size_t k = 0; k < msz; ++k)
+    wpix[k] = base * pixel_weights[obs.empty() ? k : static_cast<std::size_t>(obs[k])];
+  weighted_map2alm(*this, map, alm, ncols, wpix, 0, ctx);
 }
 
 }  // namespace almagest::sht

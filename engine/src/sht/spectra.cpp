@@ -61,6 +61,21 @@ void almxfl(std::span<Complex> alm, int lmax, std::span<const double> fl) {
   }
 }
 
+void map2alm_weighted(const ShtPlan& plan, std::span<const double> map, std::span<Complex> alm,
+                      int iterations, std::span<const double> ring_weights,
+                      std::span<const double> pixel_weights, const JobContext& ctx) {
+  if (pixel_weights.empty()) {
+    plan.map2alm(map, alm, iterations, ring_weights, ctx);
+    return;
+  }
+  if (iterations != 0)
+    throw ConfigError("iterations", "must be 0 with pixel weights (healpy ignores iter with "
+                                    "use_pixel_weights; HEALPix refuses the combination)");
+  if (!ring_weights.empty())
+    throw ConfigError("pixel_weights", "ring weights and pixel weights exclude each other");
+  plan.map2alm_pixel_weights(map, alm, pixel_weights, ctx);
+}
+
 void smooth_map(const ShtPlan& plan, std::span<const double> map, std::span<double> out,
                 double fwhm_rad, int iterations, const JobContext& ctx,
                 std::span<const double> ring_weights, std::span<const double> pixel_weights) {
@@ -70,16 +85,7 @@ void smooth_map(const ShtPlan& plan, std::span<const double> map, std::span<doub
     throw ConfigError("map", "smooth_map: map size is not a multiple of ncomp * map_size");
   const std::size_t ncols = map.size() / mcol;
   std::vector<Complex> alm(ncols * plan.ncomp() * plan.nalm());
-  if (!pixel_weights.empty()) {
-    if (iterations != 0)
-      throw ConfigError("iterations", "must be 0 with pixel weights (healpy ignores iter with "
-                                      "use_pixel_weights; HEALPix refuses the combination)");
-    if (!ring_weights.empty())
-      throw ConfigError("pixel_weights", "ring weights and pixel weights exclude each other");
-    plan.map2alm_pixel_weights(map, alm, pixel_weights, ctx);
-  } else {
-    plan.map2alm(map, alm, iterations, ring_weights, ctx);
-  }
+  map2alm_weighted(plan, map, alm, iterations, ring_weights, pixel_weights, ctx);
   const auto beam = gauss_beam(fwhm_rad, plan.lmax(), plan.spin() == 2);
   for (std::size_t c = 0; c < ncols * plan.ncomp(); ++c)
     almxfl({alm.data() + c * plan.nalm(), plan.nalm()}, plan.lmax(), beam);

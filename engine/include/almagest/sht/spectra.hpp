@@ -27,10 +27,17 @@ std::vector<double> gauss_beam(double fwhm_rad, int lmax, bool pol = false);
 /// alm_lm *= fl[l] (healpy almxfl); alm: alm_size(lmax), fl: lmax + 1 entries.
 void almxfl(std::span<Complex> alm, int lmax, std::span<const double> fl);
 
-/// healpy smoothing: map2alm(iter) on `plan` (ring_weights as in ShtPlan::map2alm; empty = none;
-/// with pixel_weights, ShtPlan::map2alm_pixel_weights instead, and iterations must be 0),
-/// multiply by the Gaussian beam (E/B beam for a spin-2 plan), synthesis. map/out:
-/// [ncols][ncomp][map_size] as for ShtPlan.
+/// healpy map2alm with one of its quadrature weightings: pixel_weights non-empty (use_pixel_weights
+/// = True: ShtPlan::map2alm_pixel_weights; iterations must be 0, as healpy ignores them), else
+/// ring_weights (use_weights = True; empty = uniform) with `iterations` Jacobi steps
+/// (ShtPlan::map2alm). Throws ConfigError for both weightings at once or pixel weights with
+/// iterations.
+void map2alm_weighted(const ShtPlan& plan, std::span<const double> map, std::span<Complex> alm,
+                      int iterations, std::span<const double> ring_weights,
+                      std::span<const double> pixel_weights, const JobContext& ctx = {});
+
+/// healpy smoothing: map2alm_weighted on `plan`, multiply by the Gaussian beam (E/B beam for a
+/// spin-2 plan), synthesis. map/out: [ncols][ncomp][map_size] as for ShtPlan.
 void smooth_map(const ShtPlan& plan, std::span<const double> map, std::span<double> out,
                 double fwhm_rad, int iterations = 3, const JobContext& ctx = {},
                 std::span<const double> ring_weights = {},
