@@ -20,6 +20,18 @@ namespace almagest::kernels::detail {
   throw DeviceError(msg);
 }
 
+/// The status of a CUDA library call (cuFFT, cuBLAS): DeviceOutOfMemory for the library's
+/// allocation failure, DeviceError for any other failure, naming the library, file, line and call.
+template <class Status>
+inline void check_library_status(Status st, Status success, Status alloc_failed, const char* lib,
+                                 const char* expr, const char* file, int line) {
+  if (st == success) return;
+  const std::string msg = std::string(lib) + " error at " + file + ":" + std::to_string(line) +
+                          ": " + expr + " returned " + std::to_string(static_cast<int>(st));
+  if (st == alloc_failed) throw DeviceOutOfMemory(msg);
+  throw DeviceError(msg);
+}
+
 }  // namespace almagest::kernels::detail
 
 #define CUDA_CHECK(expr)                                                                     \
@@ -32,3 +44,12 @@ namespace almagest::kernels::detail {
 
 /// After a kernel launch: checks the launch itself (configuration errors) without synchronising.
 #define CUDA_CHECK_LAUNCH() CUDA_CHECK(cudaGetLastError())
+
+/// cuFFT and cuBLAS calls (the including file includes cufft.h or cublas_v2.h).
+#define CUFFT_CHECK(expr)                                                                        \
+  ::almagest::kernels::detail::check_library_status((expr), CUFFT_SUCCESS, CUFFT_ALLOC_FAILED,  \
+                                                    "cuFFT", #expr, __FILE__, __LINE__)
+#define CUBLAS_CHECK(expr)                                                                       \
+  ::almagest::kernels::detail::check_library_status((expr), CUBLAS_STATUS_SUCCESS,              \
+                                                    CUBLAS_STATUS_ALLOC_FAILED, "cuBLAS", #expr, \
+                                                    __FILE__, __LINE__)

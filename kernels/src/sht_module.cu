@@ -25,15 +25,6 @@ namespace {
 
 using sht::cplx;
 
-void cufft_check(cufftResult r, const char* expr, const char* file, int line) {
-  if (r == CUFFT_SUCCESS) return;
-  const std::string msg = std::string("cuFFT error at ") + file + ":" + std::to_string(line) +
-                          ": " + expr + " returned " + std::to_string(static_cast<int>(r));
-  if (r == CUFFT_ALLOC_FAILED) throw DeviceOutOfMemory(msg);
-  throw DeviceError(msg);
-}
-#define CUFFT_CHECK(expr) cufft_check((expr), #expr, __FILE__, __LINE__)
-
 /// A cuFFT plan without a work area of its own: the DevicePlan gives all its plans one shared
 /// work area (they run one after another on the plan's stream).
 class FftPlan {
@@ -328,16 +319,7 @@ public:
     std::vector<double> out;
     for (int i = 0; i < reps; ++i) {
       CUDA_CHECK(cudaEventRecord(ev0_, *stream_));
-      if (tables_ && ncols >= 2) {
-        if (op == ShtOp::Synthesis)
-          tables_->synthesis(alm_.data(), F_.data(), ncols, *stream_);
-        else
-          tables_->adjoint(F_.data(), alm_.data(), ncols, *stream_);
-      } else if (op == ShtOp::Synthesis) {
-        sht::launch_legendre_synthesis(legendre_args(ncols), *stream_);
-      } else {
-        sht::launch_legendre_adjoint(legendre_args(ncols), *stream_);
-      }
+      legendre(op, ncols, *stream_);
       CUDA_CHECK(cudaEventRecord(ev1_, *stream_));
       CUDA_CHECK(cudaEventSynchronize(ev1_));
       float ms = 0.f;
@@ -545,13 +527,26 @@ private:
     mark("polar-bluestein");
   }
 
+  /// Whether a call of ncols columns takes the batched table path.
+  bool use_tables(int ncols) const { return tables_ && ncols >= 2; }
+  /// The Legendre stage of a call: the table path or the recursion kernels.
+  void legendre(ShtOp op, int ncols, cudaStream_t s) {
+    if (use_tables(ncols)) {
+      if (op == ShtOp::Synthesis)
+        tables_->synthesis(alm_.data(), F_.data(), ncols, s);
+      else
+        tables_->adjoint(F_.data(), alm_.data(), ncols, s);
+    } else if (op == ShtOp::Synthesis) {
+      sht::launch_legendre_synthesis(legendre_args(ncols), s);
+    } else {
+      sht::launch_legendre_adjoint(legendre_args(ncols), s);
+    }
+  }
+
   void run_synthesis(int ncols) {
     cudaStream_t s = *stream_;
     ColumnPlans& p = plans(ncols);
-    if (tables_ && ncols >= 2)
-      tables_->synthesis(alm_.data(), F_.data(), ncols, s);
-    else
-      sht::launch_legendre_synthesis(legendre_args(ncols), s);
+    legendre(ShtOp::Synthesis, ncols, s);
     mark("legendre");
     const auto f = fft_args(ncols);
     sht::launch_alias_synthesis(f, s);
@@ -601,13 +596,11 @@ private:
     polar_convolution(p, f, false);
     sht::launch_unalias_adjoint(f, s);
     mark("unalias");
-    if (tables_ && ncols >= 2) {
-      tables_->adjoint(F_.data(), alm_.data(), ncols, s);  // writes every entry
-    } else {
-      if (d_.spin == 2)  // the spin-0 adjoint writes every entry; spin 2 adds to zeros
-        CUDA_CHECK(cudaMemsetAsync(alm_.data(), 0, cc(ncols) * nalm_ * sizeof(cplx), s));
-      sht::launch_legendre_adjoint(legendre_args(ncols), s);
-    }
+    // The spin-0 kernels and the table path write every alm entry; the spin-2 kernels add to
+    // zeros.
+    if (d_.spin == 2 && !use_tables(ncols))
+      CUDA_CHECK(cudaMemsetAsync(alm_.data(), 0, cc(ncols) * nalm_ * sizeof(cplx), s));
+    legendre(ShtOp::Adjoint, ncols, s);
     mark("legendre");
   }
 

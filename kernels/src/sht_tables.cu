@@ -1,21 +1,10 @@
 // Device side of the batched table path (sht_tables.cuh, sht_tables_plan.cuh): element kernels
 // around strided batched cuBLAS DGEMMs.
-#include <string>
-
 #include "cuda_check.cuh"
 #include "sht_tables_plan.cuh"
 
 namespace almagest::kernels::sht {
 namespace {
-
-void cublas_check(cublasStatus_t st, const char* expr, const char* file, int line) {
-  if (st == CUBLAS_STATUS_SUCCESS) return;
-  const std::string msg = std::string("cuBLAS error at ") + file + ":" + std::to_string(line) +
-                          ": " + expr + " returned " + std::to_string(static_cast<int>(st));
-  if (st == CUBLAS_STATUS_ALLOC_FAILED) throw DeviceOutOfMemory(msg);
-  throw DeviceError(msg);
-}
-#define CUBLAS_CHECK(expr) cublas_check((expr), #expr, __FILE__, __LINE__)
 
 constexpr int kBlock = 256;
 /// cuBLAS work area set once, so that calls made during graph capture allocate nothing.

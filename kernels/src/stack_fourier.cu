@@ -23,18 +23,6 @@
 #include "device_buffer.cuh"
 #include "stack_fourier.cuh"
 
-#define CUFFT_CHECK(expr)                                                                          \
-  do {                                                                                             \
-    const cufftResult r_ = (expr);                                                                 \
-    if (r_ != CUFFT_SUCCESS) {                                                                     \
-      const std::string m_ = std::string("cuFFT error at ") + __FILE__ + ":" +                     \
-                             std::to_string(__LINE__) + ": " + #expr + " returned " +              \
-                             std::to_string(int(r_));                                              \
-      if (r_ == CUFFT_ALLOC_FAILED) throw ::almagest::kernels::DeviceOutOfMemory(m_);              \
-      throw ::almagest::kernels::DeviceError(m_);                                                  \
-    }                                                                                              \
-  } while (0)
-
 namespace almagest::kernels::stack_detail {
 namespace {
 
