@@ -26,6 +26,7 @@
 #include "almagest/io/hdf5_file.hpp"
 #include "almagest/sht/alm.hpp"
 #include "almagest/sht/healpix_io.hpp"
+#include "fits_tables.hpp"
 #include "almagest/sht/plan.hpp"
 #include "almagest/sht/spectra.hpp"
 
@@ -176,24 +177,6 @@ void write_raw_map(const std::string& path, long long nside_key, const char* ord
   std::vector<double> v(static_cast<std::size_t>(nvalues));
   for (std::size_t i = 0; i < v.size(); ++i) v[i] = value * std::sin(0.1 * static_cast<double>(i)) + 0.5;
   for (int c = 1; c <= ncols; ++c) fits_write_col(f, TDOUBLE, c, 1, 1, nvalues, v.data(), &st);
-  fits_close_file(f, &st);
-  QVERIFY2(st == 0, path.c_str());
-}
-
-/// A HEALPix ring weight file (weight_ring_nNNNNN.fits layout): BINTABLE of w - 1 (float32) for
-/// rings 1..2 nside, one value per row, with an NSIDE keyword.
-void write_ring_weights(const std::string& path, const std::vector<double>& w_minus_1, long long nside_key) {
-  fitsfile* f = nullptr;
-  int st = 0;
-  fits_create_file(&f, ("!" + path).c_str(), &st);
-  fits_create_img(f, 8, 0, nullptr, &st);
-  char t1[] = "TEMPERATURE WEIGHTS", form[] = "E", empty[] = "";
-  char* tt[] = {t1};
-  char* tf[] = {form};
-  char* tu[] = {empty};
-  fits_create_tbl(f, BINARY_TBL, static_cast<LONGLONG>(w_minus_1.size()), 1, tt, tf, tu, nullptr, &st);
-  fits_update_key(f, TLONGLONG, "NSIDE", &nside_key, nullptr, &st);
-  fits_write_col(f, TDOUBLE, 1, 1, 1, static_cast<LONGLONG>(w_minus_1.size()), const_cast<double*>(w_minus_1.data()), &st);
   fits_close_file(f, &st);
   QVERIFY2(st == 0, path.c_str());
 }
@@ -401,7 +384,7 @@ private slots:
     std::vector<double> wm1(2 * kNside);
     for (std::size_t r = 0; r < wm1.size(); ++r) wm1[r] = 0.03 * std::cos(0.5 * static_cast<double>(r));
     const fs::path wfile = out / "weight_ring_n00016.fits";
-    write_ring_weights(wfile.string(), wm1, kNside);
+    QCOMPARE(testing::write_fits_table(wfile.string(), {"TEMPERATURE WEIGHTS"}, wm1, 'E', 1, kNside), 0);
     CliRun r = run_cli(QStringList{"sht", "map2alm", q(map_fits_), "--iter", "1", "--ring-weights", q(wfile), "-o",
                                    q(out / "a.fits")} + common());
     QVERIFY2(r.code == 0, qPrintable(r.err));
@@ -416,7 +399,9 @@ private slots:
     QVERIFY(max_abs_diff(a, plain) > 1e-4 * max_abs(plain));  // the weights mattered
     QVERIFY(fits_key((out / "a.fits").string(), 1, "ALMRINGW").find("weight_ring_n00016.fits") != std::string::npos);
     // A weight file of another NSIDE: exit code 3 naming the file and the key, no output.
-    write_ring_weights((out / "weight_ring_n00008.fits").string(), std::vector<double>(16, 0.0), 8);
+    QCOMPARE(testing::write_fits_table((out / "weight_ring_n00008.fits").string(), {"TEMPERATURE WEIGHTS"},
+                                       std::vector<double>(16, 0.0), 'E', 1, 8),
+             0);
     fs::path bad = fresh_dir("ringw-bad");
     r = run_cli(QStringList{"sht", "cl", q(map_fits_), "--ring-weights", q(out / "weight_ring_n00008.fits"), "-o",
                             q(bad / "cl.fits")} + common());
@@ -428,22 +413,7 @@ private slots:
     std::vector<double> pm1(static_cast<std::size_t>(nclass));
     for (int i = 0; i < nclass; ++i) pm1[static_cast<std::size_t>(i)] = 0.02 * std::sin(0.3 * i);
     const fs::path pfile = out / "healpix_full_weights_nside_0016.fits";
-    {
-      fitsfile* f = nullptr;
-      int st = 0;
-      fits_create_file(&f, ("!" + pfile.string()).c_str(), &st);
-      fits_create_img(f, 8, 0, nullptr, &st);
-      char t1[] = "COMPRESSED PIXEL WEIGHTS", form[] = "D", empty[] = "";
-      char* tt[] = {t1};
-      char* tf[] = {form};
-      char* tu[] = {empty};
-      fits_create_tbl(f, BINARY_TBL, nclass, 1, tt, tf, tu, nullptr, &st);
-      long long ns = kNside;
-      fits_update_key(f, TLONGLONG, "NSIDE", &ns, nullptr, &st);
-      fits_write_col(f, TDOUBLE, 1, 1, 1, nclass, pm1.data(), &st);
-      fits_close_file(f, &st);
-      QCOMPARE(st, 0);
-    }
+    QCOMPARE(testing::write_fits_table(pfile.string(), {"COMPRESSED PIXEL WEIGHTS"}, pm1, 'D', 1, kNside), 0);
     r = run_cli(QStringList{"sht", "map2alm", q(map_fits_), "--pixel-weights", q(pfile), "-o", q(out / "p.fits")} +
                 common());
     QVERIFY2(r.code == 0, qPrintable(r.err));

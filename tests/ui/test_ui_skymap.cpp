@@ -20,7 +20,6 @@
 #include <QTemporaryDir>
 #include <QTextStream>
 #include <QtTest>
-#include <fitsio.h>
 
 #include <cmath>
 #include <numbers>
@@ -32,6 +31,7 @@
 #include "almagest/sht/alm.hpp"
 #include "almagest/sht/config.hpp"
 #include "almagest/sht/healpix_io.hpp"
+#include "fits_tables.hpp"
 #include "almagest/sht/plan.hpp"
 #include "almagest/sht/spectra.hpp"
 #include "jobs/JobRunner.hpp"
@@ -79,25 +79,6 @@ QList<QList<double>> readRows(const QString& path) {
     rows << row;
   }
   return rows;
-}
-
-/// A one-column FITS table (weight files of the HEALPix / healpy data) with an NSIDE keyword.
-void writeWeightTable(const QString& path, const char* column, const std::vector<double>& values,
-                      long long nside) {
-  fitsfile* f = nullptr;
-  int st = 0;
-  fits_create_file(&f, ("!" + path.toStdString()).c_str(), &st);
-  fits_create_img(f, 8, 0, nullptr, &st);
-  std::string name = column;
-  char form[] = "D", empty[] = "";
-  char* tt[] = {name.data()};
-  char* tf[] = {form};
-  char* tu[] = {empty};
-  fits_create_tbl(f, BINARY_TBL, static_cast<LONGLONG>(values.size()), 1, tt, tf, tu, nullptr, &st);
-  fits_update_key(f, TLONGLONG, "NSIDE", &nside, nullptr, &st);
-  fits_write_col(f, TDOUBLE, 1, 1, 1, static_cast<LONGLONG>(values.size()), const_cast<double*>(values.data()), &st);
-  fits_close_file(f, &st);
-  QCOMPARE(st, 0);
 }
 
 double luminance(QRgb c) {
@@ -653,9 +634,10 @@ void TestUiSkyMap::spectrumWithHealpyWeights() {
   const QString ringFile = tmpDir_ + QStringLiteral("/weight_ring_n00016.fits");
   const QString pixelFile = tmpDir_ + QStringLiteral("/healpix_full_weights_nside_0016.fits");
   const QString otherFile = tmpDir_ + QStringLiteral("/weight_ring_n00008.fits");
-  writeWeightTable(ringFile, "TEMPERATURE WEIGHTS", ring, nside);
-  writeWeightTable(pixelFile, "COMPRESSED PIXEL WEIGHTS", pixel, nside);
-  writeWeightTable(otherFile, "TEMPERATURE WEIGHTS", std::vector<double>(16, 0.0), 8);
+  using almagest::testing::write_fits_table;
+  QCOMPARE(write_fits_table(ringFile.toStdString(), {"TEMPERATURE WEIGHTS"}, ring, 'D', 1, nside), 0);
+  QCOMPARE(write_fits_table(pixelFile.toStdString(), {"COMPRESSED PIXEL WEIGHTS"}, pixel, 'D', 1, nside), 0);
+  QCOMPARE(write_fits_table(otherFile.toStdString(), {"TEMPERATURE WEIGHTS"}, std::vector<double>(16, 0.0), 'D', 1, 8), 0);
 
   SkyMapWindow w;
   w.setInteractiveErrors(false);

@@ -10,6 +10,7 @@
 #include "almagest/sht/alm.hpp"
 #include "almagest/sht/config.hpp"
 #include "almagest/sht/healpix_io.hpp"
+#include "fits_tables.hpp"
 
 using namespace almagest;
 using namespace almagest::sht;
@@ -61,50 +62,21 @@ void write_healpy_style(const std::string& path, int nside, const std::vector<st
   QCOMPARE(st, 0);
 }
 
-/// Writes a HEALPix ring weight file as the HEALPix / healpy data hold them: an empty primary
-/// HDU, then a BINTABLE whose columns (TEMPERATURE, Q- and U-POLARISATION WEIGHTS, float32) hold
-/// w - 1 for rings 1..2 nside, `per_row` values per row.
+/// A HEALPix ring weight file as the HEALPix / healpy data hold them: columns TEMPERATURE, Q- and
+/// U-POLARISATION WEIGHTS (float32) of w - 1 for rings 1..2 nside, `per_row` values per row.
 void write_ring_weight_file(const std::string& path, const std::vector<double>& w_minus_1, int per_row,
                             long long nside_key) {
-  fitsfile* f = nullptr;
-  int st = 0;
-  fits_create_file(&f, ("!" + path).c_str(), &st);
-  fits_create_img(f, 8, 0, nullptr, &st);
-  std::string form = std::to_string(per_row) + "E";
-  char t1[] = "TEMPERATURE WEIGHTS", t2[] = "Q-POLARISATION WEIGHTS", t3[] = "U-POLARISATION WEIGHTS";
-  char* tt[] = {t1, t2, t3};
-  char* tf[] = {form.data(), form.data(), form.data()};
-  char e[] = "";
-  char* tu[] = {e, e, e};
-  const long long nrows = static_cast<long long>(w_minus_1.size()) / per_row;
-  fits_create_tbl(f, BINARY_TBL, nrows, 3, tt, tf, tu, nullptr, &st);
-  if (nside_key > 0) fits_update_key(f, TLONGLONG, "NSIDE", &nside_key, nullptr, &st);
-  for (int c = 1; c <= 3; ++c)
-    fits_write_col(f, TDOUBLE, c, 1, 1, static_cast<LONGLONG>(w_minus_1.size()),
-                   const_cast<double*>(w_minus_1.data()), &st);
-  fits_close_file(f, &st);
-  QCOMPARE(st, 0);
+  QCOMPARE(testing::write_fits_table(path,
+                                     {"TEMPERATURE WEIGHTS", "Q-POLARISATION WEIGHTS", "U-POLARISATION WEIGHTS"},
+                                     w_minus_1, 'E', per_row, nside_key),
+           0);
 }
 
-/// Writes a HEALPix full-weight file as the healpy data hold them: an empty primary HDU, then a
-/// BINTABLE with the column COMPRESSED PIXEL WEIGHTS (w - 1 per pixel class, float64) and NSIDE.
+/// A HEALPix full-weight file as the healpy data hold it: the column COMPRESSED PIXEL WEIGHTS (w - 1
+/// per pixel class, float64) and NSIDE.
 void write_pixel_weight_file(const std::string& path, const std::vector<double>& w_minus_1,
                              long long nside_key, const char* column = "COMPRESSED PIXEL WEIGHTS") {
-  fitsfile* f = nullptr;
-  int st = 0;
-  fits_create_file(&f, ("!" + path).c_str(), &st);
-  fits_create_img(f, 8, 0, nullptr, &st);
-  std::string name = column;
-  char form[] = "1D", e[] = "";
-  char* tt[] = {name.data()};
-  char* tf[] = {form};
-  char* tu[] = {e};
-  fits_create_tbl(f, BINARY_TBL, static_cast<LONGLONG>(w_minus_1.size()), 1, tt, tf, tu, nullptr, &st);
-  if (nside_key > 0) fits_update_key(f, TLONGLONG, "NSIDE", &nside_key, nullptr, &st);
-  fits_write_col(f, TDOUBLE, 1, 1, 1, static_cast<LONGLONG>(w_minus_1.size()),
-                 const_cast<double*>(w_minus_1.data()), &st);
-  fits_close_file(f, &st);
-  QCOMPARE(st, 0);
+  QCOMPARE(testing::write_fits_table(path, {column}, w_minus_1, 'D', 1, nside_key), 0);
 }
 
 /// Runs fn, which must throw IoError with `field` in its message.
