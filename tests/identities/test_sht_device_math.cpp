@@ -98,6 +98,16 @@ C alias(const std::vector<C>& F, int k, int N, int mmax, bool shifted) {
   return (sp - sn) * std::polar(1.0, kPi * k / N);
 }
 
+/// ducc0's mlim of every ring pair for this spin.
+std::vector<int> pair_mlims(int nside, int lmax, int spin) {
+  std::vector<int> mlim(2 * nside);
+  for (int p = 0; p < 2 * nside; ++p) {
+    const km::RingInfo g = km::ring_info(nside, p);
+    mlim[p] = km::mlim_of(lmax, spin, g.sth, g.z);
+  }
+  return mlim;
+}
+
 /// The FFT stage of the synthesis as the device runs it (mlim-bounded aliasing, polar rings in
 /// pairs, direct DFTs): F[ring][m] (m <= the pair's mlim read) -> map.
 std::vector<double> twin_fft_synthesis(int nside, const std::vector<std::vector<C>>& F,
@@ -130,10 +140,9 @@ std::vector<double> twin_synthesis(int nside, int lmax, const std::vector<C>& al
   const Tables t = make_tables(lmax);
   const int R = 4 * nside - 1;
   std::vector<std::vector<C>> F(R, std::vector<C>(lmax + 1, 0.0));
-  std::vector<int> mlim(2 * nside);
+  const auto mlim = pair_mlims(nside, lmax, 0);
   for (int p = 0; p < 2 * nside; ++p) {
     const km::RingInfo g = km::ring_info(nside, p);
-    mlim[p] = km::mlim_of(lmax, 0, g.sth, g.z);
     const km::RingPair rp{g.z, g.omz, 1.0 + g.z, g.sth};
     for (int m = 0; m <= mlim[p]; ++m) {
       const auto mu = odd_chain(t, m, rp);
@@ -282,11 +291,7 @@ std::vector<C> twin_adjoint(int nside, int lmax, const std::vector<double>& map,
                             Reduce reduce = Reduce::Direct, int threads = 128, int P = 1) {
   const Tables t = make_tables(lmax);
   const int R = 4 * nside - 1;
-  std::vector<int> mlim(2 * nside);
-  for (int p = 0; p < 2 * nside; ++p) {
-    const km::RingInfo g = km::ring_info(nside, p);
-    mlim[p] = km::mlim_of(lmax, 0, g.sth, g.z);
-  }
+  const auto mlim = pair_mlims(nside, lmax, 0);
   const auto F = twin_fft_adjoint(nside, lmax, map.data(), mlim);
   std::vector<C> alm(alm_size(lmax));
   for (int m = 0; m <= lmax; ++m) {
@@ -340,15 +345,6 @@ void reference_gemm(const km::GemmDesc& g, const double* A, const double* B, dou
         c[i + static_cast<std::size_t>(j) * g.ldc] = static_cast<double>(sum);
       }
   }
-}
-
-std::vector<int> pair_mlims(int nside, int lmax, int spin) {
-  std::vector<int> mlim(2 * nside);
-  for (int p = 0; p < 2 * nside; ++p) {
-    const km::RingInfo g = km::ring_info(nside, p);
-    mlim[p] = km::mlim_of(lmax, spin, g.sth, g.z);
-  }
-  return mlim;
 }
 
 /// The table path of the CUDA backend on the host: tables (make_tables), packing and unpacking by
