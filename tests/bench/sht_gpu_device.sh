@@ -26,10 +26,31 @@ export LD_LIBRARY_PATH=.device-libs:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 export ALMAGEST_CUDA_MODULE=$B/libalmagest_cuda.so
 only=()
 [ -n "${BENCH_ONLY:-}" ] && only=(--only "$BENCH_ONLY")
+# check NAME NSIDE [VAR=value ...]: sht_gpu_check NSIDE in that environment, into
+# $OUT/check[_NAME].txt; failures and the summary printed.
+check() {
+  local name=$1 nside=$2 file
+  shift 2
+  file="$OUT/check${name:+_$name}.txt"
+  env "$@" timeout ${CHECK_S:-240} $B/sht_gpu_check "$nside" > "$file" 2>&1
+  echo "sht_gpu_check${name:+ ($name)} rc=$?"
+  grep -v -E '^(PASS|ok)' "$file" | tail -n 30
+}
+# shapes LABEL [VAR=value ...]: the adjoint cells of each ADJ_P / ADJ2_P shape in that environment.
+shapes() {
+  local label=$1 p
+  shift
+  for p in ${ADJ_P:-}; do
+    echo "## ${label}spin-0 adjoint, ALMAGEST_SHT_ADJ_P=$p"
+    env "$@" ALMAGEST_SHT_ADJ_P=$p timeout 120 $B/bench_sht --adjoint-only "${only[@]}" 2>/dev/null | grep -E "\| 0 \| adjoint \|"
+  done
+  for p in ${ADJ2_P:-}; do
+    echo "## ${label}spin-2 adjoint, ALMAGEST_SHT_ADJ2_P=$p"
+    env "$@" ALMAGEST_SHT_ADJ2_P=$p timeout 120 $B/bench_sht --adjoint-only "${only[@]}" 2>/dev/null | grep -E "\| 2 \| adjoint \|"
+  done
+}
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,memory.total,driver_version --format=csv | tee "$OUT/gpu.txt"
-timeout ${CHECK_S:-240} $B/sht_gpu_check "${1:-1024}" > "$OUT/check.txt" 2>&1
-echo "sht_gpu_check rc=$?"
-grep -v -E '^(PASS|ok)' "$OUT/check.txt" | tail -n 30
+check "" "${1:-1024}"
 if [ -n "${MEMCHECK_NSIDE:-}" ] && command -v compute-sanitizer > /dev/null; then
   timeout ${MEMCHECK_S:-240} compute-sanitizer --tool memcheck --print-limit 5 \
     $B/sht_gpu_check "$MEMCHECK_NSIDE" > "$OUT/memcheck.txt" 2>&1
@@ -45,34 +66,16 @@ ALMAGEST_SHT_STAGES=1 timeout ${BENCH_S:-200} $B/bench_sht "${only[@]}" > "$OUT/
 echo "bench rc=$?"
 cat "$OUT/bench.md"
 grep -E "^stages" "$OUT/stages.txt" | sort -u -t: -k1,1 | sed 's/^stages //'
-for p in ${ADJ_P:-}; do
-  echo "## spin-0 adjoint, ALMAGEST_SHT_ADJ_P=$p"
-  ALMAGEST_SHT_ADJ_P=$p timeout 120 $B/bench_sht --adjoint-only "${only[@]}" 2>/dev/null | grep -E "\| 0 \| adjoint \|"
-done
-for p in ${ADJ2_P:-}; do
-  echo "## spin-2 adjoint, ALMAGEST_SHT_ADJ2_P=$p"
-  ALMAGEST_SHT_ADJ2_P=$p timeout 120 $B/bench_sht --adjoint-only "${only[@]}" 2>/dev/null | grep -E "\| 2 \| adjoint \|"
-done
+shapes ""
 if [ "${TENSOR:-1}" = 1 ]; then
   echo "## ALMAGEST_SHT_ADJ_REDUCE=tensor: check (nside ${TENSOR_CHECK_NSIDE:-1024}) and adjoint cells"
-  ALMAGEST_SHT_ADJ_REDUCE=tensor timeout ${CHECK_S:-240} $B/sht_gpu_check "${TENSOR_CHECK_NSIDE:-1024}" > "$OUT/check_tensor.txt" 2>&1
-  echo "sht_gpu_check (tensor) rc=$?"
-  grep -v -E '^(PASS|ok)' "$OUT/check_tensor.txt" | tail -n 30
+  check tensor "${TENSOR_CHECK_NSIDE:-1024}" ALMAGEST_SHT_ADJ_REDUCE=tensor
   ALMAGEST_SHT_ADJ_REDUCE=tensor timeout 150 $B/bench_sht --adjoint-only "${only[@]}" 2>&1 | grep -E "^\|.*adjoint|error"
-  for p in ${ADJ_P:-}; do
-    echo "## tensor, spin-0 adjoint, ALMAGEST_SHT_ADJ_P=$p"
-    ALMAGEST_SHT_ADJ_REDUCE=tensor ALMAGEST_SHT_ADJ_P=$p timeout 120 $B/bench_sht --adjoint-only "${only[@]}" 2>/dev/null | grep -E "\| 0 \| adjoint \|"
-  done
-  for p in ${ADJ2_P:-}; do
-    echo "## tensor, spin-2 adjoint, ALMAGEST_SHT_ADJ2_P=$p"
-    ALMAGEST_SHT_ADJ_REDUCE=tensor ALMAGEST_SHT_ADJ2_P=$p timeout 120 $B/bench_sht --adjoint-only "${only[@]}" 2>/dev/null | grep -E "\| 2 \| adjoint \|"
-  done
+  shapes "tensor, " ALMAGEST_SHT_ADJ_REDUCE=tensor
 fi
 if [ "${TABLES:-1}" = 1 ]; then
   echo "## ALMAGEST_SHT_LEGENDRE=tables: check (nside ${TABLES_CHECK_NSIDE:-64}) and nside-128 timings"
-  ALMAGEST_SHT_LEGENDRE=tables timeout ${CHECK_S:-240} $B/sht_gpu_check "${TABLES_CHECK_NSIDE:-64}" > "$OUT/check_tables.txt" 2>&1
-  echo "sht_gpu_check (tables) rc=$?"
-  grep -v -E '^(PASS|ok)' "$OUT/check_tables.txt" | tail -n 30
+  check tables "${TABLES_CHECK_NSIDE:-64}" ALMAGEST_SHT_LEGENDRE=tables
   ALMAGEST_SHT_LEGENDRE=tables ALMAGEST_SHT_STAGES=1 timeout 150 $B/bench_sht --max-nside 128 \
     > "$OUT/bench_tables.md" 2> "$OUT/stages_tables.txt"
   echo "bench (tables) rc=$?"
