@@ -347,21 +347,4 @@ inline std::vector<PolarClass> polar_classes(int nside, int max_cols,
   return cls;
 }
 
-
-// Warp sums on the FP64 tensor cores (the adjoints' ALMAGEST_SHT_ADJ_REDUCE=tensor path). One
-// mma.m8n8k4.f64 computes D += A B with, per lane (PTX ISA fragment layouts): A (8x4, row-major)
-// element (lane / 4, lane % 4), B (4x8, column-major) element (lane % 4, lane / 4), D (8x8)
-// elements (lane / 4, 2 (lane % 4)) and (lane / 4, 2 (lane % 4) + 1). Feeding each lane's value
-// of slot v as B against the one-hot A of row v adds the sums over quads (lanes 4n..4n+3) into
-// row v of D; a lane's two D entries plus those of the other three lanes of its row are then
-// the warp sum of slot lane / 4. tests/identities/test_sht_device_math.cpp checks this
-// bookkeeping against an emulation of the layouts.
-
-/// Row of A and of D held by `lane`: the slot whose warp sum the lane ends up with.
-SHT_HD int tc_row(int lane) { return lane >> 2; }
-/// The lane's element of the one-hot A that selects slot `slot` (0..7).
-SHT_HD double tc_select(int lane, int slot) { return tc_row(lane) == slot ? 1.0 : 0.0; }
-/// Whether `lane` writes its row's warp sum (one lane per row).
-SHT_HD bool tc_stores(int lane) { return (lane & 3) == 0; }
-
 }  // namespace almagest::kernels::sht

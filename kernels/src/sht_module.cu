@@ -63,14 +63,28 @@ struct ColumnPlans {
   std::vector<std::unique_ptr<FftPlan>> polar;  ///< one per polar class
 };
 
-/// ALMAGEST_SHT_LEGENDRE=tables selects the batched table path (sht_tables.cuh).
-bool tables_requested() {
-  static const bool v = [] {
+/// Which Legendre stage batched calls take: ALMAGEST_SHT_LEGENDRE=recursion (the recursion
+/// kernels always), =tables (the table path for synthesis and adjoint of >= 2 columns), unset or
+/// =auto (the table path for adjoints of at least kTableMinCols columns, where measured faster).
+enum class LegendreMode { Auto, Recursion, Tables };
+LegendreMode legendre_mode() {
+  static const LegendreMode v = [] {
     const char* e = std::getenv("ALMAGEST_SHT_LEGENDRE");
-    return e && std::string(e) == "tables";
+    const std::string m = e ? e : "";
+    if (m == "recursion") return LegendreMode::Recursion;
+    if (m == "tables") return LegendreMode::Tables;
+    return LegendreMode::Auto;
   }();
   return v;
 }
+/// Columns from which the table path takes the adjoint in auto mode: measured on the H200 at
+/// nside 64, 128 and 256 (docs/benchmarks.md), it is slower than the recursion below 8 columns
+/// and faster from 8 (nside 128 spin 0: 0.0252 against 0.0271 ms per column at 8, 0.0150
+/// against 0.0240 at 64).
+constexpr int kTableMinCols = 8;
+/// Largest nside for which auto mode builds tables (their size grows as nside^3; measured up to
+/// this one).
+constexpr int kTableMaxNside = 256;
 
 class DevicePlan final : public ShtDevicePlan {
 public:
@@ -148,12 +162,18 @@ public:
       tabB_ = DeviceBuffer<double>::from(B, s);
       tabN_ = DeviceBuffer<double>::from(Nt, s);
     }
-    // ALMAGEST_SHT_LEGENDRE=tables: the batched table path for calls of two or more columns
-    // (prepared, not yet measured on a device; docs/sht.md), where its tables and work matrices
-    // take at most 4 GiB and a quarter of the free device memory (the tables are filled on the
-    // host: nside 256 is about the largest); otherwise, or if they do not fit after all, the
-    // recursion kernels.
-    if (d.max_cols >= 2 && tables_requested()) {
+    // The batched table path (docs/sht.md) where its tables and work matrices take at most
+    // 4 GiB and a quarter of the free device memory (the tables are filled on the host): in auto
+    // mode for plans of at least kTableMinCols columns up to nside kTableMaxNside, adjoints only
+    // (measured faster there; the batched recursion synthesis is faster than the tables); with
+    // ALMAGEST_SHT_LEGENDRE=tables for both directions from two columns. Otherwise, or if they
+    // do not fit after all, the recursion kernels.
+    const LegendreMode mode = legendre_mode();
+    const bool want_tables =
+        mode == LegendreMode::Tables ? d.max_cols >= 2
+                                     : mode == LegendreMode::Auto && d.max_cols >= kTableMinCols &&
+                                           ns_ <= kTableMaxNside;
+    if (want_tables) {
       std::size_t free_b = 0, total_b = 0;
       CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
       const std::size_t need = sht::LegendreTables::bytes_needed(ns_, lmax_, d.spin, d.max_cols);
@@ -189,7 +209,8 @@ public:
     if (tables_) {  // per column: the GEMMs' multiply-adds (padding included), FMA = 2
       const auto L = sht::table_layout(ns_, lmax_, d.spin, 1);
       const double gemm = 2.0 * L.ntab() * L.batch() * static_cast<double>(L.mat()) * L.per_col();
-      counts_.legendre_flops_synthesis = counts_.legendre_flops_adjoint = gemm;
+      counts_.legendre_flops_adjoint = gemm;
+      if (mode == LegendreMode::Tables) counts_.legendre_flops_synthesis = gemm;
     }
 
     // Work buffers for max_cols columns.
@@ -527,11 +548,15 @@ private:
     mark("polar-bluestein");
   }
 
-  /// Whether a call of ncols columns takes the batched table path.
-  bool use_tables(int ncols) const { return tables_ && ncols >= 2; }
+  /// Whether a call of ncols columns in direction op takes the batched table path.
+  bool use_tables(ShtOp op, int ncols) const {
+    if (!tables_) return false;
+    if (legendre_mode() == LegendreMode::Tables) return ncols >= 2;
+    return op == ShtOp::Adjoint && ncols >= kTableMinCols;
+  }
   /// The Legendre stage of a call: the table path or the recursion kernels.
   void legendre(ShtOp op, int ncols, cudaStream_t s) {
-    if (use_tables(ncols)) {
+    if (use_tables(op, ncols)) {
       if (op == ShtOp::Synthesis)
         tables_->synthesis(alm_.data(), F_.data(), ncols, s);
       else
@@ -598,7 +623,7 @@ private:
     mark("unalias");
     // The spin-0 kernels and the table path write every alm entry; the spin-2 kernels add to
     // zeros.
-    if (d_.spin == 2 && !use_tables(ncols))
+    if (d_.spin == 2 && !use_tables(ShtOp::Adjoint, ncols))
       CUDA_CHECK(cudaMemsetAsync(alm_.data(), 0, cc(ncols) * nalm_ * sizeof(cplx), s));
     legendre(ShtOp::Adjoint, ncols, s);
     mark("legendre");

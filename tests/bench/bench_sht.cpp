@@ -4,7 +4,9 @@
 // card's 26.9 TFLOP/s; host-inclusive synthesis; the CGLS inverse at nside 128, lmax 191, B = 4.
 // CPU (--cpu [threads]): the healpix_cxx backend, min and median of runs.
 // Usage: bench_sht [--cpu [threads]] [--max-nside N] [--only NSIDE (GPU, B = 1)]
-//                  [--adjoint-only (GPU: adjoint cells alone, for tuning runs)] [--out file]
+//                  [--adjoint-only (GPU: adjoint cells alone, for tuning runs)]
+//                  [--sweep (GPU: nside 64, 128, 256 at B = 1 .. 64, for the batched paths)]
+//                  [--out file]
 #include <algorithm>
 #include <cstdarg>
 #include <chrono>
@@ -50,7 +52,7 @@ std::vector<double> randv(std::size_t n, std::uint64_t seed) {
 }
 constexpr double kFp64Rate = 26.9e12;  // measured FP64 vector FMA rate of the H200 (notes/h200.md)
 
-int run_gpu(int max_nside, int only, bool adjoint_only) {
+int run_gpu(int max_nside, int only, bool adjoint_only, bool sweep) {
   const auto& st = gpu_status();
   if (!st.available) {
     std::printf("SKIP: no usable GPU: %s\n", st.reason.c_str());
@@ -67,6 +69,11 @@ int run_gpu(int max_nside, int only, bool adjoint_only) {
   struct Case { int nside, batch; };
   std::vector<Case> cases = {{128, 64}, {128, 1}, {512, 1}, {1024, 1}, {2048, 1}};
   if (only > 0) cases = {{only, 1}};
+  if (sweep) {
+    cases.clear();
+    for (int ns : {64, 128, 256})
+      for (int b : {1, 2, 4, 8, 16, 64}) cases.push_back({ns, b});
+  }
   for (auto c : cases) {
     if (c.nside > max_nside) continue;
     for (int spin : {0, 2}) {
@@ -111,7 +118,7 @@ int run_gpu(int max_nside, int only, bool adjoint_only) {
   }
   // CGLS inverse through the engine (host-side iteration, device transforms).
   for (int spin : {0, 2}) {
-    if (only > 0 || adjoint_only) break;
+    if (only > 0 || adjoint_only || sweep) break;
     ShtConfig c;
     c.nside = 128;
     c.lmax = 191;
@@ -177,7 +184,7 @@ int run_cpu(int threads, int max_nside) {
 int main(int argc, char** argv) {
   bool cpu = false;
   int threads = 2, max_nside = 2048, only = 0;
-  bool adjoint_only = false;
+  bool adjoint_only = false, sweep = false;
   std::string file;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -190,13 +197,15 @@ int main(int argc, char** argv) {
       only = std::atoi(argv[++i]);
     } else if (a == "--adjoint-only") {
       adjoint_only = true;
+    } else if (a == "--sweep") {
+      sweep = true;
     } else if (a == "--out" && i + 1 < argc) {
       file = argv[++i];
     }
   }
   int rc = 0;
   try {
-    rc = cpu ? run_cpu(threads, max_nside) : run_gpu(max_nside, only, adjoint_only);
+    rc = cpu ? run_cpu(threads, max_nside) : run_gpu(max_nside, only, adjoint_only, sweep);
   } catch (const std::exception& e) {
     std::printf("error: %s\n", e.what());
     rc = 1;

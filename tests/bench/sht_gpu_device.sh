@@ -7,16 +7,14 @@
 # Usage: tests/bench/sht_gpu_device.sh [check nside (default 1024)]
 # Environment: BASELINE=<module file in .device-libs/sht> also benchmarks that module;
 #              MODULES="<module file> ..." benchmarks the adjoint cells of each (tuning variants);
-#              TENSOR=0 skips the check and adjoint timings of ALMAGEST_SHT_ADJ_REDUCE=tensor
-#              (the tensor-core warp sums of the adjoints, run by default until measured);
-#              TABLES=0 skips those of ALMAGEST_SHT_LEGENDRE=tables (the batched table path:
-#              checked by the self-test's batched (B = 5, tables) == single (recursion)
-#              and batched inverse, timed at nside 128);
+#              SWEEP=0 skips the batched sweep (bench_sht --sweep: nside 64-256, B = 1-64)
+#              run with ALMAGEST_SHT_LEGENDRE=recursion and =tables, which sets where the
+#              table path takes over (kTableMinCols, kTableMaxNside in sht_module.cu);
 #              ADJ_P="4 ...", ADJ2_P="2 ...", SYN_P="2 ..." also benchmark those kernel shapes
 #              (ALMAGEST_SHT_ADJ_P, ALMAGEST_SHT_ADJ2_P, ALMAGEST_SHT_SYN_P);
 #              MEMCHECK_NSIDE=<n> runs sht_gpu_check n under compute-sanitizer memcheck;
 #              NCU_NSIDE=<n> profiles the Legendre adjoint kernels of one nside-n spin-0 and
-#              spin-2 adjoint per reduction path with ncu (pipe use, shared memory, stalls).
+#              spin-2 adjoint with ncu (pipe use, stall reasons, stalls per instruction).
 #              BENCH_ONLY=<nside> restricts the benchmarks to single transforms of that nside.
 set -u
 B=.device-libs/sht
@@ -67,32 +65,24 @@ echo "bench rc=$?"
 cat "$OUT/bench.md"
 grep -E "^stages" "$OUT/stages.txt" | sort -u -t: -k1,1 | sed 's/^stages //'
 shapes ""
-if [ "${TENSOR:-1}" = 1 ]; then
-  echo "## ALMAGEST_SHT_ADJ_REDUCE=tensor: check (nside ${TENSOR_CHECK_NSIDE:-1024}) and adjoint cells"
-  check tensor "${TENSOR_CHECK_NSIDE:-1024}" ALMAGEST_SHT_ADJ_REDUCE=tensor
-  ALMAGEST_SHT_ADJ_REDUCE=tensor timeout 150 $B/bench_sht --adjoint-only "${only[@]}" 2>&1 | grep -E "^\|.*adjoint|error"
-  shapes "tensor, " ALMAGEST_SHT_ADJ_REDUCE=tensor
-fi
-if [ "${TABLES:-1}" = 1 ]; then
-  echo "## ALMAGEST_SHT_LEGENDRE=tables: check (nside ${TABLES_CHECK_NSIDE:-64}) and nside-128 timings"
-  check tables "${TABLES_CHECK_NSIDE:-64}" ALMAGEST_SHT_LEGENDRE=tables
-  ALMAGEST_SHT_LEGENDRE=tables ALMAGEST_SHT_STAGES=1 timeout 150 $B/bench_sht --max-nside 128 \
-    > "$OUT/bench_tables.md" 2> "$OUT/stages_tables.txt"
-  echo "bench (tables) rc=$?"
-  grep -E "^\|" "$OUT/bench_tables.md"
-  grep -E "^stages" "$OUT/stages_tables.txt" | sort -u -t: -k1,1 | sed 's/^stages //'
+if [ "${SWEEP:-1}" = 1 ]; then
+  for mode in recursion tables; do
+    echo "## batched sweep, ALMAGEST_SHT_LEGENDRE=$mode"
+    ALMAGEST_SHT_LEGENDRE=$mode timeout ${SWEEP_S:-200} $B/bench_sht --sweep > "$OUT/sweep_$mode.md" 2>&1
+    echo "sweep ($mode) rc=$?"
+    grep -E "^\|.*(synthesis|adjoint)|error" "$OUT/sweep_$mode.md"
+  done
 fi
 if [ -n "${NCU_NSIDE:-}" ] && command -v ncu > /dev/null; then
-  sections="--section SpeedOfLight --section ComputeWorkloadAnalysis --section WarpStateStats --section Occupancy --section MemoryWorkloadAnalysis_Tables"
-  for red in shared tensor; do
-    for spin in 0 2; do
-      echo "## ncu, spin-$spin adjoint kernel, nside $NCU_NSIDE, reduction $red"
-      ALMAGEST_SHT_ADJ_REDUCE=$red timeout ${NCU_S:-120} ncu --kernel-name "regex:k_adjoint_spin$spin" \
-        --launch-count 1 $sections $B/bench_sht --adjoint-only --only "$NCU_NSIDE" \
-        > "$OUT/ncu_${red}_$spin.txt" 2>&1
-      echo "ncu rc=$?"
-      grep -E "k_adjoint|Throughput|Pipe|Shared|Stall|Occupancy|Warp Cycles|Registers" "$OUT/ncu_${red}_$spin.txt" | head -n 30
-    done
+  for spin in 0 2; do
+    echo "## ncu, spin-$spin adjoint kernel, nside $NCU_NSIDE"
+    timeout ${NCU_S:-120} ncu --clock-control none --kernel-name "regex:k_adjoint_spin$spin" \
+      --launch-count 1 --section SpeedOfLight --section WarpStateStats --section SourceCounters \
+      --section Occupancy -o "/tmp/ncu_$spin" $B/bench_sht --adjoint-only --only "$NCU_NSIDE" > /dev/null 2>&1
+    echo "ncu rc=$?"
+    ncu -i "/tmp/ncu_$spin.ncu-rep" --page details --print-details all > "$OUT/ncu_$spin.txt" 2>&1
+    ncu -i "/tmp/ncu_$spin.ncu-rep" --page source --csv --print-source sass 2>&1 | gzip > "$OUT/ncu_src_$spin.csv.gz"
+    grep -E "Duration|Throughput|Stall (Wait|Long|Short|Barrier|Math)|Warp Cycles Per Issued" "$OUT/ncu_$spin.txt" | head -n 12
   done
 fi
 for mod in ${MODULES:-}; do

@@ -7,11 +7,9 @@
 // cuFFT and Bluestein. Runs without a GPU.
 #include <QtTest>
 
-#include <array>
 #include <cmath>
 #include <complex>
 #include <random>
-#include <stdexcept>
 #include <vector>
 
 #include "almagest/sht/alm.hpp"
@@ -162,98 +160,6 @@ std::vector<double> twin_synthesis(int nside, int lmax, const std::vector<C>& al
   return twin_fft_synthesis(nside, F, mlim);
 }
 
-/// One mma.m8n8k4.f64 of a warp, emulated from the PTX ISA's fragment layouts: D += A B with A
-/// (8x4) element (lane / 4, lane % 4) in a[lane], B (4x8) element (lane % 4, lane / 4) in
-/// b[lane], D (8x8) elements (lane / 4, 2 (lane % 4) + j) in d[lane][j].
-void emulate_dmma(double (&d)[32][2], const double (&a)[32], const double (&b)[32]) {
-  double A[8][4], B[4][8];
-  for (int lane = 0; lane < 32; ++lane) {
-    A[lane / 4][lane % 4] = a[lane];
-    B[lane % 4][lane / 4] = b[lane];
-  }
-  for (int lane = 0; lane < 32; ++lane)
-    for (int j = 0; j < 2; ++j) {
-      double s = d[lane][j];
-      for (int k = 0; k < 4; ++k) s += A[lane / 4][k] * B[k][2 * (lane % 4) + j];
-      d[lane][j] = s;
-    }
-}
-
-/// Warp sums of eight slots per lane as the kernels' WarpSum8 forms them (one-hot A from
-/// km::tc_select, the slot's values as B, then d0 + d1 and shuffles over lane ^ 1 and lane ^ 2),
-/// written where AdjGroup::store writes them: out[km::tc_row(lane)] from the lanes km::tc_stores
-/// picks. Every slot must be written exactly once.
-void emulate_warp_sum8(const double (&x)[8][32], double (&out)[8]) {
-  double d[32][2] = {};
-  for (int slot = 0; slot < 8; ++slot) {
-    double a[32];
-    for (int lane = 0; lane < 32; ++lane) a[lane] = km::tc_select(lane, slot);
-    emulate_dmma(d, a, x[slot]);
-  }
-  double t[32], u[32];
-  for (int lane = 0; lane < 32; ++lane) t[lane] = d[lane][0] + d[lane][1];
-  for (int lane = 0; lane < 32; ++lane) u[lane] = t[lane] + t[lane ^ 1];
-  for (int lane = 0; lane < 32; ++lane) t[lane] = u[lane] + u[lane ^ 2];
-  int written[8] = {};
-  for (int lane = 0; lane < 32; ++lane)
-    if (km::tc_stores(lane)) {
-      out[km::tc_row(lane)] = t[lane];
-      ++written[km::tc_row(lane)];
-    }
-  for (int w : written)
-    if (w != 1) throw std::logic_error("tensor-core warp sum: a slot not written exactly once");
-}
-
-enum class Reduce { Direct, TensorCore };
-
-/// Sums over ring pairs of the spin-0 adjoint, S1_k = sum mu_k E and S2_k = sum mu_k X, the way
-/// k_adjoint_spin0_tc forms them for one column: tiles of `threads` x P pairs (pair i of the
-/// tile to thread i % threads), per-thread sums in pair order, warp sums of two steps' four
-/// slots (S1 re, S1 im, S2 re, S2 im) per WarpSum8, the warps' totals added in order, tiles
-/// accumulated.
-void tensor_core_sums(int threads, int P, const std::vector<std::vector<double>>& mu,
-                      const std::vector<C>& E, const std::vector<C>& X, int K, std::vector<C>& S1,
-                      std::vector<C>& S2) {
-  const int npairs = static_cast<int>(mu.size()), nwarps = threads / 32;
-  S1.assign(K, 0.0);
-  S2.assign(K, 0.0);
-  for (int tile = 0; tile < npairs; tile += threads * P) {
-    for (int k0 = 0; k0 < K; k0 += 2) {
-      std::vector<std::array<double, 8>> warp_out(nwarps);
-      for (int w = 0; w < nwarps; ++w) {
-        double x[8][32];
-        for (int lane = 0; lane < 32; ++lane) {
-          const int tid = 32 * w + lane;
-          for (int s = 0; s < 2; ++s) {
-            C s1 = 0, s2 = 0;
-            for (int j = 0; j < P; ++j) {
-              const int i = tile + j * threads + tid;
-              if (i >= npairs || k0 + s >= K) continue;
-              s1 += mu[i][k0 + s] * E[i];
-              s2 += mu[i][k0 + s] * X[i];
-            }
-            x[4 * s + 0][lane] = s1.real();
-            x[4 * s + 1][lane] = s1.imag();
-            x[4 * s + 2][lane] = s2.real();
-            x[4 * s + 3][lane] = s2.imag();
-          }
-        }
-        double out[8];
-        emulate_warp_sum8(x, out);
-        for (int o = 0; o < 8; ++o) warp_out[w][o] = out[o];
-      }
-      for (int o = 0; o < 8; ++o) {  // output o: step k0 + o / 4, slot o % 4
-        double v = warp_out[0][o];
-        for (int w = 1; w < nwarps; ++w) v += warp_out[w][o];
-        const int k = k0 + o / 4, q = o % 4;
-        if (k >= K) continue;
-        C& dst = q < 2 ? S1[k] : S2[k];
-        dst += (q % 2 == 0) ? C(v, 0.0) : C(0.0, v);
-      }
-    }
-  }
-}
-
 /// The FFT stage of the adjoint as the device runs it: map -> F[ring][m] for m up to each pair's
 /// mlim (zero above).
 std::vector<std::vector<C>> twin_fft_adjoint(int nside, int lmax, const double* map,
@@ -287,8 +193,7 @@ std::vector<std::vector<C>> twin_fft_adjoint(int nside, int lmax, const double* 
   return F;
 }
 
-std::vector<C> twin_adjoint(int nside, int lmax, const std::vector<double>& map,
-                            Reduce reduce = Reduce::Direct, int threads = 128, int P = 1) {
+std::vector<C> twin_adjoint(int nside, int lmax, const std::vector<double>& map) {
   const Tables t = make_tables(lmax);
   const int R = 4 * nside - 1;
   const auto mlim = pair_mlims(nside, lmax, 0);
@@ -308,15 +213,11 @@ std::vector<C> twin_adjoint(int nside, int lmax, const std::vector<double>& map,
       E.push_back(fn + fs);
       X.push_back(g.z * (fn - fs));
     }
-    if (reduce == Reduce::TensorCore) {
-      tensor_core_sums(threads, P, mus, E, X, K, S1, S2);
-    } else {
-      for (std::size_t i = 0; i < mus.size(); ++i)
-        for (int k = 0; k < K; ++k) {
-          S1[k] += mus[i][k] * E[i];
-          S2[k] += mus[i][k] * X[i];
-        }
-    }
+    for (std::size_t i = 0; i < mus.size(); ++i)
+      for (int k = 0; k < K; ++k) {
+        S1[k] += mus[i][k] * E[i];
+        S2[k] += mus[i][k] * X[i];
+      }
     for (int l = m; l <= lmax; ++l) {
       const int k = (l - m) / 2;
       C v = ((l - m) % 2 == 0) ? t.nrm[m][k].u * S1[k] + (k > 0 ? t.nrm[m][k - 1].v * S1[k - 1] : C(0))
@@ -455,10 +356,6 @@ private slots:
   void synthesis_twin_matches_cpu_backend();
   void adjoint_twin_matches_cpu_backend_data();
   void adjoint_twin_matches_cpu_backend();
-  void tensor_core_warp_sums_data();
-  void tensor_core_warp_sums();
-  void tensor_core_adjoint_matches_cpu_backend_data();
-  void tensor_core_adjoint_matches_cpu_backend();
   void table_path_matches_cpu_backend_data();
   void table_path_matches_cpu_backend();
   void polar_classes_cover_every_ring_pair();
@@ -549,66 +446,6 @@ void TestShtDeviceMath::adjoint_twin_matches_cpu_backend() {
   qInfo("adjoint twin vs healpix_cxx: %.2e relative", rel);
   QVERIFY(big > 1.0);
   QVERIFY(rel < 1e-12);
-}
-
-// The tensor-core warp sums of the adjoints (ALMAGEST_SHT_ADJ_REDUCE=tensor): the kernels'
-// one-hot selectors and store lanes composed with the PTX fragment layouts give every slot's sum
-// over the 32 lanes, for values spanning many magnitudes.
-void TestShtDeviceMath::tensor_core_warp_sums_data() {
-  QTest::addColumn<int>("seed");
-  for (int s : {1, 2, 3}) QTest::newRow(QByteArray::number(s).constData()) << s;
-}
-
-void TestShtDeviceMath::tensor_core_warp_sums() {
-  QFETCH(int, seed);
-  std::mt19937_64 rng(4000 + seed);
-  std::normal_distribution<double> g;
-  std::uniform_int_distribution<int> ex(-40, 40);
-  double x[8][32];
-  for (auto& row : x)
-    for (double& v : row) v = std::ldexp(g(rng), ex(rng));
-  double out[8];
-  emulate_warp_sum8(x, out);
-  for (int slot = 0; slot < 8; ++slot) {
-    long double ref = 0, mag = 0;
-    for (int lane = 0; lane < 32; ++lane) {
-      ref += x[slot][lane];
-      mag += std::fabs(x[slot][lane]);
-    }
-    QVERIFY2(std::fabs(static_cast<long double>(out[slot]) - ref) <= 1e-15L * mag,
-             qPrintable(QString("slot %1: %2 vs %3").arg(slot).arg(out[slot]).arg(double(ref))));
-  }
-}
-
-void TestShtDeviceMath::tensor_core_adjoint_matches_cpu_backend_data() {
-  QTest::addColumn<int>("nside");
-  QTest::addColumn<int>("lmax");
-  QTest::addColumn<int>("threads");
-  QTest::addColumn<int>("pairs");
-  // One tile of the kernel's 128 threads; several tiles of smaller blocks (first tile stored,
-  // later ones added), several pairs per thread.
-  QTest::newRow("nside 8, 128 x 1") << 8 << 23 << 128 << 1;
-  QTest::newRow("nside 16, 128 x 8") << 16 << 47 << 128 << 8;
-  QTest::newRow("nside 16, 32 x 1 (one warp, two tiles)") << 16 << 47 << 32 << 1;
-  QTest::newRow("nside 16, 64 x 2 (lmax 40)") << 16 << 40 << 64 << 2;
-}
-
-void TestShtDeviceMath::tensor_core_adjoint_matches_cpu_backend() {
-  QFETCH(int, nside);
-  QFETCH(int, lmax);
-  QFETCH(int, threads);
-  QFETCH(int, pairs);
-  auto plan = cpu_plan(nside, lmax);
-  std::vector<C> ref;
-  const auto m = random_map_and_adjoint(plan, 7 + nside + threads, ref);
-  double big = 0;
-  const auto tc = twin_adjoint(nside, lmax, m, Reduce::TensorCore, threads, pairs);
-  const double rel = max_rel(tc, ref, big);
-  qInfo("tensor-core adjoint twin vs healpix_cxx: %.2e relative", rel);
-  QVERIFY(big > 1.0);
-  QVERIFY(rel < 1e-12);
-  double big2 = 0;
-  QVERIFY(max_rel(tc, twin_adjoint(nside, lmax, m), big2) < 1e-14);
 }
 
 // The batched table path (ALMAGEST_SHT_LEGENDRE=tables) on the host: tables, packing and

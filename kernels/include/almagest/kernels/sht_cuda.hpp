@@ -26,8 +26,9 @@ enum class ShtOp { Synthesis, Adjoint };
 
 /// Counts for performance reports (per column, per call).
 struct ShtWorkCounts {
-  /// FP64 operations of the Legendre stage (FMA = 2): the recursion kernels', or with the table
-  /// path (ALMAGEST_SHT_LEGENDRE=tables) its GEMMs', padding included.
+  /// FP64 operations of the Legendre stage per column (FMA = 2): the recursion kernels', or
+  /// where batched calls of this plan take the table path in that direction, its GEMMs' (padding
+  /// included).
   double legendre_flops_synthesis = 0;
   double legendre_flops_adjoint = 0;
   std::size_t device_bytes = 0;         ///< device memory the plan holds
