@@ -138,7 +138,7 @@ __global__ void k_obasis_prepare(LegendreArgs a) {
 template <int P, int NC>
 __global__ void __launch_bounds__(kThreads) k_synthesis_spin0(LegendreArgs a) {
   constexpr int KC = kObasisChunk;
-  const int m = blockIdx.x;
+  const int m = blockIdx.z;  // mode-major grid: a mode's tiles are dispatched together
   const int col0 = blockIdx.y * NC;
   const int lmax = a.lmax;
   const int R = 4 * a.nside - 1;
@@ -161,8 +161,8 @@ __global__ void __launch_bounds__(kThreads) k_synthesis_spin0(LegendreArgs a) {
     stage_chunk<KC, NC>(a, ko + static_cast<long long>(ch) * KC, col0, ncv, total, s_ab[b], s_w[b]);
   };
 
-  for (int tile = fa + blockIdx.z * kThreads * P; tile < a.nactive;
-       tile += gridDim.z * kThreads * P) {  // a tile per block (grid z)
+  for (int tile = fa + blockIdx.x * kThreads * P; tile < a.nactive;
+       tile += gridDim.x * kThreads * P) {  // a tile per block (grid x)
     double x[P], x2[P], v0[P], v1[P];
     int e[P], pr[P];
     bool on[P];
@@ -268,8 +268,9 @@ __global__ void __launch_bounds__(kThreads) k_synthesis_spin0(LegendreArgs a) {
 template <int P, int NC>
 void launch_synth0_t(const LegendreArgs& a, cudaStream_t s) {
   // Tiles of one mode are independent in the synthesis (each writes its own rings): a block per
-  // (mode, column group, tile) balances the load better than a loop over tiles.
-  dim3 grid(a.lmax + 1, (a.ncols + NC - 1) / NC, std::max(1, (a.nactive + kThreads * P - 1) / (kThreads * P)));
+  // (tile, column group, mode) balances the load better than a loop over tiles. Blocks are
+  // dispatched x fastest, so the modes go in order, longest (m = 0) first.
+  dim3 grid(std::max(1, (a.nactive + kThreads * P - 1) / (kThreads * P)), (a.ncols + NC - 1) / NC, a.lmax + 1);
   k_synthesis_spin0<P, NC><<<grid, kThreads, 0, s>>>(a);
   CUDA_CHECK_LAUNCH();
 }
@@ -309,7 +310,7 @@ template <int P, int NC, int KC>
 __global__ void __launch_bounds__(kThreads) k_synthesis_spin2(LegendreArgs a) {
   static_assert(kSpin2Chunk % KC == 0 && KC % 8 == 0, "chunks tile the padded tables");
   
-  const int m = blockIdx.x;
+  const int m = blockIdx.z;  // mode-major grid: a mode's tiles are dispatched together
   const int col0 = blockIdx.y * NC;
   const int lmax = a.lmax;
   const int R = 4 * a.nside - 1;
@@ -333,8 +334,8 @@ __global__ void __launch_bounds__(kThreads) k_synthesis_spin2(LegendreArgs a) {
     stage_chunk<KC, NC>(a, ko + static_cast<long long>(ch) * KC, col0, ncv, total, s_ab[b], s_w[b]);
   };
 
-  for (int tile = fa + blockIdx.z * kThreads * P; tile < a.nactive;
-       tile += gridDim.z * kThreads * P) {  // a tile per block (grid z)
+  for (int tile = fa + blockIdx.x * kThreads * P; tile < a.nactive;
+       tile += gridDim.x * kThreads * P) {  // a tile per block (grid x)
     double z[P], v0[P], v1[P], w0[P], w1[P];
     int e[P], pr[P];
     bool on[P];
@@ -458,7 +459,7 @@ __global__ void __launch_bounds__(kThreads) k_synthesis_spin2(LegendreArgs a) {
 
 template <int P, int NC, int KC = kSpin2Chunk>
 void launch_synth2_t(const LegendreArgs& a, cudaStream_t s) {
-  dim3 grid(a.lmax + 1, (a.ncols + NC - 1) / NC, std::max(1, (a.nactive + kThreads * P - 1) / (kThreads * P)));
+  dim3 grid(std::max(1, (a.nactive + kThreads * P - 1) / (kThreads * P)), (a.ncols + NC - 1) / NC, a.lmax + 1);
   k_synthesis_spin2<P, NC, KC><<<grid, kThreads, 0, s>>>(a);
   CUDA_CHECK_LAUNCH();
 }
