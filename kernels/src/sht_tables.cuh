@@ -1,6 +1,6 @@
 #pragma once
-// Batched Legendre stage as matrix products (ALMAGEST_SHT_LEGENDRE=tables; prepared, not yet run
-// on a device). Per mode m and degree parity pi the Legendre values of every ring pair are kept
+// Batched Legendre stage as matrix products (the default for adjoints of >= 8 columns;
+// ALMAGEST_SHT_LEGENDRE chooses, sht_module.cu and docs/sht.md). Per mode m and degree parity pi the Legendre values of every ring pair are kept
 // in a table, and the stage becomes strided batched DGEMMs (cuBLAS, FP64 tensor cores) between
 // the tables and the packed alm or ring data of all columns of a call: the recursion is run once
 // per plan instead of once per column group and call. Host and device share everything below;

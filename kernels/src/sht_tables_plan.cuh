@@ -1,8 +1,8 @@
 #pragma once
 // Per-plan state of the batched table path (sht_tables.cuh): the Legendre tables on the device,
 // the packed work matrices for up to max_cols columns, and a cuBLAS handle bound to the plan's
-// stream. Prepared, not yet run on a device: ALMAGEST_SHT_LEGENDRE=tables turns it on for plans
-// of two or more columns (docs/sht.md).
+// stream. Built for plans of >= 8 columns up to nside 256 (ALMAGEST_SHT_LEGENDRE=tables: from two
+// columns, both directions; docs/sht.md).
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
