@@ -85,6 +85,19 @@ constexpr int kTableMinCols = 8;
 /// Largest nside for which auto mode builds tables (their size grows as nside^3; measured up to
 /// this one).
 constexpr int kTableMaxNside = 256;
+/// The mode's rule: whether a call of ncols columns in direction op takes the table path (where
+/// the plan has tables).
+bool table_path_for(ShtOp op, int ncols) {
+  switch (legendre_mode()) {
+    case LegendreMode::Tables:
+      return ncols >= 2;
+    case LegendreMode::Auto:
+      return op == ShtOp::Adjoint && ncols >= kTableMinCols;
+    case LegendreMode::Recursion:
+      break;
+  }
+  return false;
+}
 
 class DevicePlan final : public ShtDevicePlan {
 public:
@@ -168,11 +181,8 @@ public:
     // (measured faster there; the batched recursion synthesis is faster than the tables); with
     // ALMAGEST_SHT_LEGENDRE=tables for both directions from two columns. Otherwise, or if they
     // do not fit after all, the recursion kernels.
-    const LegendreMode mode = legendre_mode();
-    const bool want_tables =
-        mode == LegendreMode::Tables ? d.max_cols >= 2
-                                     : mode == LegendreMode::Auto && d.max_cols >= kTableMinCols &&
-                                           ns_ <= kTableMaxNside;
+    const bool want_tables = table_path_for(ShtOp::Adjoint, d.max_cols) &&
+                             (legendre_mode() == LegendreMode::Tables || ns_ <= kTableMaxNside);
     if (want_tables) {
       std::size_t free_b = 0, total_b = 0;
       CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
@@ -210,7 +220,7 @@ public:
       const auto L = sht::table_layout(ns_, lmax_, d.spin, 1);
       const double gemm = 2.0 * L.ntab() * L.batch() * static_cast<double>(L.mat()) * L.per_col();
       counts_.legendre_flops_adjoint = gemm;
-      if (mode == LegendreMode::Tables) counts_.legendre_flops_synthesis = gemm;
+      if (table_path_for(ShtOp::Synthesis, d.max_cols)) counts_.legendre_flops_synthesis = gemm;
     }
 
     // Work buffers for max_cols columns.
@@ -550,9 +560,7 @@ private:
 
   /// Whether a call of ncols columns in direction op takes the batched table path.
   bool use_tables(ShtOp op, int ncols) const {
-    if (!tables_) return false;
-    if (legendre_mode() == LegendreMode::Tables) return ncols >= 2;
-    return op == ShtOp::Adjoint && ncols >= kTableMinCols;
+    return tables_ && table_path_for(op, ncols);
   }
   /// The Legendre stage of a call: the table path or the recursion kernels.
   void legendre(ShtOp op, int ncols, cudaStream_t s) {
