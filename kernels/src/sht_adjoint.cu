@@ -2,9 +2,6 @@
 // batched columns): per step each thread sums its ring pairs in registers and the block reduces
 // those sums through shared memory. Helpers shared with the synthesis are in sht_device.cuh;
 // docs/sht.md describes the kernels and the batched table path that large batches take instead.
-#include <algorithm>
-#include <cstdlib>
-
 #include "cuda_check.cuh"
 #include "sht_device.cuh"
 #include "sht_kernels.cuh"
@@ -266,8 +263,6 @@ __device__ __forceinline__ void adjoint0_zero(const LegendreArgs& a, int m, int 
       a.W[2 * (static_cast<std::size_t>(col0 + c) * total + t) + 1] = {0.0, 0.0};
     }
 }
-
-// --- Reduction through shared memory (the measured default) ---------------------------------
 
 /// Spin-2 adjoint, shared-memory reduction: per chunk of LC degrees (16 outputs) every thread
 /// writes its sums, 8 threads per output add them (chunk_sum); with two buffers (NB = 2) one
