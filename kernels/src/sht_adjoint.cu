@@ -11,10 +11,20 @@ namespace {
 
 using namespace dev;
 
+/// Sum of a partial sum h over the 8 threads of an output group: a fixed-order shuffle sum
+/// (deterministic; every thread of the group gets it).
+__device__ __forceinline__ cplx group_sum(cplx s) {
+#pragma unroll
+  for (int off = 4; off > 0; off >>= 1) {
+    s.re += __shfl_xor_sync(0xffffffffu, s.re, off);
+    s.im += __shfl_xor_sync(0xffffffffu, s.im, off);
+  }
+  return s;
+}
+
 /// Output `out` of a reduction chunk (16 outputs x kThreads partial sums) summed over the
 /// block: 8 threads per output (sub = 0..7) add 16 partials each in a fixed order (two
-/// interleaved sums, which halves the chain of dependent adds), then a fixed-order shuffle sum
-/// over the 8 (deterministic; every thread of the group gets it).
+/// interleaved sums, which halves the chain of dependent adds), then group_sum.
 __device__ __forceinline__ cplx chunk_sum(const cplx (*red)[kThreads], int out, int sub) {
   cplx h[2] = {{0.0, 0.0}, {0.0, 0.0}};
 #pragma unroll
@@ -23,13 +33,7 @@ __device__ __forceinline__ cplx chunk_sum(const cplx (*red)[kThreads], int out, 
     h[t & 1].re += v.re;
     h[t & 1].im += v.im;
   }
-  cplx s = {h[0].re + h[1].re, h[0].im + h[1].im};
-#pragma unroll
-  for (int off = 4; off > 0; off >>= 1) {
-    s.re += __shfl_xor_sync(0xffffffffu, s.re, off);
-    s.im += __shfl_xor_sync(0xffffffffu, s.im, off);
-  }
-  return s;
+  return group_sum({h[0].re + h[1].re, h[0].im + h[1].im});
 }
 
 /// alm from the adjoint's (S1, S2): a_{m+2k} = u_k S1_k + v_{k-1} S1_{k-1}, a_{m+2k+1} = N_k S2_k.
@@ -80,7 +84,7 @@ __global__ void k_obasis_finish(LegendreArgs a) {
 /// with the even degrees counted from l0.
 template <int P, int NC>
 __device__ __forceinline__ void adjoint2_tile(const LegendreArgs& a, int m, double nu, int tile,
-                                              int col0, bool swap, double (&z)[P],
+                                              int tile_end, int col0, bool swap, double (&z)[P],
                                               double (&v0)[P], double (&v1)[P], double (&w0)[P],
                                               double (&w1)[P], int (&e)[P],
                                               cplx (&f)[P][NC][4]) {
@@ -94,8 +98,13 @@ __device__ __forceinline__ void adjoint2_tile(const LegendreArgs& a, int m, doub
 #pragma unroll
   for (int k = 0; k < P; ++k) {
     const int i = tile + k * kThreads + threadIdx.x;
-    const int p = i < a.nactive ? a.active[i] : -1;
+    const int p = i < tile_end ? a.active[i] : -1;
     const bool on = start_chain2(a, m, nu, p, z[k], v0[k], v1[k], w0[k], w1[k], e[k]);
+    // The adjoint runs the chains as W = lambda^+ + lambda^-, X = lambda^- - lambda^+
+    // (step2_sumdiff; v0 = w0 = 0 here).
+    const double W = v1[k] + w1[k], X = w1[k] - v1[k];
+    v1[k] = W;
+    w1[k] = X;
 #pragma unroll
     for (int c = 0; c < NC; ++c) {
       const bool cv = on && col0 + c < a.ncols;
@@ -139,11 +148,11 @@ __device__ __forceinline__ void adjoint2_coef(const LegendreArgs& a, std::size_t
 /// (degrees l0 .. l0 + LC - 1) into buffer 0 once the previous tile's reductions are done.
 template <int P, int NC, int LC>
 __device__ __forceinline__ void adjoint2_begin_tile(
-    const LegendreArgs& a, int m, double nu, int tile, int col0, bool swap, int l0,
+    const LegendreArgs& a, int m, double nu, int tile, int tile_end, int col0, bool swap, int l0,
     std::size_t mst, double (&z)[P], double (&v0)[P], double (&v1)[P], double (&w0)[P],
     double (&w1)[P], int (&e)[P], cplx (&f)[P][NC][4], double (&s_a)[2][LC],
     double (&s_b)[2][LC], double (&s_g)[2][LC]) {
-  adjoint2_tile<P, NC>(a, m, nu, tile, col0, swap, z, v0, v1, w0, w1, e, f);
+  adjoint2_tile<P, NC>(a, m, nu, tile, tile_end, col0, swap, z, v0, v1, w0, w1, e, f);
   __syncthreads();  // the previous tile's reductions are done
   if (threadIdx.x < LC)
     adjoint2_coef(a, mst, l0 + threadIdx.x, s_a[0][threadIdx.x], s_b[0][threadIdx.x],
@@ -151,10 +160,11 @@ __device__ __forceinline__ void adjoint2_begin_tile(
   __syncthreads();
 }
 
-/// One degree of the spin-2 adjoint for the thread's P chains: the step (none at l0: `first`)
-/// and the (bE, bB) sums per column of lambda^+ and lambda^- times the ring data of parity par
-/// (relative to l0). fast: every chain of the warp counts (no scale selects).
-template <int P, int NC>
+/// One degree of the spin-2 adjoint for the thread's first K of P chains: the step (none at l0:
+/// `first`) and the (bE, bB) sums per column of W = lambda^+ + lambda^- (held in v) and
+/// X = lambda^- - lambda^+ (held in w) times the ring data of parity par (relative to l0).
+/// fast: every chain of the warp counts (no scale selects).
+template <int P, int NC, int K>
 __device__ __forceinline__ void adjoint2_degree(bool fast, bool first, int par, double al,
                                                 double be, const double (&z)[P], double (&v0)[P],
                                                 double (&v1)[P], double (&w0)[P],
@@ -163,11 +173,10 @@ __device__ __forceinline__ void adjoint2_degree(bool fast, bool first, int par, 
 #pragma unroll
   for (int q = 0; q < 2 * NC; ++q) sum[q] = {0.0, 0.0};
 #pragma unroll
-  for (int k = 0; k < P; ++k) {
-    if (!first) step2(al, be, z[k], v0[k], v1[k], w0[k], w1[k]);
-    const double P_ = (fast || e[k] == 0) ? v1[k] : 0.0;
-    const double M_ = (fast || e[k] == 0) ? w1[k] : 0.0;
-    const double W = P_ + M_, X = M_ - P_;
+  for (int k = 0; k < K; ++k) {
+    if (!first) step2_sumdiff(al, be, z[k], v0[k], v1[k], w0[k], w1[k]);
+    const double W = (fast || e[k] == 0) ? v1[k] : 0.0;  // lambda^+ + lambda^-
+    const double X = (fast || e[k] == 0) ? w1[k] : 0.0;  // lambda^- - lambda^+
 #pragma unroll
     for (int c = 0; c < NC; ++c) {
       // even: bE += -W QE - i X UO ; bB += i X QO - W UE
@@ -187,7 +196,7 @@ __device__ __forceinline__ void adjoint2_degree(bool fast, bool first, int par, 
 /// per column: E = F_N + F_S and X = x (F_N - F_S).
 template <int P, int NC>
 __device__ __forceinline__ void adjoint0_tile(const LegendreArgs& a, int m, double nu, int tile,
-                                              int col0, int ncv, double (&x2)[P],
+                                              int tile_end, int col0, int ncv, double (&x2)[P],
                                               double (&v0)[P], double (&v1)[P], int (&e)[P],
                                               cplx (&E)[P][NC], cplx (&X)[P][NC]) {
   const int lmax = a.lmax;
@@ -200,7 +209,7 @@ __device__ __forceinline__ void adjoint0_tile(const LegendreArgs& a, int m, doub
 #pragma unroll
   for (int k = 0; k < P; ++k) {
     const int i = tile + k * kThreads + threadIdx.x;
-    const int p = i < a.nactive ? a.active[i] : -1;
+    const int p = i < tile_end ? a.active[i] : -1;
     double x;
     const bool on = start_odd_chain(a, m, nu, p, x, x2[k], v0[k], v1[k], e[k]);
 #pragma unroll
@@ -218,20 +227,21 @@ __device__ __forceinline__ void adjoint0_tile(const LegendreArgs& a, int m, doub
 /// coefficients into buffer 0 once the previous tile's reductions are done.
 template <int P, int NC, int KA>
 __device__ __forceinline__ void adjoint0_begin_tile(const LegendreArgs& a, int m, double nu,
-                                                    int tile, int col0, int ncv, long long ko,
+                                                    int tile, int tile_end, int col0, int ncv,
+                                                    long long ko,
                                                     double (&x2)[P], double (&v0)[P],
                                                     double (&v1)[P], int (&e)[P],
                                                     cplx (&E)[P][NC], cplx (&X)[P][NC],
                                                     double2 (&s_ab)[2][KA]) {
-  adjoint0_tile<P, NC>(a, m, nu, tile, col0, ncv, x2, v0, v1, e, E, X);
+  adjoint0_tile<P, NC>(a, m, nu, tile, tile_end, col0, ncv, x2, v0, v1, e, E, X);
   __syncthreads();  // the previous tile's reductions are done
   if (threadIdx.x < KA) s_ab[0][threadIdx.x] = a.ab[ko + threadIdx.x];
   __syncthreads();
 }
 
-/// One odd-chain step of the spin-0 adjoint for the thread's P chains and the sums S1 = sum mu E,
+/// One odd-chain step of the spin-0 adjoint for the thread's first K of P chains and the sums S1 = sum mu E,
 /// S2 = sum mu X per column. fast: every chain of the warp counts (no scale selects).
-template <int P, int NC>
+template <int P, int NC, int K>
 __device__ __forceinline__ void adjoint0_step(double2 ab, bool fast, const double (&x2)[P],
                                               double (&v0)[P], double (&v1)[P],
                                               const int (&e)[P], const cplx (&E)[P][NC],
@@ -240,7 +250,7 @@ __device__ __forceinline__ void adjoint0_step(double2 ab, bool fast, const doubl
 #pragma unroll
   for (int c = 0; c < NC; ++c) s1[c] = s2[c] = {0.0, 0.0};
 #pragma unroll
-  for (int k = 0; k < P; ++k) {
+  for (int k = 0; k < K; ++k) {
     odd_step(ab, x2[k], v0[k], v1[k]);
     const double mu = (fast || e[k] == 0) ? v1[k] : 0.0;
 #pragma unroll
@@ -265,15 +275,20 @@ __device__ __forceinline__ void adjoint0_zero(const LegendreArgs& a, int m, int 
 }
 
 /// Spin-2 adjoint, shared-memory reduction: per chunk of LC degrees (16 outputs) every thread
-/// writes its sums, 8 threads per output add them (chunk_sum); with two buffers (NB = 2) one
-/// barrier per chunk, else two.
-template <int P, int NC, int MINB, int NB>
+/// writes its sums, 8 threads per output add them (chunk_sum). RED = 1: one buffer, two barriers
+/// per chunk; RED = 2: two buffers, one barrier, the block sums right after it; RED = 3: two
+/// buffers, one barrier, chunk c's block sums read while chunk c + 1 is computed (as in the
+/// spin-0 kernel's PIPE).
+template <int P, int NC, int MINB, int RED>
 __global__ void __launch_bounds__(kThreads, MINB) k_adjoint_spin2(LegendreArgs a) {
   constexpr int NCOMP = 2;
   constexpr int NCC = NC * NCOMP;
   constexpr int LC = 16 / NCC;  // l values per reduction chunk
   static_assert(LC >= 2 && LC % 2 == 0, "chunk");
   static_assert(LC * NCC == 16, "16 outputs per chunk");
+  static_assert(RED >= 1 && RED <= 3, "reduction mode");
+  constexpr bool PIPE = RED == 3;
+  constexpr int RPS = (kThreads / 8 + LC - 1) / LC;  // partials read per degree (PIPE)
   const int m = blockIdx.x;
   const int col0 = blockIdx.y * NC;
   const int lmax = a.lmax;
@@ -281,29 +296,58 @@ __global__ void __launch_bounds__(kThreads, MINB) k_adjoint_spin2(LegendreArgs a
   const std::size_t mst = static_cast<std::size_t>(m) * (2 * lmax + 1 - m) / 2;
   __shared__ double s_a[2][LC], s_b[2][LC], s_g[2][LC];
   __shared__ __align__(16) cplx s_prev[16];  // the chunk's outputs as earlier tiles left them
-  extern __shared__ cplx red_buffers[];  // [NB][16][kThreads]: chunk c reduces from c % NB
+  extern __shared__ cplx red_buffers[];  // [RED > 1 ? 2 : 1][16][kThreads]
   const int l0 = l0_of(2, m);
   const bool swap = ((l0 - m) & 1) != 0;
   const int fa = a.first_active[m];
   const double nu = a.nu[m];
   const int sub = threadIdx.x & 7, out = threadIdx.x >> 3;  // 16 outputs x 8 threads
+  const int cc_out = out % NCC;
+  const bool col_ok = col0 + cc_out / NCOMP < a.ncols;
+  // This thread's output in the chunk starting at degree lc (written by sub 0 of its group).
+  auto l_out_of = [&](int lc) { return lc + out / NCC; };
+  auto dst_of = [&](int lc) {
+    return a.alm + (static_cast<std::size_t>(col0) * NCOMP + cc_out) * nalm + mst + l_out_of(lc);
+  };
+  auto buffer = [&](int ch) {
+    return reinterpret_cast<cplx (*)[kThreads]>(red_buffers + (RED > 1 ? (ch & 1) : 0) * 16 * kThreads);
+  };
+  // Block sum s of the output at degree lc + out / NCC, with lambda_l = N_l mu_l (nl), added to
+  // what earlier tiles left (s_prev, fetched by the writer).
+  auto store = [&](int lc, double nl, const cplx& s, bool first_tile) {
+    if (sub == 0 && l_out_of(lc) <= lmax && col_ok) {
+      const cplx prev = first_tile ? cplx{0.0, 0.0} : s_prev[out];
+      *dst_of(lc) = {fma(nl, s.re, prev.re), m == 0 ? 0.0 : fma(nl, s.im, prev.im)};
+    }
+  };
+  auto fetch_prev = [&](int lc, bool first_tile) {
+    if (sub == 0 && l_out_of(lc) <= lmax && col_ok && !first_tile)
+      cp_async16(&s_prev[out], dst_of(lc));
+  };
 
-  for (int tile = fa; tile < a.nactive; tile += kThreads * P) {
+  const Tiles tiles = mode_tiles(a.nactive - fa, kThreads * P);
+  for (int t = 0; t < tiles.count; ++t) {
+    const int tile = fa + t * tiles.size;
+    const int tile_end = min(tile + tiles.size, a.nactive);
+    const bool first_tile = t == 0;
     double z[P], v0[P], v1[P], w0[P], w1[P];
     int e[P];
     cplx f[P][NC][4];  // QE QO UE UO
-    // With two buffers (NB = 2) one barrier per chunk: chunk c sums into red[c & 1] and reduces
-    // it after the barrier while the next chunk sums into the other buffer (one buffer: a second
-    // barrier after the reduction); coefficients are double-buffered either way.
-    adjoint2_begin_tile<P, NC, LC>(a, m, nu, tile, col0, swap, l0, mst, z, v0, v1, w0, w1, e, f,
-                                   s_a, s_b, s_g);
-    for (int lc = l0, ch = 0; lc <= lmax; lc += LC, ++ch) {
+    // Coefficients are double-buffered; with two reduction buffers (RED > 1) one barrier per
+    // chunk: chunk c sums into red[c & 1] while the other buffer is reduced.
+    adjoint2_begin_tile<P, NC, LC>(a, m, nu, tile, tile_end, col0, swap, l0, mst, z, v0, v1, w0,
+                                   w1, e, f, s_a, s_b, s_g);
+    dispatch_chains<P>((tile_end - tile + kThreads - 1) / kThreads, [&](auto kc) {
+    constexpr int K = decltype(kc)::value;  // chains per thread in this tile
+    double nl_pend = 0.0;  // PIPE: lambda_l / mu_l of the previous chunk's output
+    int ch = 0;
+    for (int lc = l0; lc <= lmax; lc += LC, ++ch) {
       const int bf = ch & 1;
-      cplx (*red)[kThreads] =
-          reinterpret_cast<cplx (*)[kThreads]>(red_buffers + (NB == 2 ? bf : 0) * 16 * kThreads);
+      cplx (*red)[kThreads] = buffer(ch);
+      const bool pend = PIPE && ch > 0;
+      const cplx (*redp)[kThreads] = buffer(ch - 1);
       // Global reads of the chunk go to shared memory by cp.async (no registers held): the next
-      // chunk's coefficients, and what earlier tiles left in this thread's output (written by
-      // sub 0); both are waited for at the chunk's barrier.
+      // chunk's coefficients, and what earlier tiles left in the output this iteration writes.
       if (threadIdx.x < LC && lc + LC + static_cast<int>(threadIdx.x) <= lmax) {
         const std::size_t i = mst + lc + LC + threadIdx.x;
         cp_async8(&s_a[bf ^ 1][threadIdx.x], a.tabA + i);
@@ -312,12 +356,26 @@ __global__ void __launch_bounds__(kThreads, MINB) k_adjoint_spin2(LegendreArgs a
       } else if (threadIdx.x < LC) {  // degrees above lmax: zeros (as adjoint2_coef gives)
         s_a[bf ^ 1][threadIdx.x] = s_b[bf ^ 1][threadIdx.x] = s_g[bf ^ 1][threadIdx.x] = 0.0;
       }
-      const int l_out = lc + out / NCC, cc_out = out % NCC;
-      const bool writer = sub == 0 && l_out <= lmax && col0 + cc_out / NCOMP < a.ncols;
-      cplx* dst = a.alm + (static_cast<std::size_t>(col0) * NCOMP + cc_out) * nalm + mst + l_out;
-      if (writer && tile != fa) cp_async16(&s_prev[out], dst);
+      if (!PIPE)
+        fetch_prev(lc, first_tile);
+      else if (pend)
+        fetch_prev(lc - LC, first_tile);
       cp_async_commit();
       const double nl_out = s_g[bf][out / NCC];  // lambda_l = N_l mu_l of this thread's output
+      cplx h = {0.0, 0.0};  // PIPE: the previous chunk's partial sum (one chain: spread over degrees)
+      // Unconditional (no branch in the degree's code); the sum is used only if pend.
+      auto read_partials = [&](int li) {
+        if (!PIPE) return;
+#pragma unroll
+        for (int r = 0; r < RPS; ++r) {
+          const int t = li * RPS + r;
+          if (t < kThreads / 8) {
+            const cplx v = redp[out][sub + 8 * t];
+            h.re += v.re;
+            h.im += v.im;
+          }
+        }
+      };
       if (lc != l0 && warp_all_scaled_in(e)) {
         // Fast path (see the synthesis): no scale selects, no rescale checks.
         double al = s_a[bf][0], be = s_b[bf][0];
@@ -326,9 +384,10 @@ __global__ void __launch_bounds__(kThreads, MINB) k_adjoint_spin2(LegendreArgs a
           const int ln = li + 1 < LC ? li + 1 : li;
           const double al_n = s_a[bf][ln], be_n = s_b[bf][ln];  // one degree ahead
           cplx sum[NCC];
-          adjoint2_degree<P, NC>(true, false, li & 1, al, be, z, v0, v1, w0, w1, e, f, sum);
+          adjoint2_degree<P, NC, K>(true, false, li & 1, al, be, z, v0, v1, w0, w1, e, f, sum);
 #pragma unroll
           for (int q = 0; q < NCC; ++q) red[li * NCC + q][threadIdx.x] = sum[q];
+          read_partials(li);
           al = al_n;
           be = be_n;
         }
@@ -336,35 +395,53 @@ __global__ void __launch_bounds__(kThreads, MINB) k_adjoint_spin2(LegendreArgs a
 #pragma unroll
         for (int li = 0; li < LC; ++li) {
           cplx sum[NCC];
-          adjoint2_degree<P, NC>(false, lc + li == l0, li & 1, s_a[bf][li], s_b[bf][li], z, v0,
+          adjoint2_degree<P, NC, K>(false, lc + li == l0, li & 1, s_a[bf][li], s_b[bf][li], z, v0,
                                  v1, w0, w1, e, f, sum);
 #pragma unroll
           for (int q = 0; q < NCC; ++q) red[li * NCC + q][threadIdx.x] = sum[q];
+          read_partials(li);
           if ((li & 7) == 7 || li == LC - 1) {
 #pragma unroll
-            for (int k = 0; k < P; ++k) rescale2(e[k], v0[k], v1[k], w0[k], w1[k]);
+            for (int k = 0; k < K; ++k) rescale2(e[k], v0[k], v1[k], w0[k], w1[k]);
           }
         }
       }
       cp_async_wait();
-      __syncthreads();
-      {
-        const cplx s = chunk_sum(red, out, sub);
-        const cplx prev = tile != fa ? s_prev[out] : cplx{0.0, 0.0};
-        if (writer) *dst = {fma(nl_out, s.re, prev.re), m == 0 ? 0.0 : fma(nl_out, s.im, prev.im)};
+      if (PIPE) {
+        if (pend) store(lc - LC, nl_pend, group_sum(h), first_tile);
+        nl_pend = nl_out;
+        __syncthreads();  // this chunk's sums are in red; the previous buffer is free again
+      } else {
+        __syncthreads();
+        store(lc, nl_out, chunk_sum(red, out, sub), first_tile);
+        if (RED == 1) __syncthreads();  // red is free again
       }
-      if (NB == 1) __syncthreads();  // red is free again
     }
+    if (PIPE && ch > 0) {  // the tile's last chunk (complete: the loop ended on a barrier)
+      const int lc = l0 + (ch - 1) * LC;
+      fetch_prev(lc, first_tile);
+      cp_async_commit();
+      const cplx s = chunk_sum(buffer(ch - 1), out, sub);
+      cp_async_wait();
+      store(lc, nl_pend, s, first_tile);
+      // The next tile's first chunk writes buffer 0 only after adjoint2_begin_tile's barriers.
+    }
+    });
   }
 }
 
 /// Spin-0 adjoint, shared-memory reduction: per chunk of KA steps (16 outputs) every thread
-/// writes its sums, 8 threads per output add them (chunk_sum); two barriers per chunk (two
-/// buffers measured no faster here, docs/benchmarks.md).
-template <int P, int NC, int MINB>
+/// writes its sums, 8 threads per output add them (chunk_sum).
+/// PIPE = false: two barriers per chunk, the block sums between them.
+/// PIPE = true: two buffers and one barrier per chunk; chunk c's block sums are read while chunk
+/// c + 1 is computed (16 / KA partials per step, in the same straight-line code as the step's
+/// FMAs, so that the shared-memory loads and their adds fill the FP64 dependency gaps), then
+/// finished (shuffles, earlier tiles' value, store) before the barrier.
+template <int P, int NC, int MINB, bool PIPE>
 __global__ void __launch_bounds__(kThreads, MINB) k_adjoint_spin0(LegendreArgs a) {
   constexpr int KA = 8 / NC;  // steps per reduction chunk: 2 NC outputs each, 16 in all
   static_assert(KA >= 1 && 16 % (2 * NC) == 0, "chunk");
+  constexpr int RPS = (kThreads / 8 + KA - 1) / KA;  // partials read per step (PIPE)
   const int m = blockIdx.x;
   const int col0 = blockIdx.y * NC;
   const int lmax = a.lmax;
@@ -372,64 +449,118 @@ __global__ void __launch_bounds__(kThreads, MINB) k_adjoint_spin0(LegendreArgs a
   const int nchunk = static_cast<int>((a.koff[m + 1] - ko) / KA);
   __shared__ double2 s_ab[2][KA];
   __shared__ __align__(16) cplx s_prev[16];  // the chunk's outputs as earlier tiles left them
-  extern __shared__ cplx red_buffer[];  // [16][kThreads] (kRedBytes)
+  extern __shared__ cplx red_buffer[];  // [PIPE ? 2 : 1][16][kThreads] (kRedBytes each)
   const int fa = a.first_active[m];
   const double nu = a.nu[m];
   const int ncv = min(NC, a.ncols - col0);
   const int sub = threadIdx.x & 7, out = threadIdx.x >> 3;  // 16 outputs x 8 threads
+  const int okk = out / (2 * NC), oc = (out % (2 * NC)) >> 1, which = out & 1;
+  const bool writer = sub == 0 && oc < ncv;
+  // This thread's output of chunk ch (written by sub 0 of its group).
+  auto dst_of = [&](int ch) {
+    return a.W + 2 * (static_cast<std::size_t>(col0 + oc) * total + ko + ch * KA + okk) + which;
+  };
+  auto buffer = [&](int ch) {
+    return reinterpret_cast<cplx (*)[kThreads]>(red_buffer + (PIPE ? (ch & 1) : 0) * 16 * kThreads);
+  };
 
   if (fa >= a.nactive) {  // no ring pair reaches this mode: its sums are zero
     adjoint0_zero<NC>(a, m, col0, ncv);
     return;
   }
-  for (int tile = fa; tile < a.nactive; tile += kThreads * P) {
-    const bool first_tile = tile == fa;
+  const Tiles tiles = mode_tiles(a.nactive - fa, kThreads * P);
+  for (int t = 0; t < tiles.count; ++t) {
+    const int tile = fa + t * tiles.size;
+    const int tile_end = min(tile + tiles.size, a.nactive);
+    const bool first_tile = t == 0;
     double x2[P], v0[P], v1[P];
     int e[P];
     cplx E[P][NC], X[P][NC];  // F_N + F_S and x (F_N - F_S)
-    adjoint0_begin_tile<P, NC, KA>(a, m, nu, tile, col0, ncv, ko, x2, v0, v1, e, E, X, s_ab);
+    adjoint0_begin_tile<P, NC, KA>(a, m, nu, tile, tile_end, col0, ncv, ko, x2, v0, v1, e, E, X,
+                                   s_ab);
+    dispatch_chains<P>((tile_end - tile + kThreads - 1) / kThreads, [&](auto kc) {
+    constexpr int K = decltype(kc)::value;  // chains per thread in this tile
     for (int ch = 0; ch < nchunk; ++ch) {
       const int b = ch & 1;
-      cplx (*red)[kThreads] = reinterpret_cast<cplx (*)[kThreads]>(red_buffer);
+      cplx (*red)[kThreads] = buffer(ch);
+      // PIPE: the block sums of the previous chunk are read in this one.
+      const bool pend = PIPE && ch > 0;
+      const int och = PIPE ? ch - 1 : ch;  // the chunk whose outputs this iteration writes
+      const cplx (*redp)[kThreads] = buffer(och);
       // Global reads of the chunk go to shared memory by cp.async (no registers held): the next
       // chunk's coefficients, and what earlier tiles left in this thread's output (written by
-      // sub 0); both are waited for at the chunk's barrier.
+      // sub 0); both are waited for before the outputs are written.
       if (threadIdx.x < KA && ch + 1 < nchunk)
         cp_async16(&s_ab[b ^ 1][threadIdx.x], a.ab + ko + (ch + 1) * KA + threadIdx.x);
-      const int okk = out / (2 * NC), oc = (out % (2 * NC)) >> 1, which = out & 1;
-      const bool writer = sub == 0 && oc < ncv;
-      cplx* dst = a.W + 2 * (static_cast<std::size_t>(col0 + oc) * total + ko + ch * KA + okk) + which;
-      if (writer && !first_tile) cp_async16(&s_prev[out], dst);
+      if (writer && !first_tile && (!PIPE || pend)) cp_async16(&s_prev[out], dst_of(och));
       cp_async_commit();
       const bool fast = warp_all_scaled_in(e);
+      cplx h = {0.0, 0.0};  // PIPE: the previous chunk's partial sum (one chain: spread over steps)
       double2 ab = s_ab[b][0];
 #pragma unroll
       for (int kk = 0; kk < KA; ++kk) {
         const double2 ab_next = s_ab[b][kk + 1 < KA ? kk + 1 : kk];  // one step ahead
         cplx s1[NC], s2[NC];
-        adjoint0_step<P, NC>(ab, fast, x2, v0, v1, e, E, X, s1, s2);
+        adjoint0_step<P, NC, K>(ab, fast, x2, v0, v1, e, E, X, s1, s2);
         ab = ab_next;
 #pragma unroll
         for (int c = 0; c < NC; ++c) {
           red[kk * 2 * NC + 2 * c][threadIdx.x] = s1[c];
           red[kk * 2 * NC + 2 * c + 1][threadIdx.x] = s2[c];
         }
+        if (PIPE) {  // unconditional (no branch in the step's code); used only if pend
+#pragma unroll
+          for (int r = 0; r < RPS; ++r) {
+            const int t = kk * RPS + r;
+            if (t < kThreads / 8) {
+              const cplx v = redp[out][sub + 8 * t];
+              h.re += v.re;
+              h.im += v.im;
+            }
+          }
+        }
         if (!fast && (kk & 3) == 3) {
 #pragma unroll
-          for (int k = 0; k < P; ++k) odd_rescale(e[k], v0[k], v1[k]);
+          for (int k = 0; k < K; ++k) odd_rescale(e[k], v0[k], v1[k]);
         }
       }
       if (!fast && (KA & 3) != 0) {
 #pragma unroll
-        for (int k = 0; k < P; ++k) odd_rescale(e[k], v0[k], v1[k]);
+        for (int k = 0; k < K; ++k) odd_rescale(e[k], v0[k], v1[k]);
       }
       cp_async_wait();
-      __syncthreads();
-      const cplx sum = chunk_sum(red, out, sub);
-      const cplx prev = first_tile ? cplx{0.0, 0.0} : s_prev[out];
-      if (writer) *dst = {prev.re + sum.re, prev.im + sum.im};
-      __syncthreads();  // red is free again
+      if (PIPE) {
+        if (pend) {
+          const cplx sum = group_sum(h);
+          if (writer) {
+            const cplx prev = first_tile ? cplx{0.0, 0.0} : s_prev[out];
+            *dst_of(och) = {prev.re + sum.re, prev.im + sum.im};
+          }
+        }
+        __syncthreads();  // this chunk's sums are in red; the previous buffer is free again
+      } else {
+        __syncthreads();
+        const cplx sum = chunk_sum(red, out, sub);
+        if (writer) {
+          const cplx prev = first_tile ? cplx{0.0, 0.0} : s_prev[out];
+          *dst_of(och) = {prev.re + sum.re, prev.im + sum.im};
+        }
+        __syncthreads();  // red is free again
+      }
     }
+    if (PIPE && nchunk > 0) {  // the tile's last chunk (its sums are complete: the loop ended on a barrier)
+      const int lch = nchunk - 1;
+      if (writer && !first_tile) cp_async16(&s_prev[out], dst_of(lch));
+      cp_async_commit();
+      const cplx sum = chunk_sum(buffer(lch), out, sub);
+      cp_async_wait();
+      if (writer) {
+        const cplx prev = first_tile ? cplx{0.0, 0.0} : s_prev[out];
+        *dst_of(lch) = {prev.re + sum.re, prev.im + sum.im};
+      }
+      // The next tile's first chunk writes buffer 0 only after adjoint0_begin_tile's barriers.
+    }
+    });
   }
 }
 
@@ -444,24 +575,48 @@ void allow_adjoint_smem(K kernel) {
                                   2 * kRedBytes));
 }
 
+/// Whether the adjoints read each chunk's block sums while the next chunk is computed
+/// (ALMAGEST_SHT_ADJ_PIPE=0: after a barrier of their own).
+static bool adjoint_pipelined() {
+  static const bool v = [] {
+    const char* e = std::getenv("ALMAGEST_SHT_ADJ_PIPE");
+    return !(e && e[0] == '0');
+  }();
+  return v;
+}
+
 template <int P, int NC, int MINB = 1>
 void launch_adj0_t(const LegendreArgs& a, cudaStream_t s) {
   dim3 grid(a.lmax + 1, (a.ncols + NC - 1) / NC);
-  k_adjoint_spin0<P, NC, MINB><<<grid, kThreads, kRedBytes, s>>>(a);
+  if (adjoint_pipelined()) {
+    k_adjoint_spin0<P, NC, MINB, true><<<grid, kThreads, 2 * kRedBytes, s>>>(a);
+  } else {
+    k_adjoint_spin0<P, NC, MINB, false><<<grid, kThreads, kRedBytes, s>>>(a);
+  }
   CUDA_CHECK_LAUNCH();
 }
 
-template <int P, int NC, int MINB = 1, int NB = 1>
+/// RED: the spin-2 kernel's reduction mode where the adjoints are not pipelined (1 or 2).
+template <int P, int NC, int MINB = 1, int RED = 1>
 void launch_adj2_t(const LegendreArgs& a, cudaStream_t s) {
   dim3 grid(a.lmax + 1, (a.ncols + NC - 1) / NC);
-  k_adjoint_spin2<P, NC, MINB, NB><<<grid, kThreads, NB * kRedBytes, s>>>(a);
+  if (adjoint_pipelined())
+    k_adjoint_spin2<P, NC, MINB, 3><<<grid, kThreads, 2 * kRedBytes, s>>>(a);
+  else
+    k_adjoint_spin2<P, NC, MINB, RED><<<grid, kThreads, (RED > 1 ? 2 : 1) * kRedBytes, s>>>(a);
   CUDA_CHECK_LAUNCH();
 }
 }  // namespace
 
 void prepare_legendre_kernels() {
-  // The only kernel above the 48 KB default: two reduction buffers.
+  // The kernels above the 48 KB default: two reduction buffers.
   allow_adjoint_smem(k_adjoint_spin2<4, 1, 3, 2>);
+  allow_adjoint_smem(k_adjoint_spin2<4, 1, 3, 3>);
+  allow_adjoint_smem(k_adjoint_spin2<2, 1, 1, 3>);
+  allow_adjoint_smem(k_adjoint_spin0<2, 2, 1, true>);
+  allow_adjoint_smem(k_adjoint_spin0<4, 1, 1, true>);
+  allow_adjoint_smem(k_adjoint_spin0<2, 1, 1, true>);
+  allow_adjoint_smem(k_adjoint_spin0<8, 1, 3, true>);
 }
 /// Ring pairs per thread of the single-column adjoints from the environment (tuning on other
 /// cards): ALMAGEST_SHT_ADJ_P (spin 0: 2, 4 or 8) and ALMAGEST_SHT_ADJ2_P (spin 2: 2 or 4); 0

@@ -4,6 +4,7 @@
 // chains with their scale tracking, warp votes, cp.async staging, and the environment overrides
 // of the launch shapes.
 #include <cstdlib>
+#include <type_traits>
 
 #include "sht_kernels.cuh"
 
@@ -27,6 +28,20 @@ __device__ __forceinline__ void step2(double al, double be, double z, double& v0
   v1 = vn;
   w0 = w1;
   w1 = wn;
+}
+
+/// One step of step2's chains in their sum / difference basis W = v + w, X = w - v (the spin-2
+/// adjoint's form): W_l = A z W + B X - W_{l-2}, X_l = A z X + B W - X_{l-2}: a multiply and four
+/// FMAs, where the two chains and the sum and difference cost four FMAs and two adds.
+__device__ __forceinline__ void step2_sumdiff(double al, double be, double z, double& W0,
+                                              double& W1, double& X0, double& X1) {
+  const double t = al * z;
+  const double Wn = fma(t, W1, fma(be, X1, -W0));
+  const double Xn = fma(t, X1, fma(be, W1, -X0));
+  W0 = W1;
+  W1 = Wn;
+  X0 = X1;
+  X1 = Xn;
 }
 
 /// Scale tracking, checked every few steps (growth between checks stays far below 2^700).
@@ -128,6 +143,33 @@ __device__ __forceinline__ void odd_rescale(int& e, double& v0, double& v1) {
     v1 *= kDown;
     ++e;
   }
+}
+
+/// A mode's n active ring pairs in tiles of `cap` pairs (kThreads P for P pairs per thread), the
+/// last one holding the remainder: tile t covers [t cap, min((t + 1) cap, n)). The kernels run
+/// ceil(tile / kThreads) chains per thread (dispatch_chains), so that fewer than kThreads chain
+/// slots per mode idle. Measured on the H200 (docs/benchmarks.md): equal-size tiles idle more
+/// (1-11% of the chains against 2-6% with the remainder tile); full tiles alone idled 7-21%.
+struct Tiles {
+  int count, size;
+};
+__device__ __forceinline__ Tiles mode_tiles(int n, int cap) {
+  return {n > 0 ? (n + cap - 1) / cap : 0, cap};
+}
+
+/// Calls f(std::integral_constant<int, K>) with K = k (1 <= k <= P): the chains per thread of
+/// a tile as a compile-time count, so that idle chain slots cost no instructions. Shapes of
+/// fewer than four pairs per thread (small nside, batched columns: a tile or two per mode) keep
+/// K = P, which leaves their register allocation as it was.
+template <int P, class F>
+__device__ __forceinline__ void dispatch_chains(int k, F&& f) {
+  if constexpr (P >= 4) {
+    if (k < P) {
+      dispatch_chains<P - 1>(k, f);
+      return;
+    }
+  }
+  f(std::integral_constant<int, P>{});
 }
 
 /// Ring pairs per thread of a kernel shape from the environment variable `name` (tuning on other

@@ -161,8 +161,10 @@ __global__ void __launch_bounds__(kThreads) k_synthesis_spin0(LegendreArgs a) {
     stage_chunk<KC, NC>(a, ko + static_cast<long long>(ch) * KC, col0, ncv, total, s_ab[b], s_w[b]);
   };
 
-  for (int tile = fa + blockIdx.x * kThreads * P; tile < a.nactive;
-       tile += gridDim.x * kThreads * P) {  // a tile per block (grid x)
+  const Tiles tiles = mode_tiles(a.nactive - fa, kThreads * P);
+  for (int t = blockIdx.x; t < tiles.count; t += gridDim.x) {  // a tile per block (grid x)
+    const int tile = fa + t * tiles.size;
+    const int tile_end = min(tile + tiles.size, a.nactive);
     double x[P], x2[P], v0[P], v1[P];
     int e[P], pr[P];
     bool on[P];
@@ -170,13 +172,15 @@ __global__ void __launch_bounds__(kThreads) k_synthesis_spin0(LegendreArgs a) {
 #pragma unroll
     for (int k = 0; k < P; ++k) {
       const int i = tile + k * kThreads + threadIdx.x;
-      pr[k] = i < a.nactive ? a.active[i] : -1;
+      pr[k] = i < tile_end ? a.active[i] : -1;
       on[k] = start_odd_chain(a, m, nu, pr[k], x[k], x2[k], v0[k], v1[k], e[k]);
 #pragma unroll
       for (int c = 0; c < NC; ++c) p1[k][c] = p2[k][c] = {0.0, 0.0};
     }
     __syncthreads();  // the previous tile is done with both buffers
     stage(0, 0);
+    dispatch_chains<P>((tile_end - tile + kThreads - 1) / kThreads, [&](auto kc) {
+    constexpr int K = decltype(kc)::value;  // chains per thread in this tile
     // Two steps per iteration with the roles of v0 and v1 alternating (no register moves):
     // before an even step kk, (v0, v1) = (mu_{kk-2}, mu_{kk-1}).
     auto add = [&](int b, int kk, const double (&mu)[P]) {
@@ -184,7 +188,7 @@ __global__ void __launch_bounds__(kThreads) k_synthesis_spin0(LegendreArgs a) {
       for (int c = 0; c < NC; ++c) {
         const cplx w1 = s_w[b][c][kk][0], w2 = s_w[b][c][kk][1];
 #pragma unroll
-        for (int k = 0; k < P; ++k) {
+        for (int k = 0; k < K; ++k) {
           p1[k][c].re = fma(mu[k], w1.re, p1[k][c].re);
           p1[k][c].im = fma(mu[k], w1.im, p1[k][c].im);
           p2[k][c].re = fma(mu[k], w2.re, p2[k][c].re);
@@ -203,10 +207,10 @@ __global__ void __launch_bounds__(kThreads) k_synthesis_spin0(LegendreArgs a) {
         for (int kk = 0; kk < KC; kk += 2) {
           const double2 ab0 = s_ab[b][kk], ab1 = s_ab[b][kk + 1];
 #pragma unroll
-          for (int k = 0; k < P; ++k) v0[k] = fma(fma(ab0.x, x2[k], ab0.y), v1[k], -v0[k]);
+          for (int k = 0; k < K; ++k) v0[k] = fma(fma(ab0.x, x2[k], ab0.y), v1[k], -v0[k]);
           add(b, kk, v0);
 #pragma unroll
-          for (int k = 0; k < P; ++k) v1[k] = fma(fma(ab1.x, x2[k], ab1.y), v0[k], -v1[k]);
+          for (int k = 0; k < K; ++k) v1[k] = fma(fma(ab1.x, x2[k], ab1.y), v0[k], -v1[k]);
           add(b, kk + 1, v1);
         }
         continue;
@@ -217,13 +221,13 @@ __global__ void __launch_bounds__(kThreads) k_synthesis_spin0(LegendreArgs a) {
         for (int kk = 0; kk < KC; kk += 2) {
           const double2 ab0 = s_ab[b][kk], ab1 = s_ab[b][kk + 1];
 #pragma unroll
-          for (int k = 0; k < P; ++k) {
+          for (int k = 0; k < K; ++k) {
             v0[k] = fma(fma(ab0.x, x2[k], ab0.y), v1[k], -v0[k]);
             v1[k] = fma(fma(ab1.x, x2[k], ab1.y), v0[k], -v1[k]);
           }
           if ((kk & 2) == 2) {
 #pragma unroll
-            for (int k = 0; k < P; ++k) odd_rescale(e[k], v0[k], v1[k]);
+            for (int k = 0; k < K; ++k) odd_rescale(e[k], v0[k], v1[k]);
           }
         }
         continue;
@@ -233,25 +237,25 @@ __global__ void __launch_bounds__(kThreads) k_synthesis_spin0(LegendreArgs a) {
         const double2 ab0 = s_ab[b][kk], ab1 = s_ab[b][kk + 1];
         double mu[P];
 #pragma unroll
-        for (int k = 0; k < P; ++k) {
+        for (int k = 0; k < K; ++k) {
           v0[k] = fma(fma(ab0.x, x2[k], ab0.y), v1[k], -v0[k]);
           mu[k] = e[k] == 0 ? v0[k] : 0.0;
         }
         add(b, kk, mu);
 #pragma unroll
-        for (int k = 0; k < P; ++k) {
+        for (int k = 0; k < K; ++k) {
           v1[k] = fma(fma(ab1.x, x2[k], ab1.y), v0[k], -v1[k]);
           mu[k] = e[k] == 0 ? v1[k] : 0.0;
         }
         add(b, kk + 1, mu);
         if ((kk & 2) == 2) {
 #pragma unroll
-          for (int k = 0; k < P; ++k) odd_rescale(e[k], v0[k], v1[k]);
+          for (int k = 0; k < K; ++k) odd_rescale(e[k], v0[k], v1[k]);
         }
       }
     }
 #pragma unroll
-    for (int k = 0; k < P; ++k) {
+    for (int k = 0; k < K; ++k) {
       if (!on[k]) continue;
       const int rn = pr[k], rs = R - 1 - pr[k];
 #pragma unroll
@@ -262,6 +266,7 @@ __global__ void __launch_bounds__(kThreads) k_synthesis_spin0(LegendreArgs a) {
         if (rs != rn) Fat(c, rs) = {E.re - O.re, E.im - O.im};
       }
     }
+    });
   }
 }
 
@@ -748,6 +753,8 @@ void launch_legendre_synthesis(const LegendreArgs& a, cudaStream_t s) {
       launch_synth0_t<2, 2>(a, s);
     else if (po == 2 || (po == 0 && a.nactive <= kThreads * 2))
       launch_synth0_t<2, 1>(a, s);
+    else if (po == 8)
+      launch_synth0_t<8, 1>(a, s);
     else
       launch_synth0_t<4, 1>(a, s);
   } else {

@@ -16,6 +16,9 @@
 #              NCU_NSIDE=<n> profiles the Legendre adjoint kernels of one nside-n spin-0 and
 #              spin-2 adjoint with ncu (pipe use, stall reasons, stalls per instruction).
 #              BENCH_ONLY=<nside> restricts the benchmarks to single transforms of that nside.
+#              ENVS="VAR=value ..." runs, for each assignment, sht_gpu_check at ENV_CHECK_NSIDE
+#              (default 256) and the benchmark in that environment (A/B of kernel switches).
+#              SASS=1 writes the module's SASS to $OUT/sass.txt.gz (spills: STL/LDL).
 set -u
 B=.device-libs/sht
 OUT=${OUT:-/tmp/sht-out}
@@ -84,6 +87,15 @@ if [ -n "${NCU_NSIDE:-}" ] && command -v ncu > /dev/null; then
     ncu -i "/tmp/ncu_$spin.ncu-rep" --page source --csv --print-source sass 2>&1 | gzip > "$OUT/ncu_src_$spin.csv.gz"
     grep -E "Duration|Throughput|Stall (Wait|Long|Short|Barrier|Math)|Warp Cycles Per Issued" "$OUT/ncu_$spin.txt" | head -n 12
   done
+fi
+for kv in ${ENVS:-}; do
+  echo "## environment $kv"
+  check "${kv%%=*}_${kv#*=}" "${ENV_CHECK_NSIDE:-256}" "$kv"
+  env "$kv" timeout ${BENCH_S:-200} $B/bench_sht "${only[@]}" 2>&1 | grep -E "^\|.*(synthesis|adjoint)|error"
+done
+if [ "${SASS:-0}" = 1 ] && command -v cuobjdump > /dev/null; then
+  cuobjdump -sass $B/libalmagest_cuda.so 2>&1 | gzip > "$OUT/sass.txt.gz"
+  echo "sass rc=$?"
 fi
 for mod in ${MODULES:-}; do
   echo "## module $mod, adjoint cells"
