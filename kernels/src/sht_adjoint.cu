@@ -4,6 +4,7 @@
 // docs/sht.md describes the kernels and the batched table path that large batches take instead.
 #include "cuda_check.cuh"
 #include "sht_device.cuh"
+#include "sht_fft_device.cuh"
 #include "sht_kernels.cuh"
 
 namespace almagest::kernels::sht {
@@ -109,10 +110,18 @@ __device__ __forceinline__ void adjoint2_tile(const LegendreArgs& a, int m, doub
     for (int c = 0; c < NC; ++c) {
       const bool cv = on && col0 + c < a.ncols;
       const bool eq = R - 1 - p == p;
-      const cplx qN = cv ? Fget(2 * c, p) : cplx{0, 0};
-      const cplx qS = (cv && !eq) ? Fget(2 * c, R - 1 - p) : cplx{0, 0};
-      const cplx uN = cv ? Fget(2 * c + 1, p) : cplx{0, 0};
-      const cplx uS = (cv && !eq) ? Fget(2 * c + 1, R - 1 - p) : cplx{0, 0};
+      cplx qN = {0, 0}, qS = {0, 0}, uN = {0, 0}, uS = {0, 0};
+      if (cv && a.spectra) {
+        unaliased_pair(a, (col0 + c) * 2, p, m, qN, qS);
+        unaliased_pair(a, (col0 + c) * 2 + 1, p, m, uN, uS);
+      } else if (cv) {
+        qN = Fget(2 * c, p);
+        uN = Fget(2 * c + 1, p);
+        if (!eq) {
+          qS = Fget(2 * c, R - 1 - p);
+          uS = Fget(2 * c + 1, R - 1 - p);
+        }
+      }
       cplx QE = {0.5 * (qN.re + qS.re), 0.5 * (qN.im + qS.im)};
       cplx QO = {0.5 * (qN.re - qS.re), 0.5 * (qN.im - qS.im)};
       cplx UE = {0.5 * (uN.re + uS.re), 0.5 * (uN.im + uS.im)};
@@ -215,8 +224,13 @@ __device__ __forceinline__ void adjoint0_tile(const LegendreArgs& a, int m, doub
 #pragma unroll
     for (int c = 0; c < NC; ++c) {
       const bool cv = on && c < ncv;
-      const cplx N = cv ? Fget(c, p) : cplx{0, 0};
-      const cplx S = (cv && R - 1 - p != p) ? Fget(c, R - 1 - p) : cplx{0, 0};
+      cplx N = {0, 0}, S = {0, 0};
+      if (cv && a.spectra) {
+        unaliased_pair(a, col0 + c, p, m, N, S);
+      } else if (cv) {
+        N = Fget(c, p);
+        if (R - 1 - p != p) S = Fget(c, R - 1 - p);
+      }
       E[k][c] = {N.re + S.re, N.im + S.im};
       X[k][c] = {x * (N.re - S.re), x * (N.im - S.im)};
     }
@@ -365,14 +379,15 @@ __global__ void __launch_bounds__(kThreads, MINB) k_adjoint_spin2(LegendreArgs a
       cplx h = {0.0, 0.0};  // PIPE: the previous chunk's partial sum (one chain: spread over degrees)
       // Unconditional (no branch in the degree's code); the sum is used only if pend.
       auto read_partials = [&](int li) {
-        if (!PIPE) return;
+        if constexpr (PIPE) {
 #pragma unroll
-        for (int r = 0; r < RPS; ++r) {
-          const int t = li * RPS + r;
-          if (t < kThreads / 8) {
-            const cplx v = redp[out][sub + 8 * t];
-            h.re += v.re;
-            h.im += v.im;
+          for (int r = 0; r < RPS; ++r) {
+            const int t = li * RPS + r;
+            if (t < kThreads / 8) {
+              const cplx v = redp[out][sub + 8 * t];
+              h.re += v.re;
+              h.im += v.im;
+            }
           }
         }
       };
@@ -508,7 +523,7 @@ __global__ void __launch_bounds__(kThreads, MINB) k_adjoint_spin0(LegendreArgs a
           red[kk * 2 * NC + 2 * c][threadIdx.x] = s1[c];
           red[kk * 2 * NC + 2 * c + 1][threadIdx.x] = s2[c];
         }
-        if (PIPE) {  // unconditional (no branch in the step's code); used only if pend
+        if constexpr (PIPE) {  // unconditional (no branch in the step's code); used if pend
 #pragma unroll
           for (int r = 0; r < RPS; ++r) {
             const int t = kk * RPS + r;
@@ -613,6 +628,8 @@ void prepare_legendre_kernels() {
   allow_adjoint_smem(k_adjoint_spin2<4, 1, 3, 2>);
   allow_adjoint_smem(k_adjoint_spin2<4, 1, 3, 3>);
   allow_adjoint_smem(k_adjoint_spin2<2, 1, 1, 3>);
+  allow_adjoint_smem(k_adjoint_spin2<6, 1, 2, 2>);
+  allow_adjoint_smem(k_adjoint_spin2<6, 1, 2, 3>);
   allow_adjoint_smem(k_adjoint_spin0<2, 2, 1, true>);
   allow_adjoint_smem(k_adjoint_spin0<4, 1, 1, true>);
   allow_adjoint_smem(k_adjoint_spin0<2, 1, 1, true>);
@@ -653,7 +670,9 @@ void launch_legendre_adjoint(const LegendreArgs& a, cudaStream_t s) {
     CUDA_CHECK_LAUNCH();
   } else {
     const int po = adjoint2_pairs_override();
-    if (a.ncols < 2 && (po == 4 || (po == 0 && a.nactive >= 2 * kThreads * 4)))
+    if (a.ncols < 2 && po == 6)
+      launch_adj2_t<6, 1, 2, 2>(a, s);
+    else if (a.ncols < 2 && (po == 4 || (po == 0 && a.nactive >= 2 * kThreads * 4)))
       launch_adj2_t<4, 1, 3, 2>(a, s);
     else  // two buffers measured no faster here (nside 128: 0.1117 against 0.1118 ms)
       launch_adj2_t<2, 1>(a, s);

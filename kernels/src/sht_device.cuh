@@ -173,11 +173,11 @@ __device__ __forceinline__ void dispatch_chains(int k, F&& f) {
 }
 
 /// Ring pairs per thread of a kernel shape from the environment variable `name` (tuning on other
-/// cards): 2, 4 or 8; 0 when unset or another value.
+/// cards): 2, 4, 6 or 8; 0 when unset or another value.
 inline int pairs_override(const char* name) {
   const char* e = std::getenv(name);
   const int p = e ? std::atoi(e) : 0;
-  return (p == 2 || p == 4 || p == 8) ? p : 0;
+  return (p == 2 || p == 4 || p == 6 || p == 8) ? p : 0;
 }
 
 }  // namespace almagest::kernels::sht::dev

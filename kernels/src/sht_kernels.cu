@@ -7,32 +7,13 @@
 
 #include "cuda_check.cuh"
 #include "sht_device.cuh"
+#include "sht_fft_device.cuh"
 #include "sht_kernels.cuh"
 
 namespace almagest::kernels::sht {
 namespace {
 
 using namespace dev;
-
-__device__ __forceinline__ cplx cmul(cplx a, cplx b) {
-  return {a.re * b.re - a.im * b.im, a.re * b.im + a.im * b.re};
-}
-__device__ __forceinline__ cplx conjc(cplx a) { return {a.re, -a.im}; }
-
-/// e^{i pi t^2 / N}, argument reduced exactly in integers.
-__device__ __forceinline__ cplx chirp(long long t, int N) {
-  const long long t2 = (t * t) % (2LL * N);
-  double s, c;
-  sincospi(static_cast<double>(t2) / N, &s, &c);
-  return {c, s};
-}
-/// e^{i m phi0} with phi0 = pi / N (shifted rings) or 0.
-__device__ __forceinline__ cplx phase(int m, int N, bool shifted) {
-  if (!shifted) return {1.0, 0.0};
-  double s, c;
-  sincospi(static_cast<double>(m % (2 * N)) / N, &s, &c);
-  return {c, s};
-}
 
 __device__ __forceinline__ int ring_of_pixel(int nside, long long p) {
   const long long ncap = 2LL * nside * (nside - 1), npix = 12LL * nside * nside;
@@ -48,33 +29,6 @@ __device__ __forceinline__ int ring_of_pixel(int nside, long long p) {
   while (2 * i * (i - 1) > pp) --i;
   while (2 * (i + 1) * i <= pp) ++i;
   return static_cast<int>(4LL * nside - 1 - i);
-}
-
-/// Ring r -> (nphi, start, shifted, kind, index): kind 0 belt (index b), 1 polar (index q,
-/// chirp row = nphi/4 - 1).
-struct RingLoc {
-  int N;
-  long long start;
-  bool shifted;
-  bool polar;
-  int idx;
-};
-__device__ __forceinline__ RingLoc locate(int nside, int r) {
-  RingLoc L;
-  const int R = 4 * nside - 1;
-  const long long npix = 12LL * nside * nside, ncap = 2LL * nside * (nside - 1);
-  if (r < nside - 1) {
-    const int i = r + 1;
-    L = {4 * i, 2LL * i * (i - 1), true, true, r};
-  } else if (r < 3 * nside) {
-    const int i = r + 1;
-    L = {4 * nside, ncap + static_cast<long long>(i - nside) * 4 * nside, ((i - nside) & 1) == 0,
-         false, r - (nside - 1)};
-  } else {
-    const int ii = R - r;
-    L = {4 * ii, npix - 2LL * ii * (ii + 1), true, true, (nside - 1) + (r - 3 * nside)};
-  }
-  return L;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -503,15 +457,9 @@ __device__ __forceinline__ cplx alias_combine(cplx sp, cplx sn, cplx ph, bool sh
 }
 
 /// Ring pair of ring r (its mlim index).
-__device__ __forceinline__ int pair_of_ring(int nside, int r) {
-  const int R = 4 * nside - 1;
-  return r < R - 1 - r ? r : R - 1 - r;
-}
-
 /// First element of polar row q (ring pair of size 4 (q + 1)) of column cc in PU.
 __device__ __forceinline__ long long polar_offset(const FftArgs& a, int q, int cc) {
-  const PolarClass& c = a.cls[a.cls_of[q]];
-  return c.cbase * a.ncc + (static_cast<long long>(cc) * c.rows + (q - c.qlo)) * c.M;
+  return polar_row(a.cls[a.cls_of[q]], q, cc, a.ncc);
 }
 
 /// Belt rows: blocks over (column, belt ring) rows in y, threads over the N/2 + 1 bins.
@@ -662,31 +610,18 @@ __global__ void k_load_polar(FftArgs a, const double* full) {
 /// (column, ring) rows in y, threads over m.
 __global__ void k_unalias(FftArgs a) {
   const int R = 4 * a.nside - 1;
-  const int N = 4 * a.nside, nh = N / 2 + 1, nbelt = 2 * a.nside + 1;
+  const int nbelt = 2 * a.nside + 1;
   for (int row = blockIdx.y; row < a.ncc * R; row += gridDim.y) {
     const int r = row % R, cc = row / R;
-    const int mmax = a.mlim[pair_of_ring(a.nside, r)];
-    const RingLoc L = locate(a.nside, r);
+    const int q = pair_of_ring(a.nside, r);
+    const int mmax = a.mlim[q];
+    const bool polar = q < a.nside - 1;
+    const cplx* brow =
+        polar ? a.PU + polar_offset(a, q, cc)
+              : a.BH + (static_cast<std::size_t>(cc) * nbelt + (r - (a.nside - 1))) * (2 * a.nside + 1);
     cplx* out = a.F + static_cast<std::size_t>(row) * (a.lmax + 1);
-    const bool south = r > R - 1 - r;
-    const cplx* brow = L.polar ? a.PU + polar_offset(a, south ? R - 1 - r : r, cc)
-                               : a.BH + (static_cast<std::size_t>(cc) * nbelt + L.idx) * nh;
-    for (int m = blockIdx.x * blockDim.x + threadIdx.x; m <= mmax; m += gridDim.x * blockDim.x) {
-      const int k = m % L.N;
-      cplx G;
-      if (!L.polar) {
-        G = k <= N / 2 ? brow[k] : conjc(brow[N - k]);
-      } else {
-        const int kk = k == 0 ? 0 : L.N - k;
-        const cplx y = cmul(conjc(chirp(k, L.N)), brow[k]);
-        const cplx z = conjc(cmul(conjc(chirp(kk, L.N)), brow[kk]));
-        // Y = Y_N + i Y_S with Hermitian Y_N, Y_S: Y_N(k) = (Y(k) + conj Y(-k)) / 2,
-        // Y_S(k) = (Y(k) - conj Y(-k)) / (2 i).
-        G = south ? cplx{0.5 * (y.im - z.im), -0.5 * (y.re - z.re)}
-                  : cplx{0.5 * (y.re + z.re), 0.5 * (y.im + z.im)};
-      }
-      out[m] = cmul(G, conjc(phase(m, L.N, L.shifted)));
-    }
+    for (int m = blockIdx.x * blockDim.x + threadIdx.x; m <= mmax; m += gridDim.x * blockDim.x)
+      out[m] = unaliased(a.nside, brow, r, m);
   }
 }
 

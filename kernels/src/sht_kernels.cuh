@@ -32,6 +32,14 @@ struct LegendreArgs {
   const ObasisNorm* norm;     ///< [total] (N_k, u_k, v_k) (spin 0)
   cplx* W;                    ///< [ncols][total][2]: spin 0 (w1, w2) of the synthesis, (S1, S2)
                               ///< of the adjoint; spin 2 (aE N_l, aB N_l) of the synthesis
+  // The adjoints read F_m from the FFT stage's spectra (FftArgs below) where `spectra` is set,
+  // else from F (which the unalias kernel then fills).
+  bool spectra;
+  int ncc;                    ///< columns * components in this call
+  const cplx* BH;             ///< belt half spectra
+  const cplx* PU;             ///< polar Bluestein rows
+  const unsigned char* cls_of;  ///< [nside - 1] class of each ring pair q
+  const PolarClass* cls;      ///< [nclass] polar classes (device memory)
 };
 
 /// Steps per staged chunk of the spin-0 synthesis; the tables are padded to a multiple of it.

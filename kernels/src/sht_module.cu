@@ -77,6 +77,15 @@ LegendreMode legendre_mode() {
   }();
   return v;
 }
+/// Whether the recursion adjoints read F_m from the FFT stage's spectra (no unalias kernel, no F
+/// round trip); ALMAGEST_SHT_UNALIAS=kernel: through F, filled by the unalias kernel.
+bool adjoint_reads_spectra() {
+  static const bool v = [] {
+    const char* e = std::getenv("ALMAGEST_SHT_UNALIAS");
+    return !(e && std::string(e) == "kernel");
+  }();
+  return v;
+}
 /// Columns from which the table path takes the adjoint in auto mode: measured on the H200 at
 /// nside 64, 128 and 256 (docs/benchmarks.md), it is slower than the recursion below 8 columns
 /// and faster from 8 (nside 128 spin 0: 0.0252 against 0.0271 ms per column at 8, 0.0150
@@ -238,6 +247,7 @@ public:
       classes_ = sht::polar_classes(ns_, d.max_cols, cls_of);
       for (const auto& c : classes_) polar_per_col_ += static_cast<long long>(c.rows) * c.M;
       cls_of_ = DeviceBuffer<unsigned char>::from(cls_of, s);
+      cls_dev_ = DeviceBuffer<sht::PolarClass>::from(classes_, s);
       PU_.allocate(ncc * static_cast<std::size_t>(polar_per_col_));
       // Bluestein: FFT of the wrapped chirp / M per row; the synthesis uses its conjugate (the
       // FFT of the conjugate chirp, the chirp being even).
@@ -522,6 +532,12 @@ private:
     a.ab = ab_.data();
     a.norm = norm_.data();
     a.W = W_.data();
+    a.spectra = adjoint_reads_spectra();
+    a.ncc = static_cast<int>(cc(ncols));
+    a.BH = BH_.data();
+    a.PU = PU_.data();
+    a.cls_of = cls_of_.data();
+    a.cls = cls_dev_.data();
     return a;
   }
   sht::FftArgs fft_args(int ncols) {
@@ -627,8 +643,11 @@ private:
     }
     mark("belt-fft");
     polar_convolution(p, f, false);
-    sht::launch_unalias_adjoint(f, s);
-    mark("unalias");
+    // The recursion adjoints read F_m from BH / PU themselves (adjoint_reads_spectra).
+    if (use_tables(ShtOp::Adjoint, ncols) || !adjoint_reads_spectra()) {
+      sht::launch_unalias_adjoint(f, s);
+      mark("unalias");
+    }
     // The spin-0 kernels and the table path write every alm entry; the spin-2 kernels add to
     // zeros.
     if (d_.spin == 2 && !use_tables(ShtOp::Adjoint, ncols))
@@ -654,6 +673,7 @@ private:
   DeviceBuffer<cplx> alm_, F_, BH_, PU_, chirp_fft_;
   DeviceBuffer<char> fft_work_;
   DeviceBuffer<unsigned char> cls_of_;
+  DeviceBuffer<sht::PolarClass> cls_dev_;  ///< classes_ on the device (the fused adjoint reads)
   std::vector<sht::PolarClass> classes_;
   long long polar_per_col_ = 0;
   DeviceBuffer<double> map_, full_, BR_;

@@ -1,0 +1,121 @@
+#pragma once
+// Device helpers of the SHT's FFT-stage layouts, shared by the glue kernels (sht_kernels.cu) and
+// the Legendre adjoints (sht_adjoint.cu), which read F_m of each ring straight from the spectra
+// the FFT stage left (unaliased) instead of through a separate F array.
+#include "sht_kernels.cuh"
+
+namespace almagest::kernels::sht::dev {
+
+__device__ __forceinline__ cplx cmul(cplx a, cplx b) {
+  return {a.re * b.re - a.im * b.im, a.re * b.im + a.im * b.re};
+}
+__device__ __forceinline__ cplx conjc(cplx a) { return {a.re, -a.im}; }
+
+/// e^{i pi t^2 / N}, argument reduced exactly in integers (32-bit where (2N)^2 fits).
+__device__ __forceinline__ cplx chirp(long long t, int N) {
+  const unsigned n2 = 2u * static_cast<unsigned>(N);
+  unsigned t2;
+  if (N < 32768 && t >= 0 && t < 0x7fffffffLL) {
+    const unsigned tm = static_cast<unsigned>(t) % n2;
+    t2 = (tm * tm) % n2;
+  } else {
+    t2 = static_cast<unsigned>((t * t) % (2LL * N));
+  }
+  double s, c;
+  sincospi(static_cast<double>(t2) / N, &s, &c);
+  return {c, s};
+}
+/// e^{i m phi0} with phi0 = pi / N (shifted rings) or 0.
+__device__ __forceinline__ cplx phase(int m, int N, bool shifted) {
+  if (!shifted) return {1.0, 0.0};
+  double s, c;
+  sincospi(static_cast<double>(m % (2 * N)) / N, &s, &c);
+  return {c, s};
+}
+
+/// Ring r -> (nphi, start, shifted, kind, index): kind 0 belt (index b), 1 polar (index q,
+/// chirp row = nphi/4 - 1).
+struct RingLoc {
+  int N;
+  long long start;
+  bool shifted;
+  bool polar;
+  int idx;
+};
+__device__ __forceinline__ RingLoc locate(int nside, int r) {
+  RingLoc L;
+  const int R = 4 * nside - 1;
+  const long long npix = 12LL * nside * nside, ncap = 2LL * nside * (nside - 1);
+  if (r < nside - 1) {
+    const int i = r + 1;
+    L = {4 * i, 2LL * i * (i - 1), true, true, r};
+  } else if (r < 3 * nside) {
+    const int i = r + 1;
+    L = {4 * nside, ncap + static_cast<long long>(i - nside) * 4 * nside, ((i - nside) & 1) == 0,
+         false, r - (nside - 1)};
+  } else {
+    const int ii = R - r;
+    L = {4 * ii, npix - 2LL * ii * (ii + 1), true, true, (nside - 1) + (r - 3 * nside)};
+  }
+  return L;
+}
+
+__device__ __forceinline__ int pair_of_ring(int nside, int r) {
+  const int R = 4 * nside - 1;
+  return r < R - 1 - r ? r : R - 1 - r;
+}
+
+/// First element of polar row q (ring pair of size 4 (q + 1)) of column-component cc in PU, for
+/// calls of ncc column-components (q's class c).
+__device__ __forceinline__ long long polar_row(const PolarClass& c, int q, int cc, int ncc) {
+  return c.cbase * ncc + (static_cast<long long>(cc) * c.rows + (q - c.qlo)) * c.M;
+}
+
+/// F_m of ring r (m <= the ring's mlim) from the adjoint's spectra: brow is the ring's belt half
+/// spectrum (BH row) or its pair's polar Bluestein row (PU row, north ring + i south ring, chirp
+/// applied by the inverse transform's last multiply still to be undone).
+__device__ __forceinline__ cplx unaliased(int nside, const cplx* brow, int r, int m) {
+  const int R = 4 * nside - 1;
+  const RingLoc L = locate(nside, r);
+  const int k = m % L.N;
+  cplx G;
+  if (!L.polar) {
+    G = k <= L.N / 2 ? brow[k] : conjc(brow[L.N - k]);
+  } else {
+    const bool south = r > R - 1 - r;
+    const int kk = k == 0 ? 0 : L.N - k;
+    const cplx y = cmul(conjc(chirp(k, L.N)), brow[k]);
+    const cplx z = conjc(cmul(conjc(chirp(kk, L.N)), brow[kk]));
+    // Y = Y_N + i Y_S with Hermitian Y_N, Y_S: Y_N(k) = (Y(k) + conj Y(-k)) / 2,
+    // Y_S(k) = (Y(k) - conj Y(-k)) / (2 i).
+    G = south ? cplx{0.5 * (y.im - z.im), -0.5 * (y.re - z.re)}
+              : cplx{0.5 * (y.re + z.re), 0.5 * (y.im + z.im)};
+  }
+  return cmul(G, conjc(phase(m, L.N, L.shifted)));
+}
+
+/// F_m of ring pair p (north ring p, south ring R - 1 - p; fs = 0 on the equator, where they are
+/// one ring) of column-component cc, for the Legendre adjoints: the polar pairs share one
+/// Bluestein row, so both rings come from the same two loads and chirps. a.spectra must be set.
+__device__ __forceinline__ void unaliased_pair(const LegendreArgs& a, int cc, int p, int m,
+                                               cplx& fn, cplx& fs) {
+  const int nside = a.nside, R = 4 * nside - 1, rs = R - 1 - p;
+  if (p < nside - 1) {  // polar pair
+    const int N = 4 * (p + 1);
+    const cplx* brow = a.PU + polar_row(a.cls[a.cls_of[p]], p, cc, a.ncc);
+    const int k = m % N, kk = k == 0 ? 0 : N - k;
+    const cplx y = cmul(conjc(chirp(k, N)), brow[k]);
+    const cplx z = conjc(cmul(conjc(chirp(kk, N)), brow[kk]));
+    const cplx ph = conjc(phase(m, N, true));
+    fn = cmul({0.5 * (y.re + z.re), 0.5 * (y.im + z.im)}, ph);
+    fs = cmul({0.5 * (y.im - z.im), -0.5 * (y.re - z.re)}, ph);
+    return;
+  }
+  const int nbelt = 2 * nside + 1, nh = 2 * nside + 1;
+  const cplx* bh = a.BH + static_cast<std::size_t>(cc) * nbelt * nh;
+  fn = unaliased(nside, bh + static_cast<std::size_t>(p - (nside - 1)) * nh, p, m);
+  fs = rs == p ? cplx{0.0, 0.0}
+               : unaliased(nside, bh + static_cast<std::size_t>(rs - (nside - 1)) * nh, rs, m);
+}
+
+}  // namespace almagest::kernels::sht::dev
