@@ -101,19 +101,14 @@ __device__ __forceinline__ void adjoint2_tile(const LegendreArgs& a, int m, doub
     const int i = tile + k * kThreads + threadIdx.x;
     const int p = i < tile_end ? a.active[i] : -1;
     const bool on = start_chain2(a, m, nu, p, z[k], v0[k], v1[k], w0[k], w1[k], e[k]);
-    // The adjoint runs the chains as W = lambda^+ + lambda^-, X = lambda^- - lambda^+
-    // (step2_sumdiff; v0 = w0 = 0 here).
-    const double W = v1[k] + w1[k], X = w1[k] - v1[k];
-    v1[k] = W;
-    w1[k] = X;
 #pragma unroll
     for (int c = 0; c < NC; ++c) {
       const bool cv = on && col0 + c < a.ncols;
       const bool eq = R - 1 - p == p;
       cplx qN = {0, 0}, qS = {0, 0}, uN = {0, 0}, uS = {0, 0};
-      if (cv && a.spectra) {
-        unaliased_pair(a, (col0 + c) * 2, p, m, qN, qS);
-        unaliased_pair(a, (col0 + c) * 2 + 1, p, m, uN, uS);
+      if (cv && a.spectra && p >= a.nside - 1) {
+        unaliased_belt_pair(a, (col0 + c) * 2, p, m, qN, qS);
+        unaliased_belt_pair(a, (col0 + c) * 2 + 1, p, m, uN, uS);
       } else if (cv) {
         qN = Fget(2 * c, p);
         uN = Fget(2 * c + 1, p);
@@ -170,9 +165,12 @@ __device__ __forceinline__ void adjoint2_begin_tile(
 }
 
 /// One degree of the spin-2 adjoint for the thread's first K of P chains: the step (none at l0:
-/// `first`) and the (bE, bB) sums per column of W = lambda^+ + lambda^- (held in v) and
-/// X = lambda^- - lambda^+ (held in w) times the ring data of parity par (relative to l0).
-/// fast: every chain of the warp counts (no scale selects).
+/// `first`) and the (bE, bB) sums per column of lambda^+ and lambda^- times the ring data of
+/// parity par (relative to l0). fast: every chain of the warp counts (no scale selects). The
+/// chains stay separate: run as W = lambda^+ + lambda^- and X = lambda^- - lambda^+ (five FP64
+/// instructions per degree instead of six) they lost lambda^- where it is ~tan^4(theta/2) of
+/// lambda^+ near the poles (measured on the H200: adjoint errors 1.6e-11 at nside 32 to 4e-6 at
+/// 1024 against the CPU backend).
 template <int P, int NC, int K>
 __device__ __forceinline__ void adjoint2_degree(bool fast, bool first, int par, double al,
                                                 double be, const double (&z)[P], double (&v0)[P],
@@ -183,9 +181,10 @@ __device__ __forceinline__ void adjoint2_degree(bool fast, bool first, int par, 
   for (int q = 0; q < 2 * NC; ++q) sum[q] = {0.0, 0.0};
 #pragma unroll
   for (int k = 0; k < K; ++k) {
-    if (!first) step2_sumdiff(al, be, z[k], v0[k], v1[k], w0[k], w1[k]);
-    const double W = (fast || e[k] == 0) ? v1[k] : 0.0;  // lambda^+ + lambda^-
-    const double X = (fast || e[k] == 0) ? w1[k] : 0.0;  // lambda^- - lambda^+
+    if (!first) step2(al, be, z[k], v0[k], v1[k], w0[k], w1[k]);
+    const double P_ = (fast || e[k] == 0) ? v1[k] : 0.0;
+    const double M_ = (fast || e[k] == 0) ? w1[k] : 0.0;
+    const double W = P_ + M_, X = M_ - P_;
 #pragma unroll
     for (int c = 0; c < NC; ++c) {
       // even: bE += -W QE - i X UO ; bB += i X QO - W UE
@@ -225,8 +224,8 @@ __device__ __forceinline__ void adjoint0_tile(const LegendreArgs& a, int m, doub
     for (int c = 0; c < NC; ++c) {
       const bool cv = on && c < ncv;
       cplx N = {0, 0}, S = {0, 0};
-      if (cv && a.spectra) {
-        unaliased_pair(a, col0 + c, p, m, N, S);
+      if (cv && a.spectra && p >= a.nside - 1) {
+        unaliased_belt_pair(a, col0 + c, p, m, N, S);
       } else if (cv) {
         N = Fget(c, p);
         if (R - 1 - p != p) S = Fget(c, R - 1 - p);
@@ -289,20 +288,16 @@ __device__ __forceinline__ void adjoint0_zero(const LegendreArgs& a, int m, int 
 }
 
 /// Spin-2 adjoint, shared-memory reduction: per chunk of LC degrees (16 outputs) every thread
-/// writes its sums, 8 threads per output add them (chunk_sum). RED = 1: one buffer, two barriers
-/// per chunk; RED = 2: two buffers, one barrier, the block sums right after it; RED = 3: two
-/// buffers, one barrier, chunk c's block sums read while chunk c + 1 is computed (as in the
-/// spin-0 kernel's PIPE).
-template <int P, int NC, int MINB, int RED>
+/// writes its sums into one of two buffers; chunk c's block sums (8 threads per output) are read
+/// while chunk c + 1 is computed, as in the spin-0 kernel; one barrier per chunk.
+template <int P, int NC, int MINB>
 __global__ void __launch_bounds__(kThreads, MINB) k_adjoint_spin2(LegendreArgs a) {
   constexpr int NCOMP = 2;
   constexpr int NCC = NC * NCOMP;
   constexpr int LC = 16 / NCC;  // l values per reduction chunk
   static_assert(LC >= 2 && LC % 2 == 0, "chunk");
   static_assert(LC * NCC == 16, "16 outputs per chunk");
-  static_assert(RED >= 1 && RED <= 3, "reduction mode");
-  constexpr bool PIPE = RED == 3;
-  constexpr int RPS = (kThreads / 8 + LC - 1) / LC;  // partials read per degree (PIPE)
+  constexpr int RPS = (kThreads / 8 + LC - 1) / LC;  // partials read per degree
   const int m = blockIdx.x;
   const int col0 = blockIdx.y * NC;
   const int lmax = a.lmax;
@@ -310,7 +305,7 @@ __global__ void __launch_bounds__(kThreads, MINB) k_adjoint_spin2(LegendreArgs a
   const std::size_t mst = static_cast<std::size_t>(m) * (2 * lmax + 1 - m) / 2;
   __shared__ double s_a[2][LC], s_b[2][LC], s_g[2][LC];
   __shared__ __align__(16) cplx s_prev[16];  // the chunk's outputs as earlier tiles left them
-  extern __shared__ cplx red_buffers[];  // [RED > 1 ? 2 : 1][16][kThreads]
+  extern __shared__ cplx red_buffers[];  // [2][16][kThreads]
   const int l0 = l0_of(2, m);
   const bool swap = ((l0 - m) & 1) != 0;
   const int fa = a.first_active[m];
@@ -324,7 +319,7 @@ __global__ void __launch_bounds__(kThreads, MINB) k_adjoint_spin2(LegendreArgs a
     return a.alm + (static_cast<std::size_t>(col0) * NCOMP + cc_out) * nalm + mst + l_out_of(lc);
   };
   auto buffer = [&](int ch) {
-    return reinterpret_cast<cplx (*)[kThreads]>(red_buffers + (RED > 1 ? (ch & 1) : 0) * 16 * kThreads);
+    return reinterpret_cast<cplx (*)[kThreads]>(red_buffers + (ch & 1) * 16 * kThreads);
   };
   // Block sum s of the output at degree lc + out / NCC, with lambda_l = N_l mu_l (nl), added to
   // what earlier tiles left (s_prev, fetched by the writer).
@@ -347,18 +342,18 @@ __global__ void __launch_bounds__(kThreads, MINB) k_adjoint_spin2(LegendreArgs a
     double z[P], v0[P], v1[P], w0[P], w1[P];
     int e[P];
     cplx f[P][NC][4];  // QE QO UE UO
-    // Coefficients are double-buffered; with two reduction buffers (RED > 1) one barrier per
-    // chunk: chunk c sums into red[c & 1] while the other buffer is reduced.
+    // Coefficients and reduction buffers are double-buffered: chunk c sums into red[c & 1]
+    // while the other buffer (chunk c - 1) is reduced.
     adjoint2_begin_tile<P, NC, LC>(a, m, nu, tile, tile_end, col0, swap, l0, mst, z, v0, v1, w0,
                                    w1, e, f, s_a, s_b, s_g);
     dispatch_chains<P>((tile_end - tile + kThreads - 1) / kThreads, [&](auto kc) {
     constexpr int K = decltype(kc)::value;  // chains per thread in this tile
-    double nl_pend = 0.0;  // PIPE: lambda_l / mu_l of the previous chunk's output
+    double nl_pend = 0.0;  // lambda_l / mu_l of the previous chunk's output
     int ch = 0;
     for (int lc = l0; lc <= lmax; lc += LC, ++ch) {
       const int bf = ch & 1;
       cplx (*red)[kThreads] = buffer(ch);
-      const bool pend = PIPE && ch > 0;
+      const bool pend = ch > 0;  // the previous chunk's outputs are written in this one
       const cplx (*redp)[kThreads] = buffer(ch - 1);
       // Global reads of the chunk go to shared memory by cp.async (no registers held): the next
       // chunk's coefficients, and what earlier tiles left in the output this iteration writes.
@@ -370,24 +365,19 @@ __global__ void __launch_bounds__(kThreads, MINB) k_adjoint_spin2(LegendreArgs a
       } else if (threadIdx.x < LC) {  // degrees above lmax: zeros (as adjoint2_coef gives)
         s_a[bf ^ 1][threadIdx.x] = s_b[bf ^ 1][threadIdx.x] = s_g[bf ^ 1][threadIdx.x] = 0.0;
       }
-      if (!PIPE)
-        fetch_prev(lc, first_tile);
-      else if (pend)
-        fetch_prev(lc - LC, first_tile);
+      if (pend) fetch_prev(lc - LC, first_tile);
       cp_async_commit();
       const double nl_out = s_g[bf][out / NCC];  // lambda_l = N_l mu_l of this thread's output
-      cplx h = {0.0, 0.0};  // PIPE: the previous chunk's partial sum (one chain: spread over degrees)
+      cplx h = {0.0, 0.0};  // the previous chunk's partial sum (one chain, spread over degrees)
       // Unconditional (no branch in the degree's code); the sum is used only if pend.
       auto read_partials = [&](int li) {
-        if constexpr (PIPE) {
 #pragma unroll
-          for (int r = 0; r < RPS; ++r) {
-            const int t = li * RPS + r;
-            if (t < kThreads / 8) {
-              const cplx v = redp[out][sub + 8 * t];
-              h.re += v.re;
-              h.im += v.im;
-            }
+        for (int r = 0; r < RPS; ++r) {
+          const int t = li * RPS + r;
+          if (t < kThreads / 8) {
+            const cplx v = redp[out][sub + 8 * t];
+            h.re += v.re;
+            h.im += v.im;
           }
         }
       };
@@ -422,17 +412,11 @@ __global__ void __launch_bounds__(kThreads, MINB) k_adjoint_spin2(LegendreArgs a
         }
       }
       cp_async_wait();
-      if (PIPE) {
-        if (pend) store(lc - LC, nl_pend, group_sum(h), first_tile);
-        nl_pend = nl_out;
-        __syncthreads();  // this chunk's sums are in red; the previous buffer is free again
-      } else {
-        __syncthreads();
-        store(lc, nl_out, chunk_sum(red, out, sub), first_tile);
-        if (RED == 1) __syncthreads();  // red is free again
-      }
+      if (pend) store(lc - LC, nl_pend, group_sum(h), first_tile);
+      nl_pend = nl_out;
+      __syncthreads();  // this chunk's sums are in red; the previous buffer is free again
     }
-    if (PIPE && ch > 0) {  // the tile's last chunk (complete: the loop ended on a barrier)
+    if (ch > 0) {  // the tile's last chunk (complete: the loop ended on a barrier)
       const int lc = l0 + (ch - 1) * LC;
       fetch_prev(lc, first_tile);
       cp_async_commit();
@@ -446,17 +430,17 @@ __global__ void __launch_bounds__(kThreads, MINB) k_adjoint_spin2(LegendreArgs a
 }
 
 /// Spin-0 adjoint, shared-memory reduction: per chunk of KA steps (16 outputs) every thread
-/// writes its sums, 8 threads per output add them (chunk_sum).
-/// PIPE = false: two barriers per chunk, the block sums between them.
-/// PIPE = true: two buffers and one barrier per chunk; chunk c's block sums are read while chunk
-/// c + 1 is computed (16 / KA partials per step, in the same straight-line code as the step's
-/// FMAs, so that the shared-memory loads and their adds fill the FP64 dependency gaps), then
-/// finished (shuffles, earlier tiles' value, store) before the barrier.
-template <int P, int NC, int MINB, bool PIPE>
+/// writes its sums into one of two buffers; chunk c's block sums (8 threads per output) are read
+/// while chunk c + 1 is computed (16 / KA partials per step, in the same straight-line code as
+/// the step's FMAs, so that the shared-memory loads and their adds fill the FP64 dependency
+/// gaps), then finished (shuffles, earlier tiles' value, store) before the chunk's one barrier.
+/// Measured on the H200 against the block sums after a barrier of their own (two per chunk):
+/// 23.2 / 3.43 ms against 24.0 / 3.55 at nside 2048 / 1024 (docs/benchmarks.md).
+template <int P, int NC, int MINB>
 __global__ void __launch_bounds__(kThreads, MINB) k_adjoint_spin0(LegendreArgs a) {
   constexpr int KA = 8 / NC;  // steps per reduction chunk: 2 NC outputs each, 16 in all
   static_assert(KA >= 1 && 16 % (2 * NC) == 0, "chunk");
-  constexpr int RPS = (kThreads / 8 + KA - 1) / KA;  // partials read per step (PIPE)
+  constexpr int RPS = (kThreads / 8 + KA - 1) / KA;  // partials read per step
   const int m = blockIdx.x;
   const int col0 = blockIdx.y * NC;
   const int lmax = a.lmax;
@@ -464,7 +448,7 @@ __global__ void __launch_bounds__(kThreads, MINB) k_adjoint_spin0(LegendreArgs a
   const int nchunk = static_cast<int>((a.koff[m + 1] - ko) / KA);
   __shared__ double2 s_ab[2][KA];
   __shared__ __align__(16) cplx s_prev[16];  // the chunk's outputs as earlier tiles left them
-  extern __shared__ cplx red_buffer[];  // [PIPE ? 2 : 1][16][kThreads] (kRedBytes each)
+  extern __shared__ cplx red_buffer[];  // [2][16][kThreads] (kRedBytes each)
   const int fa = a.first_active[m];
   const double nu = a.nu[m];
   const int ncv = min(NC, a.ncols - col0);
@@ -476,7 +460,7 @@ __global__ void __launch_bounds__(kThreads, MINB) k_adjoint_spin0(LegendreArgs a
     return a.W + 2 * (static_cast<std::size_t>(col0 + oc) * total + ko + ch * KA + okk) + which;
   };
   auto buffer = [&](int ch) {
-    return reinterpret_cast<cplx (*)[kThreads]>(red_buffer + (PIPE ? (ch & 1) : 0) * 16 * kThreads);
+    return reinterpret_cast<cplx (*)[kThreads]>(red_buffer + (ch & 1) * 16 * kThreads);
   };
 
   if (fa >= a.nactive) {  // no ring pair reaches this mode: its sums are zero
@@ -498,19 +482,19 @@ __global__ void __launch_bounds__(kThreads, MINB) k_adjoint_spin0(LegendreArgs a
     for (int ch = 0; ch < nchunk; ++ch) {
       const int b = ch & 1;
       cplx (*red)[kThreads] = buffer(ch);
-      // PIPE: the block sums of the previous chunk are read in this one.
-      const bool pend = PIPE && ch > 0;
-      const int och = PIPE ? ch - 1 : ch;  // the chunk whose outputs this iteration writes
+      // The block sums of the previous chunk are read in this one.
+      const bool pend = ch > 0;
+      const int och = ch - 1;  // the chunk whose outputs this iteration writes
       const cplx (*redp)[kThreads] = buffer(och);
       // Global reads of the chunk go to shared memory by cp.async (no registers held): the next
       // chunk's coefficients, and what earlier tiles left in this thread's output (written by
       // sub 0); both are waited for before the outputs are written.
       if (threadIdx.x < KA && ch + 1 < nchunk)
         cp_async16(&s_ab[b ^ 1][threadIdx.x], a.ab + ko + (ch + 1) * KA + threadIdx.x);
-      if (writer && !first_tile && (!PIPE || pend)) cp_async16(&s_prev[out], dst_of(och));
+      if (writer && !first_tile && pend) cp_async16(&s_prev[out], dst_of(och));
       cp_async_commit();
       const bool fast = warp_all_scaled_in(e);
-      cplx h = {0.0, 0.0};  // PIPE: the previous chunk's partial sum (one chain: spread over steps)
+      cplx h = {0.0, 0.0};  // the previous chunk's partial sum (one chain, spread over steps)
       double2 ab = s_ab[b][0];
 #pragma unroll
       for (int kk = 0; kk < KA; ++kk) {
@@ -523,15 +507,14 @@ __global__ void __launch_bounds__(kThreads, MINB) k_adjoint_spin0(LegendreArgs a
           red[kk * 2 * NC + 2 * c][threadIdx.x] = s1[c];
           red[kk * 2 * NC + 2 * c + 1][threadIdx.x] = s2[c];
         }
-        if constexpr (PIPE) {  // unconditional (no branch in the step's code); used if pend
+        // Unconditional (no branch in the step's code); the sum is used only if pend.
 #pragma unroll
-          for (int r = 0; r < RPS; ++r) {
-            const int t = kk * RPS + r;
-            if (t < kThreads / 8) {
-              const cplx v = redp[out][sub + 8 * t];
-              h.re += v.re;
-              h.im += v.im;
-            }
+        for (int r = 0; r < RPS; ++r) {
+          const int t = kk * RPS + r;
+          if (t < kThreads / 8) {
+            const cplx v = redp[out][sub + 8 * t];
+            h.re += v.re;
+            h.im += v.im;
           }
         }
         if (!fast && (kk & 3) == 3) {
@@ -544,26 +527,16 @@ __global__ void __launch_bounds__(kThreads, MINB) k_adjoint_spin0(LegendreArgs a
         for (int k = 0; k < K; ++k) odd_rescale(e[k], v0[k], v1[k]);
       }
       cp_async_wait();
-      if (PIPE) {
-        if (pend) {
-          const cplx sum = group_sum(h);
-          if (writer) {
-            const cplx prev = first_tile ? cplx{0.0, 0.0} : s_prev[out];
-            *dst_of(och) = {prev.re + sum.re, prev.im + sum.im};
-          }
-        }
-        __syncthreads();  // this chunk's sums are in red; the previous buffer is free again
-      } else {
-        __syncthreads();
-        const cplx sum = chunk_sum(red, out, sub);
+      if (pend) {
+        const cplx sum = group_sum(h);
         if (writer) {
           const cplx prev = first_tile ? cplx{0.0, 0.0} : s_prev[out];
           *dst_of(och) = {prev.re + sum.re, prev.im + sum.im};
         }
-        __syncthreads();  // red is free again
       }
+      __syncthreads();  // this chunk's sums are in red; the previous buffer is free again
     }
-    if (PIPE && nchunk > 0) {  // the tile's last chunk (its sums are complete: the loop ended on a barrier)
+    if (nchunk > 0) {  // the tile's last chunk (complete: the loop ended on a barrier)
       const int lch = nchunk - 1;
       if (writer && !first_tile) cp_async16(&s_prev[out], dst_of(lch));
       cp_async_commit();
@@ -579,9 +552,8 @@ __global__ void __launch_bounds__(kThreads, MINB) k_adjoint_spin0(LegendreArgs a
   }
 }
 
-/// Dynamic shared memory of the shared-memory adjoint kernels: reduction buffers of 16 outputs x
-/// kThreads, 32 KB each (the spin-2 kernel with two is above the 48 KB default:
-/// prepare_legendre_kernels raises its limit).
+/// Dynamic shared memory of the adjoint kernels: two reduction buffers of 16 outputs x kThreads,
+/// 32 KB each (above the 48 KB default: prepare_legendre_kernels raises the limit).
 constexpr int kRedBytes = 16 * kThreads * static_cast<int>(sizeof(cplx));
 
 template <class K>
@@ -590,50 +562,29 @@ void allow_adjoint_smem(K kernel) {
                                   2 * kRedBytes));
 }
 
-/// Whether the adjoints read each chunk's block sums while the next chunk is computed
-/// (ALMAGEST_SHT_ADJ_PIPE=0: after a barrier of their own).
-static bool adjoint_pipelined() {
-  static const bool v = [] {
-    const char* e = std::getenv("ALMAGEST_SHT_ADJ_PIPE");
-    return !(e && e[0] == '0');
-  }();
-  return v;
-}
-
 template <int P, int NC, int MINB = 1>
 void launch_adj0_t(const LegendreArgs& a, cudaStream_t s) {
   dim3 grid(a.lmax + 1, (a.ncols + NC - 1) / NC);
-  if (adjoint_pipelined()) {
-    k_adjoint_spin0<P, NC, MINB, true><<<grid, kThreads, 2 * kRedBytes, s>>>(a);
-  } else {
-    k_adjoint_spin0<P, NC, MINB, false><<<grid, kThreads, kRedBytes, s>>>(a);
-  }
+  k_adjoint_spin0<P, NC, MINB><<<grid, kThreads, 2 * kRedBytes, s>>>(a);
   CUDA_CHECK_LAUNCH();
 }
 
-/// RED: the spin-2 kernel's reduction mode where the adjoints are not pipelined (1 or 2).
-template <int P, int NC, int MINB = 1, int RED = 1>
+template <int P, int NC, int MINB = 1>
 void launch_adj2_t(const LegendreArgs& a, cudaStream_t s) {
   dim3 grid(a.lmax + 1, (a.ncols + NC - 1) / NC);
-  if (adjoint_pipelined())
-    k_adjoint_spin2<P, NC, MINB, 3><<<grid, kThreads, 2 * kRedBytes, s>>>(a);
-  else
-    k_adjoint_spin2<P, NC, MINB, RED><<<grid, kThreads, (RED > 1 ? 2 : 1) * kRedBytes, s>>>(a);
+  k_adjoint_spin2<P, NC, MINB><<<grid, kThreads, 2 * kRedBytes, s>>>(a);
   CUDA_CHECK_LAUNCH();
 }
 }  // namespace
 
 void prepare_legendre_kernels() {
-  // The kernels above the 48 KB default: two reduction buffers.
-  allow_adjoint_smem(k_adjoint_spin2<4, 1, 3, 2>);
-  allow_adjoint_smem(k_adjoint_spin2<4, 1, 3, 3>);
-  allow_adjoint_smem(k_adjoint_spin2<2, 1, 1, 3>);
-  allow_adjoint_smem(k_adjoint_spin2<6, 1, 2, 2>);
-  allow_adjoint_smem(k_adjoint_spin2<6, 1, 2, 3>);
-  allow_adjoint_smem(k_adjoint_spin0<2, 2, 1, true>);
-  allow_adjoint_smem(k_adjoint_spin0<4, 1, 1, true>);
-  allow_adjoint_smem(k_adjoint_spin0<2, 1, 1, true>);
-  allow_adjoint_smem(k_adjoint_spin0<8, 1, 3, true>);
+  // Every adjoint shape that launch_legendre_adjoint takes (two reduction buffers each).
+  allow_adjoint_smem(k_adjoint_spin2<4, 1, 3>);
+  allow_adjoint_smem(k_adjoint_spin2<2, 1, 1>);
+  allow_adjoint_smem(k_adjoint_spin0<2, 2, 1>);
+  allow_adjoint_smem(k_adjoint_spin0<4, 1, 1>);
+  allow_adjoint_smem(k_adjoint_spin0<2, 1, 1>);
+  allow_adjoint_smem(k_adjoint_spin0<8, 1, 3>);
 }
 /// Ring pairs per thread of the single-column adjoints from the environment (tuning on other
 /// cards): ALMAGEST_SHT_ADJ_P (spin 0: 2, 4 or 8) and ALMAGEST_SHT_ADJ2_P (spin 2: 2 or 4); 0
@@ -653,9 +604,9 @@ void launch_legendre_adjoint(const LegendreArgs& a, cudaStream_t s) {
   // or one (spin 2) per block with two pairs per thread; single spin-0 transforms take two pairs
   // while one tile of kThreads * 2 holds every pair (nside <= 128), eight above, register-capped
   // at three blocks per SM (nside 2048: 27.9 ms against 30.6 with six and 32.5 with four); single
-  // spin-2 transforms four pairs, register-capped, with two reduction buffers (one barrier per
-  // chunk) where there are at least 1024 pairs (nside 2048: 120 ms against 125 with one buffer
-  // and 131 uncapped).
+  // spin-2 transforms four pairs, register-capped, where there are at least 1024 pairs (nside
+  // 2048: 120 ms against 131 uncapped; six pairs at two blocks per SM measured slower: 99.5
+  // against 98.3 ms).
   if (a.spin == 0) {
     const int po = adjoint_pairs_override();
     if (a.ncols >= 2)
@@ -670,11 +621,9 @@ void launch_legendre_adjoint(const LegendreArgs& a, cudaStream_t s) {
     CUDA_CHECK_LAUNCH();
   } else {
     const int po = adjoint2_pairs_override();
-    if (a.ncols < 2 && po == 6)
-      launch_adj2_t<6, 1, 2, 2>(a, s);
-    else if (a.ncols < 2 && (po == 4 || (po == 0 && a.nactive >= 2 * kThreads * 4)))
-      launch_adj2_t<4, 1, 3, 2>(a, s);
-    else  // two buffers measured no faster here (nside 128: 0.1117 against 0.1118 ms)
+    if (a.ncols < 2 && (po == 4 || (po == 0 && a.nactive >= 2 * kThreads * 4)))
+      launch_adj2_t<4, 1, 3>(a, s);
+    else
       launch_adj2_t<2, 1>(a, s);
   }
 }

@@ -30,20 +30,6 @@ __device__ __forceinline__ void step2(double al, double be, double z, double& v0
   w1 = wn;
 }
 
-/// One step of step2's chains in their sum / difference basis W = v + w, X = w - v (the spin-2
-/// adjoint's form): W_l = A z W + B X - W_{l-2}, X_l = A z X + B W - X_{l-2}: a multiply and four
-/// FMAs, where the two chains and the sum and difference cost four FMAs and two adds.
-__device__ __forceinline__ void step2_sumdiff(double al, double be, double z, double& W0,
-                                              double& W1, double& X0, double& X1) {
-  const double t = al * z;
-  const double Wn = fma(t, W1, fma(be, X1, -W0));
-  const double Xn = fma(t, X1, fma(be, W1, -X0));
-  W0 = W1;
-  W1 = Wn;
-  X0 = X1;
-  X1 = Xn;
-}
-
 /// Scale tracking, checked every few steps (growth between checks stays far below 2^700).
 __device__ __forceinline__ void rescale2(int& e, double& v0, double& v1, double& w0, double& w1) {
   if (e < 0 && fmax(fabs(v1), fabs(w1)) > kBig) {
@@ -173,11 +159,11 @@ __device__ __forceinline__ void dispatch_chains(int k, F&& f) {
 }
 
 /// Ring pairs per thread of a kernel shape from the environment variable `name` (tuning on other
-/// cards): 2, 4, 6 or 8; 0 when unset or another value.
+/// cards): 2, 4 or 8; 0 when unset or another value.
 inline int pairs_override(const char* name) {
   const char* e = std::getenv(name);
   const int p = e ? std::atoi(e) : 0;
-  return (p == 2 || p == 4 || p == 6 || p == 8) ? p : 0;
+  return (p == 2 || p == 4 || p == 8) ? p : 0;
 }
 
 }  // namespace almagest::kernels::sht::dev

@@ -94,28 +94,24 @@ __device__ __forceinline__ cplx unaliased(int nside, const cplx* brow, int r, in
   return cmul(G, conjc(phase(m, L.N, L.shifted)));
 }
 
-/// F_m of ring pair p (north ring p, south ring R - 1 - p; fs = 0 on the equator, where they are
-/// one ring) of column-component cc, for the Legendre adjoints: the polar pairs share one
-/// Bluestein row, so both rings come from the same two loads and chirps. a.spectra must be set.
-__device__ __forceinline__ void unaliased_pair(const LegendreArgs& a, int cc, int p, int m,
-                                               cplx& fn, cplx& fs) {
-  const int nside = a.nside, R = 4 * nside - 1, rs = R - 1 - p;
-  if (p < nside - 1) {  // polar pair
-    const int N = 4 * (p + 1);
-    const cplx* brow = a.PU + polar_row(a.cls[a.cls_of[p]], p, cc, a.ncc);
-    const int k = m % N, kk = k == 0 ? 0 : N - k;
-    const cplx y = cmul(conjc(chirp(k, N)), brow[k]);
-    const cplx z = conjc(cmul(conjc(chirp(kk, N)), brow[kk]));
-    const cplx ph = conjc(phase(m, N, true));
-    fn = cmul({0.5 * (y.re + z.re), 0.5 * (y.im + z.im)}, ph);
-    fs = cmul({0.5 * (y.im - z.im), -0.5 * (y.re - z.re)}, ph);
-    return;
-  }
-  const int nbelt = 2 * nside + 1, nh = 2 * nside + 1;
-  const cplx* bh = a.BH + static_cast<std::size_t>(cc) * nbelt * nh;
-  fn = unaliased(nside, bh + static_cast<std::size_t>(p - (nside - 1)) * nh, p, m);
-  fs = rs == p ? cplx{0.0, 0.0}
-               : unaliased(nside, bh + static_cast<std::size_t>(rs - (nside - 1)) * nh, rs, m);
+/// F_m of belt ring pair p (nside - 1 <= p < 2 nside: north ring p, south ring R - 1 - p; fs = 0
+/// on the equator, where they are one ring) of column-component cc, for the Legendre adjoints:
+/// straight from the belt half spectra BH with the rings' phase from a table (a.belt_phase[j] =
+/// e^{i pi j / N}, N = 4 nside), so a chain's start costs two loads and a complex multiply per
+/// ring. The polar pairs' F_m take more (two chirps and a phase, sincospi each), which inside the
+/// FP64-bound adjoint cost more than the unalias kernel that writes them (docs/benchmarks.md).
+__device__ __forceinline__ void unaliased_belt_pair(const LegendreArgs& a, int cc, int p, int m,
+                                                    cplx& fn, cplx& fs) {
+  const int nside = a.nside, R = 4 * nside - 1, N = 4 * nside, nh = 2 * nside + 1;
+  const cplx* bh = a.BH + static_cast<std::size_t>(cc) * (2 * nside + 1) * nh;
+  auto one = [&](int r) {
+    const cplx* brow = bh + static_cast<std::size_t>(r - (nside - 1)) * nh;
+    const cplx G = m <= N / 2 ? brow[m] : conjc(brow[N - m]);  // m <= lmax < N
+    // Ring r (i = r + 1) is shifted by pi / N where i - nside is even (locate): F_m = G e^{-i m pi / N}.
+    return ((r + 1 - nside) & 1) == 0 ? cmul(G, conjc(a.belt_phase[m])) : G;
+  };
+  fn = one(p);
+  fs = R - 1 - p == p ? cplx{0.0, 0.0} : one(R - 1 - p);
 }
 
 }  // namespace almagest::kernels::sht::dev

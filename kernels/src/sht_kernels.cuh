@@ -32,14 +32,11 @@ struct LegendreArgs {
   const ObasisNorm* norm;     ///< [total] (N_k, u_k, v_k) (spin 0)
   cplx* W;                    ///< [ncols][total][2]: spin 0 (w1, w2) of the synthesis, (S1, S2)
                               ///< of the adjoint; spin 2 (aE N_l, aB N_l) of the synthesis
-  // The adjoints read F_m from the FFT stage's spectra (FftArgs below) where `spectra` is set,
-  // else from F (which the unalias kernel then fills).
+  // Where `spectra` is set the adjoints read F_m of the belt ring pairs from the belt half
+  // spectra (the unalias kernel then writes the polar rings' F only); else all from F.
   bool spectra;
-  int ncc;                    ///< columns * components in this call
-  const cplx* BH;             ///< belt half spectra
-  const cplx* PU;             ///< polar Bluestein rows
-  const unsigned char* cls_of;  ///< [nside - 1] class of each ring pair q
-  const PolarClass* cls;      ///< [nclass] polar classes (device memory)
+  const cplx* BH;             ///< belt half spectra [cc][nbelt][N/2 + 1]
+  const cplx* belt_phase;     ///< [4 nside] e^{i pi j / (4 nside)}
 };
 
 /// Steps per staged chunk of the spin-0 synthesis; the tables are padded to a multiple of it.
@@ -78,8 +75,9 @@ void launch_assemble_map(const FftArgs& a, double* map, const std::int64_t* pixe
 /// Adjoint: full-sky map -> BR (belt; skipped with belt = false, where the belt FFT reads the
 /// map) and PU (polar pairs, conj-chirp premultiplied, padded).
 void launch_load_map(const FftArgs& a, const double* full_map, bool belt, cudaStream_t s);
-/// Adjoint: BH / PU -> F (modes up to each ring's mlim).
-void launch_unalias_adjoint(const FftArgs& a, cudaStream_t s);
+/// Adjoint: BH / PU -> F (modes up to each ring's mlim), of every ring or (polar_only) of the
+/// polar-cap rings alone.
+void launch_unalias_adjoint(const FftArgs& a, bool polar_only, cudaStream_t s);
 /// Cut sky: full[cc][pixels[i]] = map[cc][i] (full must be zeroed first).
 void launch_scatter(const double* map, const std::int64_t* pixels, std::int64_t nobs,
                     std::int64_t npix, int ncc, double* full, cudaStream_t s);

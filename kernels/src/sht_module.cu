@@ -77,8 +77,8 @@ LegendreMode legendre_mode() {
   }();
   return v;
 }
-/// Whether the recursion adjoints read F_m from the FFT stage's spectra (no unalias kernel, no F
-/// round trip); ALMAGEST_SHT_UNALIAS=kernel: through F, filled by the unalias kernel.
+/// Whether the recursion adjoints read the belt rings' F_m from the belt spectra (the unalias
+/// kernel then writes the polar rings' F alone); ALMAGEST_SHT_UNALIAS=kernel: all through F.
 bool adjoint_reads_spectra() {
   static const bool v = [] {
     const char* e = std::getenv("ALMAGEST_SHT_UNALIAS");
@@ -241,13 +241,20 @@ public:
     F_.allocate(ncc * nrings_ * static_cast<std::size_t>(lmax_ + 1));
     F_.zero(s);  // rings never written (unobserved pairs) stay zero
     BH_.allocate(ncc * nbelt * static_cast<std::size_t>(N / 2 + 1));
+    {
+      std::vector<cplx> ph(static_cast<std::size_t>(N));
+      for (int j = 0; j < N; ++j) {
+        const double t = 3.141592653589793238462643383279502884 * j / N;
+        ph[static_cast<std::size_t>(j)] = {std::cos(t), std::sin(t)};
+      }
+      belt_phase_ = DeviceBuffer<cplx>::from(ph, s);
+    }
     BR_.allocate(ncc * nbelt * static_cast<std::size_t>(N));
     if (npolar > 0) {
       std::vector<unsigned char> cls_of;
       classes_ = sht::polar_classes(ns_, d.max_cols, cls_of);
       for (const auto& c : classes_) polar_per_col_ += static_cast<long long>(c.rows) * c.M;
       cls_of_ = DeviceBuffer<unsigned char>::from(cls_of, s);
-      cls_dev_ = DeviceBuffer<sht::PolarClass>::from(classes_, s);
       PU_.allocate(ncc * static_cast<std::size_t>(polar_per_col_));
       // Bluestein: FFT of the wrapped chirp / M per row; the synthesis uses its conjugate (the
       // FFT of the conjugate chirp, the chirp being even).
@@ -533,11 +540,8 @@ private:
     a.norm = norm_.data();
     a.W = W_.data();
     a.spectra = adjoint_reads_spectra();
-    a.ncc = static_cast<int>(cc(ncols));
     a.BH = BH_.data();
-    a.PU = PU_.data();
-    a.cls_of = cls_of_.data();
-    a.cls = cls_dev_.data();
+    a.belt_phase = belt_phase_.data();
     return a;
   }
   sht::FftArgs fft_args(int ncols) {
@@ -643,11 +647,11 @@ private:
     }
     mark("belt-fft");
     polar_convolution(p, f, false);
-    // The recursion adjoints read F_m from BH / PU themselves (adjoint_reads_spectra).
-    if (use_tables(ShtOp::Adjoint, ncols) || !adjoint_reads_spectra()) {
-      sht::launch_unalias_adjoint(f, s);
-      mark("unalias");
-    }
+    // The recursion adjoints read the belt rings' F_m from BH themselves
+    // (adjoint_reads_spectra): F of the polar rings alone then.
+    sht::launch_unalias_adjoint(
+        f, !use_tables(ShtOp::Adjoint, ncols) && adjoint_reads_spectra(), s);
+    mark("unalias");
     // The spin-0 kernels and the table path write every alm entry; the spin-2 kernels add to
     // zeros.
     if (d_.spin == 2 && !use_tables(ShtOp::Adjoint, ncols))
@@ -673,7 +677,7 @@ private:
   DeviceBuffer<cplx> alm_, F_, BH_, PU_, chirp_fft_;
   DeviceBuffer<char> fft_work_;
   DeviceBuffer<unsigned char> cls_of_;
-  DeviceBuffer<sht::PolarClass> cls_dev_;  ///< classes_ on the device (the fused adjoint reads)
+  DeviceBuffer<cplx> belt_phase_;  ///< [4 nside] e^{i pi j / (4 nside)} (adjoint_reads_spectra)
   std::vector<sht::PolarClass> classes_;
   long long polar_per_col_ = 0;
   DeviceBuffer<double> map_, full_, BR_;

@@ -13,8 +13,9 @@
 #              ADJ_P="4 ...", ADJ2_P="2 ...", SYN_P="2 ..." also benchmark those kernel shapes
 #              (ALMAGEST_SHT_ADJ_P, ALMAGEST_SHT_ADJ2_P, ALMAGEST_SHT_SYN_P);
 #              MEMCHECK_NSIDE=<n> runs sht_gpu_check n under compute-sanitizer memcheck;
-#              NCU_NSIDE=<n> profiles the Legendre adjoint kernels of one nside-n spin-0 and
-#              spin-2 adjoint with ncu (pipe use, stall reasons, stalls per instruction).
+#              NCU_NSIDE=<n> profiles the Legendre kernels named in NCU_KERNELS (default the
+#              spin-0 and spin-2 adjoints) of one nside-n transform with ncu (pipe use, stall
+#              reasons, stalls per instruction).
 #              BENCH_ONLY=<nside> restricts the benchmarks to single transforms of that nside.
 #              ENVS="VAR=value ..." runs, for each assignment, sht_gpu_check at ENV_CHECK_NSIDE
 #              (default 256) and the benchmark in that environment (A/B of kernel switches).
@@ -77,15 +78,17 @@ if [ "${SWEEP:-1}" = 1 ]; then
   done
 fi
 if [ -n "${NCU_NSIDE:-}" ] && command -v ncu > /dev/null; then
-  for spin in 0 2; do
-    echo "## ncu, spin-$spin adjoint kernel, nside $NCU_NSIDE"
-    timeout ${NCU_S:-120} ncu --clock-control none --kernel-name "regex:k_adjoint_spin$spin" \
+  for k in ${NCU_KERNELS:-k_adjoint_spin0 k_adjoint_spin2}; do
+    echo "## ncu, kernel $k, nside $NCU_NSIDE"
+    adj=--adjoint-only
+    case $k in k_synthesis*) adj= ;; esac
+    timeout ${NCU_S:-120} ncu --clock-control none --kernel-name "regex:$k" \
       --launch-count 1 --section SpeedOfLight --section WarpStateStats --section SourceCounters \
-      --section Occupancy -o "/tmp/ncu_$spin" $B/bench_sht --adjoint-only --only "$NCU_NSIDE" > /dev/null 2>&1
+      --section Occupancy -o "/tmp/ncu_$k" $B/bench_sht $adj --only "$NCU_NSIDE" > /dev/null 2>&1
     echo "ncu rc=$?"
-    ncu -i "/tmp/ncu_$spin.ncu-rep" --page details --print-details all > "$OUT/ncu_$spin.txt" 2>&1
-    ncu -i "/tmp/ncu_$spin.ncu-rep" --page source --csv --print-source sass 2>&1 | gzip > "$OUT/ncu_src_$spin.csv.gz"
-    grep -E "Duration|Throughput|Stall (Wait|Long|Short|Barrier|Math)|Warp Cycles Per Issued" "$OUT/ncu_$spin.txt" | head -n 12
+    ncu -i "/tmp/ncu_$k.ncu-rep" --page details --print-details all > "$OUT/ncu_$k.txt" 2>&1
+    ncu -i "/tmp/ncu_$k.ncu-rep" --page source --csv --print-source sass 2>&1 | gzip > "$OUT/ncu_src_$k.csv.gz"
+    grep -E "Duration|Throughput|Stall (Wait|Long|Short|Barrier|Math)|Warp Cycles Per Issued" "$OUT/ncu_$k.txt" | head -n 12
   done
 fi
 for kv in ${ENVS:-}; do
