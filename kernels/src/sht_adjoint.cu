@@ -84,7 +84,7 @@ __global__ void k_obasis_finish(LegendreArgs a) {
 /// X = (M - P) / 2 folded in), swapped where l0 - m is odd so that entries 0 and 2 (QE, UE) go
 /// with the even degrees counted from l0.
 template <int P, int NC>
-__device__ __forceinline__ void adjoint2_tile(const LegendreArgs& a, int m, double nu, int tile,
+__device__ __forceinline__ void adjoint2_tile(const AdjointArgs& a, int m, double nu, int tile,
                                               int tile_end, int col0, bool swap, double (&z)[P],
                                               double (&v0)[P], double (&v1)[P], double (&w0)[P],
                                               double (&w1)[P], int (&e)[P],
@@ -152,7 +152,7 @@ __device__ __forceinline__ void adjoint2_coef(const LegendreArgs& a, std::size_t
 /// (degrees l0 .. l0 + LC - 1) into buffer 0 once the previous tile's reductions are done.
 template <int P, int NC, int LC>
 __device__ __forceinline__ void adjoint2_begin_tile(
-    const LegendreArgs& a, int m, double nu, int tile, int tile_end, int col0, bool swap, int l0,
+    const AdjointArgs& a, int m, double nu, int tile, int tile_end, int col0, bool swap, int l0,
     std::size_t mst, double (&z)[P], double (&v0)[P], double (&v1)[P], double (&w0)[P],
     double (&w1)[P], int (&e)[P], cplx (&f)[P][NC][4], double (&s_a)[2][LC],
     double (&s_b)[2][LC], double (&s_g)[2][LC]) {
@@ -203,7 +203,7 @@ __device__ __forceinline__ void adjoint2_degree(bool fast, bool first, int par, 
 /// Starts the thread's P odd chains of the tile at `tile` for mode m and loads their ring data
 /// per column: E = F_N + F_S and X = x (F_N - F_S).
 template <int P, int NC>
-__device__ __forceinline__ void adjoint0_tile(const LegendreArgs& a, int m, double nu, int tile,
+__device__ __forceinline__ void adjoint0_tile(const AdjointArgs& a, int m, double nu, int tile,
                                               int tile_end, int col0, int ncv, double (&x2)[P],
                                               double (&v0)[P], double (&v1)[P], int (&e)[P],
                                               cplx (&E)[P][NC], cplx (&X)[P][NC]) {
@@ -239,7 +239,7 @@ __device__ __forceinline__ void adjoint0_tile(const LegendreArgs& a, int m, doub
 /// Starts a tile of the spin-0 adjoint (adjoint0_tile) and stages the first chunk's KA step
 /// coefficients into buffer 0 once the previous tile's reductions are done.
 template <int P, int NC, int KA>
-__device__ __forceinline__ void adjoint0_begin_tile(const LegendreArgs& a, int m, double nu,
+__device__ __forceinline__ void adjoint0_begin_tile(const AdjointArgs& a, int m, double nu,
                                                     int tile, int tile_end, int col0, int ncv,
                                                     long long ko,
                                                     double (&x2)[P], double (&v0)[P],
@@ -291,7 +291,7 @@ __device__ __forceinline__ void adjoint0_zero(const LegendreArgs& a, int m, int 
 /// writes its sums into one of two buffers; chunk c's block sums (8 threads per output) are read
 /// while chunk c + 1 is computed, as in the spin-0 kernel; one barrier per chunk.
 template <int P, int NC, int MINB>
-__global__ void __launch_bounds__(kThreads, MINB) k_adjoint_spin2(LegendreArgs a) {
+__global__ void __launch_bounds__(kThreads, MINB) k_adjoint_spin2(AdjointArgs a) {
   constexpr int NCOMP = 2;
   constexpr int NCC = NC * NCOMP;
   constexpr int LC = 16 / NCC;  // l values per reduction chunk
@@ -437,7 +437,7 @@ __global__ void __launch_bounds__(kThreads, MINB) k_adjoint_spin2(LegendreArgs a
 /// Measured on the H200 against the block sums after a barrier of their own (two per chunk):
 /// 23.2 / 3.43 ms against 24.0 / 3.55 at nside 2048 / 1024 (docs/benchmarks.md).
 template <int P, int NC, int MINB>
-__global__ void __launch_bounds__(kThreads, MINB) k_adjoint_spin0(LegendreArgs a) {
+__global__ void __launch_bounds__(kThreads, MINB) k_adjoint_spin0(AdjointArgs a) {
   constexpr int KA = 8 / NC;  // steps per reduction chunk: 2 NC outputs each, 16 in all
   static_assert(KA >= 1 && 16 % (2 * NC) == 0, "chunk");
   constexpr int RPS = (kThreads / 8 + KA - 1) / KA;  // partials read per step
@@ -563,14 +563,14 @@ void allow_adjoint_smem(K kernel) {
 }
 
 template <int P, int NC, int MINB = 1>
-void launch_adj0_t(const LegendreArgs& a, cudaStream_t s) {
+void launch_adj0_t(const AdjointArgs& a, cudaStream_t s) {
   dim3 grid(a.lmax + 1, (a.ncols + NC - 1) / NC);
   k_adjoint_spin0<P, NC, MINB><<<grid, kThreads, 2 * kRedBytes, s>>>(a);
   CUDA_CHECK_LAUNCH();
 }
 
 template <int P, int NC, int MINB = 1>
-void launch_adj2_t(const LegendreArgs& a, cudaStream_t s) {
+void launch_adj2_t(const AdjointArgs& a, cudaStream_t s) {
   dim3 grid(a.lmax + 1, (a.ncols + NC - 1) / NC);
   k_adjoint_spin2<P, NC, MINB><<<grid, kThreads, 2 * kRedBytes, s>>>(a);
   CUDA_CHECK_LAUNCH();
@@ -597,7 +597,7 @@ static int adjoint2_pairs_override() {
   static const int v = pairs_override("ALMAGEST_SHT_ADJ2_P");
   return v;
 }
-void launch_legendre_adjoint(const LegendreArgs& a, cudaStream_t s) {
+void launch_legendre_adjoint(const AdjointArgs& a, cudaStream_t s) {
   // The adjoint reduces over the block's threads for every step through shared memory, 16
   // outputs per barrier, so more ring pairs per thread mean less of that traffic per FP64
   // operation. Measured on the H200 (docs/benchmarks.md): batched columns go best two (spin 0)
@@ -617,7 +617,7 @@ void launch_legendre_adjoint(const LegendreArgs& a, cudaStream_t s) {
       launch_adj0_t<2, 1>(a, s);
     else
       launch_adj0_t<8, 1, 3>(a, s);
-    k_obasis_finish<<<dim3(a.lmax + 1, a.ncols), 128, 0, s>>>(a);
+    k_obasis_finish<<<dim3(a.lmax + 1, a.ncols), 128, 0, s>>>(static_cast<const LegendreArgs&>(a));
     CUDA_CHECK_LAUNCH();
   } else {
     const int po = adjoint2_pairs_override();

@@ -100,7 +100,7 @@ __device__ __forceinline__ cplx unaliased(int nside, const cplx* brow, int r, in
 /// e^{i pi j / N}, N = 4 nside), so a chain's start costs two loads and a complex multiply per
 /// ring. The polar pairs' F_m take more (two chirps and a phase, sincospi each), which inside the
 /// FP64-bound adjoint cost more than the unalias kernel that writes them (docs/benchmarks.md).
-__device__ __forceinline__ void unaliased_belt_pair(const LegendreArgs& a, int cc, int p, int m,
+__device__ __forceinline__ void unaliased_belt_pair(const AdjointArgs& a, int cc, int p, int m,
                                                     cplx& fn, cplx& fs) {
   const int nside = a.nside, R = 4 * nside - 1, N = 4 * nside, nh = 2 * nside + 1;
   const cplx* bh = a.BH + static_cast<std::size_t>(cc) * (2 * nside + 1) * nh;

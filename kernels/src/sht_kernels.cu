@@ -4,6 +4,7 @@
 // against healpix_cxx by a host twin, see docs/sht.md).
 #include <algorithm>
 #include <cstdlib>
+#include <string>
 
 #include "cuda_check.cuh"
 #include "sht_device.cuh"
@@ -42,8 +43,9 @@ __device__ __forceinline__ int ring_of_pixel(int nside, long long p) {
 template <int KC, int NC>
 __device__ __forceinline__ void stage_chunk(const LegendreArgs& a, long long t0, int col0,
                                             int ncv, long long total, double2 (&s_ab)[KC],
-                                            cplx (&s_w)[NC][KC][2]) {
-  for (int i = threadIdx.x; i < KC * (1 + 2 * NC); i += kThreads) {
+                                            cplx (&s_w)[NC][KC][2], int first = threadIdx.x,
+                                            int stride = kThreads) {
+  for (int i = first; i < KC * (1 + 2 * NC); i += stride) {
     if (i < KC) {
       cp_async16(&s_ab[i], a.ab + t0 + i);
     } else {
@@ -89,7 +91,11 @@ __global__ void k_obasis_prepare(LegendreArgs a) {
 /// Spin-0 synthesis: block (m, column group), threads over active ring pairs, P pairs each; the
 /// step coefficients and (w1, w2) of kObasisChunk steps are staged in shared memory with
 /// cp.async, one chunk ahead of the one being summed (one barrier per chunk).
-template <int P, int NC>
+/// WS (warp staging): each warp stages its own copy of the chunks (four times the shared memory
+/// and the L2 reads of the coefficients) and waits on its own cp.async groups, so that warps of
+/// a block never wait for each other at a barrier (ncu at nside 1024: barrier stalls were 11% of
+/// the cycles per issued instruction with block staging).
+template <int P, int NC, bool WS>
 __global__ void __launch_bounds__(kThreads) k_synthesis_spin0(LegendreArgs a) {
   constexpr int KC = kObasisChunk;
   const int m = blockIdx.z;  // mode-major grid: a mode's tiles are dispatched together
@@ -99,8 +105,12 @@ __global__ void __launch_bounds__(kThreads) k_synthesis_spin0(LegendreArgs a) {
   const long long ko = a.koff[m], total = a.koff[lmax + 1];
   const int nchunk = static_cast<int>((a.koff[m + 1] - ko) / KC);
   const std::size_t fstride = static_cast<std::size_t>(R) * (lmax + 1);
-  __shared__ double2 s_ab[2][KC];
-  __shared__ cplx s_w[2][NC][KC][2];
+  constexpr int NS = WS ? kThreads / 32 : 1;  // staged copies
+  __shared__ double2 s_ab_all[NS][2][KC];
+  __shared__ cplx s_w_all[NS][2][NC][KC][2];
+  const int copy = WS ? static_cast<int>(threadIdx.x) / 32 : 0;
+  auto& s_ab = s_ab_all[copy];
+  auto& s_w = s_w_all[copy];
   const int fa = a.first_active[m];
   const double nu = a.nu[m];
   const int ncv = min(NC, a.ncols - col0);  // valid columns of this block
@@ -112,7 +122,12 @@ __global__ void __launch_bounds__(kThreads) k_synthesis_spin0(LegendreArgs a) {
   // Entries F_m of rings whose mlim is below m are neither written nor read (the FFT stage
   // aliases modes up to each ring's mlim only).
   auto stage = [&](int ch, int b) {
-    stage_chunk<KC, NC>(a, ko + static_cast<long long>(ch) * KC, col0, ncv, total, s_ab[b], s_w[b]);
+    if (WS)
+      stage_chunk<KC, NC>(a, ko + static_cast<long long>(ch) * KC, col0, ncv, total, s_ab[b],
+                          s_w[b], static_cast<int>(threadIdx.x) % 32, 32);
+    else
+      stage_chunk<KC, NC>(a, ko + static_cast<long long>(ch) * KC, col0, ncv, total, s_ab[b],
+                          s_w[b]);
   };
 
   const Tiles tiles = mode_tiles(a.nactive - fa, kThreads * P);
@@ -131,7 +146,10 @@ __global__ void __launch_bounds__(kThreads) k_synthesis_spin0(LegendreArgs a) {
 #pragma unroll
       for (int c = 0; c < NC; ++c) p1[k][c] = p2[k][c] = {0.0, 0.0};
     }
-    __syncthreads();  // the previous tile is done with both buffers
+    if (WS)
+      __syncwarp();  // the warp is done with both of its buffers
+    else
+      __syncthreads();  // the previous tile is done with both buffers
     stage(0, 0);
     dispatch_chains<P>((tile_end - tile + kThreads - 1) / kThreads, [&](auto kc) {
     constexpr int K = decltype(kc)::value;  // chains per thread in this tile
@@ -153,7 +171,10 @@ __global__ void __launch_bounds__(kThreads) k_synthesis_spin0(LegendreArgs a) {
     for (int ch = 0; ch < nchunk; ++ch) {
       const int b = ch & 1;
       cp_async_wait();
-      __syncthreads();
+      if (WS)
+        __syncwarp();
+      else
+        __syncthreads();
       if (ch + 1 < nchunk) stage(ch + 1, b ^ 1);
       if (warp_all_scaled_in(e)) {
         // Fast path: every chain of the warp counts; the loop is the recursion and the FMAs.
@@ -224,13 +245,26 @@ __global__ void __launch_bounds__(kThreads) k_synthesis_spin0(LegendreArgs a) {
   }
 }
 
+/// Whether the spin-0 synthesis stages its chunks per warp (ALMAGEST_SHT_SYN_STAGE=block: per
+/// block, with a barrier per chunk).
+static bool synthesis_warp_staging() {
+  static const bool v = [] {
+    const char* e = std::getenv("ALMAGEST_SHT_SYN_STAGE");
+    return !(e && std::string(e) == "block");
+  }();
+  return v;
+}
+
 template <int P, int NC>
 void launch_synth0_t(const LegendreArgs& a, cudaStream_t s) {
   // Tiles of one mode are independent in the synthesis (each writes its own rings): a block per
   // (tile, column group, mode) balances the load better than a loop over tiles. Blocks are
   // dispatched x fastest, so the modes go in order, longest (m = 0) first.
   dim3 grid(std::max(1, (a.nactive + kThreads * P - 1) / (kThreads * P)), (a.ncols + NC - 1) / NC, a.lmax + 1);
-  k_synthesis_spin0<P, NC><<<grid, kThreads, 0, s>>>(a);
+  if (synthesis_warp_staging())
+    k_synthesis_spin0<P, NC, true><<<grid, kThreads, 0, s>>>(a);
+  else
+    k_synthesis_spin0<P, NC, false><<<grid, kThreads, 0, s>>>(a);
   CUDA_CHECK_LAUNCH();
 }
 // ---------------------------------------------------------------------------------------------

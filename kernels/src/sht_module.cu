@@ -539,6 +539,11 @@ private:
     a.ab = ab_.data();
     a.norm = norm_.data();
     a.W = W_.data();
+    return a;
+  }
+  sht::AdjointArgs adjoint_args(int ncols) {
+    sht::AdjointArgs a{};
+    static_cast<sht::LegendreArgs&>(a) = legendre_args(ncols);
     a.spectra = adjoint_reads_spectra();
     a.BH = BH_.data();
     a.belt_phase = belt_phase_.data();
@@ -592,7 +597,7 @@ private:
     } else if (op == ShtOp::Synthesis) {
       sht::launch_legendre_synthesis(legendre_args(ncols), s);
     } else {
-      sht::launch_legendre_adjoint(legendre_args(ncols), s);
+      sht::launch_legendre_adjoint(adjoint_args(ncols), s);
     }
   }
 
