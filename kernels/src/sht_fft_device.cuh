@@ -71,18 +71,16 @@ __device__ __forceinline__ long long polar_row(const PolarClass& c, int q, int c
   return c.cbase * ncc + (static_cast<long long>(cc) * c.rows + (q - c.qlo)) * c.M;
 }
 
-/// F_m of ring r (m <= the ring's mlim) from the adjoint's spectra: brow is the ring's belt half
-/// spectrum (BH row) or its pair's polar Bluestein row (PU row, north ring + i south ring, chirp
-/// applied by the inverse transform's last multiply still to be undone).
-__device__ __forceinline__ cplx unaliased(int nside, const cplx* brow, int r, int m) {
-  const int R = 4 * nside - 1;
-  const RingLoc L = locate(nside, r);
+/// F_m of a ring (L = locate(nside, r); south: r is in the southern half) from the adjoint's
+/// spectra, for m <= the ring's mlim: brow is the ring's belt half spectrum (BH row) or its
+/// pair's polar Bluestein row (PU row, north ring + i south ring, whose chirp product the last
+/// multiply of the inverse transform leaves to be undone here).
+__device__ __forceinline__ cplx unaliased(const RingLoc& L, bool south, const cplx* brow, int m) {
   const int k = m % L.N;
   cplx G;
   if (!L.polar) {
     G = k <= L.N / 2 ? brow[k] : conjc(brow[L.N - k]);
   } else {
-    const bool south = r > R - 1 - r;
     const int kk = k == 0 ? 0 : L.N - k;
     const cplx y = cmul(conjc(chirp(k, L.N)), brow[k]);
     const cplx z = conjc(cmul(conjc(chirp(kk, L.N)), brow[kk]));

@@ -4,7 +4,6 @@
 // against healpix_cxx by a host twin, see docs/sht.md).
 #include <algorithm>
 #include <cstdlib>
-#include <string>
 
 #include "cuda_check.cuh"
 #include "sht_device.cuh"
@@ -43,9 +42,8 @@ __device__ __forceinline__ int ring_of_pixel(int nside, long long p) {
 template <int KC, int NC>
 __device__ __forceinline__ void stage_chunk(const LegendreArgs& a, long long t0, int col0,
                                             int ncv, long long total, double2 (&s_ab)[KC],
-                                            cplx (&s_w)[NC][KC][2], int first = threadIdx.x,
-                                            int stride = kThreads) {
-  for (int i = first; i < KC * (1 + 2 * NC); i += stride) {
+                                            cplx (&s_w)[NC][KC][2]) {
+  for (int i = threadIdx.x; i < KC * (1 + 2 * NC); i += kThreads) {
     if (i < KC) {
       cp_async16(&s_ab[i], a.ab + t0 + i);
     } else {
@@ -91,11 +89,7 @@ __global__ void k_obasis_prepare(LegendreArgs a) {
 /// Spin-0 synthesis: block (m, column group), threads over active ring pairs, P pairs each; the
 /// step coefficients and (w1, w2) of kObasisChunk steps are staged in shared memory with
 /// cp.async, one chunk ahead of the one being summed (one barrier per chunk).
-/// WS (warp staging): each warp stages its own copy of the chunks (four times the shared memory
-/// and the L2 reads of the coefficients) and waits on its own cp.async groups, so that warps of
-/// a block never wait for each other at a barrier (ncu at nside 1024: barrier stalls were 11% of
-/// the cycles per issued instruction with block staging).
-template <int P, int NC, bool WS>
+template <int P, int NC>
 __global__ void __launch_bounds__(kThreads) k_synthesis_spin0(LegendreArgs a) {
   constexpr int KC = kObasisChunk;
   const int m = blockIdx.z;  // mode-major grid: a mode's tiles are dispatched together
@@ -105,12 +99,8 @@ __global__ void __launch_bounds__(kThreads) k_synthesis_spin0(LegendreArgs a) {
   const long long ko = a.koff[m], total = a.koff[lmax + 1];
   const int nchunk = static_cast<int>((a.koff[m + 1] - ko) / KC);
   const std::size_t fstride = static_cast<std::size_t>(R) * (lmax + 1);
-  constexpr int NS = WS ? kThreads / 32 : 1;  // staged copies
-  __shared__ double2 s_ab_all[NS][2][KC];
-  __shared__ cplx s_w_all[NS][2][NC][KC][2];
-  const int copy = WS ? static_cast<int>(threadIdx.x) / 32 : 0;
-  auto& s_ab = s_ab_all[copy];
-  auto& s_w = s_w_all[copy];
+  __shared__ double2 s_ab[2][KC];
+  __shared__ cplx s_w[2][NC][KC][2];
   const int fa = a.first_active[m];
   const double nu = a.nu[m];
   const int ncv = min(NC, a.ncols - col0);  // valid columns of this block
@@ -122,12 +112,7 @@ __global__ void __launch_bounds__(kThreads) k_synthesis_spin0(LegendreArgs a) {
   // Entries F_m of rings whose mlim is below m are neither written nor read (the FFT stage
   // aliases modes up to each ring's mlim only).
   auto stage = [&](int ch, int b) {
-    if (WS)
-      stage_chunk<KC, NC>(a, ko + static_cast<long long>(ch) * KC, col0, ncv, total, s_ab[b],
-                          s_w[b], static_cast<int>(threadIdx.x) % 32, 32);
-    else
-      stage_chunk<KC, NC>(a, ko + static_cast<long long>(ch) * KC, col0, ncv, total, s_ab[b],
-                          s_w[b]);
+    stage_chunk<KC, NC>(a, ko + static_cast<long long>(ch) * KC, col0, ncv, total, s_ab[b], s_w[b]);
   };
 
   const Tiles tiles = mode_tiles(a.nactive - fa, kThreads * P);
@@ -146,10 +131,7 @@ __global__ void __launch_bounds__(kThreads) k_synthesis_spin0(LegendreArgs a) {
 #pragma unroll
       for (int c = 0; c < NC; ++c) p1[k][c] = p2[k][c] = {0.0, 0.0};
     }
-    if (WS)
-      __syncwarp();  // the warp is done with both of its buffers
-    else
-      __syncthreads();  // the previous tile is done with both buffers
+    __syncthreads();  // the previous tile is done with both buffers
     stage(0, 0);
     dispatch_chains<P>((tile_end - tile + kThreads - 1) / kThreads, [&](auto kc) {
     constexpr int K = decltype(kc)::value;  // chains per thread in this tile
@@ -171,10 +153,7 @@ __global__ void __launch_bounds__(kThreads) k_synthesis_spin0(LegendreArgs a) {
     for (int ch = 0; ch < nchunk; ++ch) {
       const int b = ch & 1;
       cp_async_wait();
-      if (WS)
-        __syncwarp();
-      else
-        __syncthreads();
+      __syncthreads();
       if (ch + 1 < nchunk) stage(ch + 1, b ^ 1);
       if (warp_all_scaled_in(e)) {
         // Fast path: every chain of the warp counts; the loop is the recursion and the FMAs.
@@ -245,26 +224,13 @@ __global__ void __launch_bounds__(kThreads) k_synthesis_spin0(LegendreArgs a) {
   }
 }
 
-/// Whether the spin-0 synthesis stages its chunks per warp (ALMAGEST_SHT_SYN_STAGE=block: per
-/// block, with a barrier per chunk).
-static bool synthesis_warp_staging() {
-  static const bool v = [] {
-    const char* e = std::getenv("ALMAGEST_SHT_SYN_STAGE");
-    return !(e && std::string(e) == "block");
-  }();
-  return v;
-}
-
 template <int P, int NC>
 void launch_synth0_t(const LegendreArgs& a, cudaStream_t s) {
   // Tiles of one mode are independent in the synthesis (each writes its own rings): a block per
   // (tile, column group, mode) balances the load better than a loop over tiles. Blocks are
   // dispatched x fastest, so the modes go in order, longest (m = 0) first.
   dim3 grid(std::max(1, (a.nactive + kThreads * P - 1) / (kThreads * P)), (a.ncols + NC - 1) / NC, a.lmax + 1);
-  if (synthesis_warp_staging())
-    k_synthesis_spin0<P, NC, true><<<grid, kThreads, 0, s>>>(a);
-  else
-    k_synthesis_spin0<P, NC, false><<<grid, kThreads, 0, s>>>(a);
+  k_synthesis_spin0<P, NC><<<grid, kThreads, 0, s>>>(a);
   CUDA_CHECK_LAUNCH();
 }
 // ---------------------------------------------------------------------------------------------
@@ -657,8 +623,10 @@ __global__ void k_unalias(FftArgs a, bool polar_only) {
         polar ? a.PU + polar_offset(a, q, cc)
               : a.BH + (static_cast<std::size_t>(cc) * nbelt + (r - (a.nside - 1))) * (2 * a.nside + 1);
     cplx* out = a.F + (static_cast<std::size_t>(cc) * R + r) * (a.lmax + 1);
+    const RingLoc L = locate(a.nside, r);
+    const bool south = r > R - 1 - r;
     for (int m = blockIdx.x * blockDim.x + threadIdx.x; m <= mmax; m += gridDim.x * blockDim.x)
-      out[m] = unaliased(a.nside, brow, r, m);
+      out[m] = unaliased(L, south, brow, m);
   }
 }
 
@@ -725,8 +693,6 @@ void launch_legendre_synthesis(const LegendreArgs& a, cudaStream_t s) {
       launch_synth0_t<2, 2>(a, s);
     else if (po == 2 || (po == 0 && a.nactive <= kThreads * 2))
       launch_synth0_t<2, 1>(a, s);
-    else if (po == 8)
-      launch_synth0_t<8, 1>(a, s);
     else
       launch_synth0_t<4, 1>(a, s);
   } else {
