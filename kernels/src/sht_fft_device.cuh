@@ -11,16 +11,10 @@ __device__ __forceinline__ cplx cmul(cplx a, cplx b) {
 }
 __device__ __forceinline__ cplx conjc(cplx a) { return {a.re, -a.im}; }
 
-/// e^{i pi t^2 / N}, argument reduced exactly in integers (32-bit where (2N)^2 fits).
+/// e^{i pi t^2 / N}, argument reduced exactly in integers. (A 32-bit reduction, (t mod 2N)^2
+/// mod 2N, measured no faster on the H200.)
 __device__ __forceinline__ cplx chirp(long long t, int N) {
-  const unsigned n2 = 2u * static_cast<unsigned>(N);
-  unsigned t2;
-  if (N < 32768 && t >= 0 && t < 0x7fffffffLL) {
-    const unsigned tm = static_cast<unsigned>(t) % n2;
-    t2 = (tm * tm) % n2;
-  } else {
-    t2 = static_cast<unsigned>((t * t) % (2LL * N));
-  }
+  const long long t2 = (t * t) % (2LL * N);
   double s, c;
   sincospi(static_cast<double>(t2) / N, &s, &c);
   return {c, s};
@@ -79,7 +73,7 @@ __device__ __forceinline__ cplx unaliased(const RingLoc& L, bool south, const cp
   const int k = m % L.N;
   cplx G;
   if (!L.polar) {
-    G = k <= L.N / 2 ? brow[k] : conjc(brow[L.N - k]);
+    G = k <= L.N / 2 ? brow[k] : conjc(brow[L.N - k]);  // belt: L.N = 4 nside
   } else {
     const int kk = k == 0 ? 0 : L.N - k;
     const cplx y = cmul(conjc(chirp(k, L.N)), brow[k]);

@@ -608,23 +608,21 @@ __global__ void k_load_polar(FftArgs a, const double* full) {
 
 /// F of every ring and m <= its mlim (the Legendre adjoint reads no other entry): blocks over
 /// (column, ring) rows in y, threads over m.
-__global__ void k_unalias(FftArgs a, bool polar_only) {
+template <bool POLAR_ONLY>
+__global__ void k_unalias(FftArgs a) {
   const int R = 4 * a.nside - 1;
-  const int nbelt = 2 * a.nside + 1;
-  const int rows = polar_only ? 2 * (a.nside - 1) : R;  // rings per column
+  const int N = 4 * a.nside, nh = N / 2 + 1, nbelt = 2 * a.nside + 1;
+  const int rows = POLAR_ONLY ? 2 * (a.nside - 1) : R;  // rings per column
   for (int row = blockIdx.y; row < a.ncc * rows; row += gridDim.y) {
     const int rr = row % rows, cc = row / rows;
-    // polar_only: north cap rings 0 .. nside - 2, then south cap rings 3 nside .. R - 1
-    const int r = !polar_only || rr < a.nside - 1 ? rr : rr + 2 * a.nside + 1;
-    const int q = pair_of_ring(a.nside, r);
-    const int mmax = a.mlim[q];
-    const bool polar = q < a.nside - 1;
-    const cplx* brow =
-        polar ? a.PU + polar_offset(a, q, cc)
-              : a.BH + (static_cast<std::size_t>(cc) * nbelt + (r - (a.nside - 1))) * (2 * a.nside + 1);
-    cplx* out = a.F + (static_cast<std::size_t>(cc) * R + r) * (a.lmax + 1);
+    // POLAR_ONLY: north cap rings 0 .. nside - 2, then south cap rings 3 nside .. R - 1
+    const int r = !POLAR_ONLY || rr < a.nside - 1 ? rr : rr + 2 * a.nside + 1;
+    const int mmax = a.mlim[pair_of_ring(a.nside, r)];
     const RingLoc L = locate(a.nside, r);
+    cplx* out = a.F + (static_cast<std::size_t>(cc) * R + r) * (a.lmax + 1);
     const bool south = r > R - 1 - r;
+    const cplx* brow = L.polar ? a.PU + polar_offset(a, south ? R - 1 - r : r, cc)
+                               : a.BH + (static_cast<std::size_t>(cc) * nbelt + L.idx) * nh;
     for (int m = blockIdx.x * blockDim.x + threadIdx.x; m <= mmax; m += gridDim.x * blockDim.x)
       out[m] = unaliased(L, south, brow, m);
   }
@@ -767,7 +765,10 @@ void launch_load_map(const FftArgs& a, const double* full_map, bool belt, cudaSt
 void launch_unalias_adjoint(const FftArgs& a, bool polar_only, cudaStream_t s) {
   const long long rows = polar_only ? 2LL * (a.nside - 1) : 4LL * a.nside - 1;
   if (rows == 0) return;
-  k_unalias<<<row_grid(a.lmax + 1, static_cast<long long>(a.ncc) * rows), 256, 0, s>>>(a, polar_only);
+  if (polar_only)
+    k_unalias<true><<<row_grid(a.lmax + 1, static_cast<long long>(a.ncc) * rows), 256, 0, s>>>(a);
+  else
+    k_unalias<false><<<row_grid(a.lmax + 1, static_cast<long long>(a.ncc) * rows), 256, 0, s>>>(a);
   CUDA_CHECK_LAUNCH();
 }
 
