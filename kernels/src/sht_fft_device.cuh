@@ -1,7 +1,7 @@
 #pragma once
 // Device helpers of the SHT's FFT-stage layouts, shared by the glue kernels (sht_kernels.cu) and
-// the Legendre adjoints (sht_adjoint.cu), which read F_m of each ring straight from the spectra
-// the FFT stage left (unaliased) instead of through a separate F array.
+// the Legendre adjoints (sht_adjoint.cu), which read F_m of the belt rings straight from the belt
+// spectra the FFT stage left (unaliased_belt_pair) instead of through the F array.
 #include "sht_kernels.cuh"
 
 namespace almagest::kernels::sht::dev {
@@ -63,27 +63,6 @@ __device__ __forceinline__ int pair_of_ring(int nside, int r) {
 /// calls of ncc column-components (q's class c).
 __device__ __forceinline__ long long polar_row(const PolarClass& c, int q, int cc, int ncc) {
   return c.cbase * ncc + (static_cast<long long>(cc) * c.rows + (q - c.qlo)) * c.M;
-}
-
-/// F_m of a ring (L = locate(nside, r); south: r is in the southern half) from the adjoint's
-/// spectra, for m <= the ring's mlim: brow is the ring's belt half spectrum (BH row) or its
-/// pair's polar Bluestein row (PU row, north ring + i south ring, whose chirp product the last
-/// multiply of the inverse transform leaves to be undone here).
-__device__ __forceinline__ cplx unaliased(const RingLoc& L, bool south, const cplx* brow, int m) {
-  const int k = m % L.N;
-  cplx G;
-  if (!L.polar) {
-    G = k <= L.N / 2 ? brow[k] : conjc(brow[L.N - k]);  // belt: L.N = 4 nside
-  } else {
-    const int kk = k == 0 ? 0 : L.N - k;
-    const cplx y = cmul(conjc(chirp(k, L.N)), brow[k]);
-    const cplx z = conjc(cmul(conjc(chirp(kk, L.N)), brow[kk]));
-    // Y = Y_N + i Y_S with Hermitian Y_N, Y_S: Y_N(k) = (Y(k) + conj Y(-k)) / 2,
-    // Y_S(k) = (Y(k) - conj Y(-k)) / (2 i).
-    G = south ? cplx{0.5 * (y.im - z.im), -0.5 * (y.re - z.re)}
-              : cplx{0.5 * (y.re + z.re), 0.5 * (y.im + z.im)};
-  }
-  return cmul(G, conjc(phase(m, L.N, L.shifted)));
 }
 
 /// F_m of belt ring pair p (nside - 1 <= p < 2 nside: north ring p, south ring R - 1 - p; fs = 0

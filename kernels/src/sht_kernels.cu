@@ -614,17 +614,33 @@ __global__ void k_unalias(FftArgs a) {
   const int N = 4 * a.nside, nh = N / 2 + 1, nbelt = 2 * a.nside + 1;
   const int rows = POLAR_ONLY ? 2 * (a.nside - 1) : R;  // rings per column
   for (int row = blockIdx.y; row < a.ncc * rows; row += gridDim.y) {
-    const int rr = row % rows, cc = row / rows;
+    int r = row % rows;
+    const int cc = row / rows;
     // POLAR_ONLY: north cap rings 0 .. nside - 2, then south cap rings 3 nside .. R - 1
-    const int r = !POLAR_ONLY || rr < a.nside - 1 ? rr : rr + 2 * a.nside + 1;
+    if (POLAR_ONLY && r >= a.nside - 1) r += 2 * a.nside + 1;
     const int mmax = a.mlim[pair_of_ring(a.nside, r)];
     const RingLoc L = locate(a.nside, r);
-    cplx* out = a.F + (static_cast<std::size_t>(cc) * R + r) * (a.lmax + 1);
+    cplx* out = a.F + (POLAR_ONLY ? static_cast<std::size_t>(cc) * R + r
+                                  : static_cast<std::size_t>(row)) * (a.lmax + 1);
     const bool south = r > R - 1 - r;
     const cplx* brow = L.polar ? a.PU + polar_offset(a, south ? R - 1 - r : r, cc)
                                : a.BH + (static_cast<std::size_t>(cc) * nbelt + L.idx) * nh;
-    for (int m = blockIdx.x * blockDim.x + threadIdx.x; m <= mmax; m += gridDim.x * blockDim.x)
-      out[m] = unaliased(L, south, brow, m);
+    for (int m = blockIdx.x * blockDim.x + threadIdx.x; m <= mmax; m += gridDim.x * blockDim.x) {
+      const int k = m % L.N;
+      cplx G;
+      if (!L.polar) {
+        G = k <= N / 2 ? brow[k] : conjc(brow[N - k]);
+      } else {
+        const int kk = k == 0 ? 0 : L.N - k;
+        const cplx y = cmul(conjc(chirp(k, L.N)), brow[k]);
+        const cplx z = conjc(cmul(conjc(chirp(kk, L.N)), brow[kk]));
+        // Y = Y_N + i Y_S with Hermitian Y_N, Y_S: Y_N(k) = (Y(k) + conj Y(-k)) / 2,
+        // Y_S(k) = (Y(k) - conj Y(-k)) / (2 i).
+        G = south ? cplx{0.5 * (y.im - z.im), -0.5 * (y.re - z.re)}
+                  : cplx{0.5 * (y.re + z.re), 0.5 * (y.im + z.im)};
+      }
+      out[m] = cmul(G, conjc(phase(m, L.N, L.shifted)));
+    }
   }
 }
 
