@@ -37,6 +37,23 @@ __device__ __forceinline__ cplx chunk_sum(const cplx (*red)[kThreads], int out, 
   return group_sum({h[0].re + h[1].re, h[0].im + h[1].im});
 }
 
+/// Adds step i's share of the previous chunk's partial sums of output `out` to h: partials
+/// i RPS .. i RPS + RPS - 1 of the 16 (kThreads / 8) that thread `sub` of the group adds, so that
+/// a chunk's steps together read them all, in a fixed order (one chain of adds).
+template <int RPS>
+__device__ __forceinline__ void add_partials(const cplx (*redp)[kThreads], int out, int sub,
+                                             int i, cplx& h) {
+#pragma unroll
+  for (int r = 0; r < RPS; ++r) {
+    const int t = i * RPS + r;
+    if (t < kThreads / 8) {
+      const cplx v = redp[out][sub + 8 * t];
+      h.re += v.re;
+      h.im += v.im;
+    }
+  }
+}
+
 /// alm from the adjoint's (S1, S2): a_{m+2k} = u_k S1_k + v_{k-1} S1_{k-1}, a_{m+2k+1} = N_k S2_k.
 __global__ void k_obasis_finish(LegendreArgs a) {
   const int m = blockIdx.x, cc = blockIdx.y;
@@ -370,17 +387,7 @@ __global__ void __launch_bounds__(kThreads, MINB) k_adjoint_spin2(AdjointArgs a)
       const double nl_out = s_g[bf][out / NCC];  // lambda_l = N_l mu_l of this thread's output
       cplx h = {0.0, 0.0};  // the previous chunk's partial sum (one chain, spread over degrees)
       // Unconditional (no branch in the degree's code); the sum is used only if pend.
-      auto read_partials = [&](int li) {
-#pragma unroll
-        for (int r = 0; r < RPS; ++r) {
-          const int t = li * RPS + r;
-          if (t < kThreads / 8) {
-            const cplx v = redp[out][sub + 8 * t];
-            h.re += v.re;
-            h.im += v.im;
-          }
-        }
-      };
+      auto read_partials = [&](int li) { add_partials<RPS>(redp, out, sub, li, h); };
       if (lc != l0 && warp_all_scaled_in(e)) {
         // Fast path (see the synthesis): no scale selects, no rescale checks.
         double al = s_a[bf][0], be = s_b[bf][0];
@@ -508,15 +515,7 @@ __global__ void __launch_bounds__(kThreads, MINB) k_adjoint_spin0(AdjointArgs a)
           red[kk * 2 * NC + 2 * c + 1][threadIdx.x] = s2[c];
         }
         // Unconditional (no branch in the step's code); the sum is used only if pend.
-#pragma unroll
-        for (int r = 0; r < RPS; ++r) {
-          const int t = kk * RPS + r;
-          if (t < kThreads / 8) {
-            const cplx v = redp[out][sub + 8 * t];
-            h.re += v.re;
-            h.im += v.im;
-          }
-        }
+        add_partials<RPS>(redp, out, sub, kk, h);
         if (!fast && (kk & 3) == 3) {
 #pragma unroll
           for (int k = 0; k < K; ++k) odd_rescale(e[k], v0[k], v1[k]);
