@@ -34,12 +34,12 @@ struct LegendreArgs {
                               ///< of the adjoint; spin 2 (aE N_l, aB N_l) of the synthesis
 };
 
-/// The Legendre adjoints' arguments: where belt_phase is set they read F_m of the belt ring pairs
+/// The Legendre adjoints' arguments: where `spectra` is set they read F_m of the belt ring pairs
 /// from the belt half spectra (the unalias kernel then writes the polar rings' F only), else all
-/// from F. (A separate struct: two more members in LegendreArgs cost the spin-2 synthesis two
+/// from F. (A separate struct: these members in LegendreArgs cost the spin-2 synthesis two
 /// registers and 0.8% at nside 2048.)
 struct AdjointArgs : LegendreArgs {
-  bool spectra;               ///< belt F_m from BH (belt_phase set)
+  bool spectra;               ///< belt F_m from BH and belt_phase
   const cplx* BH;             ///< belt half spectra [cc][nbelt][N/2 + 1]
   const cplx* belt_phase;     ///< [4 nside] e^{i pi j / (4 nside)}
 };
