@@ -97,9 +97,12 @@ __global__ void k_obasis_finish(LegendreArgs a) {
 // coefficients are read from shared memory one step ahead.
 
 /// Starts the thread's P spin-2 chains of the tile at `tile` for mode m and loads their ring
-/// data: per column Q and U as (F_N + F_S) / 2 and (F_N - F_S) / 2 (the 1/2 of W = (P + M) / 2,
-/// X = (M - P) / 2 folded in), swapped where l0 - m is odd so that entries 0 and 2 (QE, UE) go
-/// with the even degrees counted from l0.
+/// data per column: with Q and U as QE, QO = (F_N +- F_S) / 2 (the 1/2 of W = (P + M) / 2,
+/// X = (M - P) / 2 folded in; E and O swapped where l0 - m is odd, so that QE and UE go with the
+/// even degrees counted from l0), the coefficients of lambda^+ (P) and lambda^- (M) in the sums:
+/// alpha = -QE + i UO, beta = -QE - i UO, gamma = -UE - i QO, delta = -UE + i QO. An even degree
+/// adds (P alpha + M beta, P gamma + M delta) to (bE, bB), an odd one i (M delta - P gamma,
+/// P alpha - M beta): eight FMAs per chain and degree, with no W and X formed per degree.
 template <int P, int NC>
 __device__ __forceinline__ void adjoint2_tile(const AdjointArgs& a, int m, double nu, int tile,
                                               int tile_end, int col0, bool swap, double (&z)[P],
@@ -113,11 +116,18 @@ __device__ __forceinline__ void adjoint2_tile(const AdjointArgs& a, int m, doubl
     return a.F[(static_cast<std::size_t>(col0) * 2 + cc) * fstride +
                static_cast<std::size_t>(ring) * (lmax + 1) + m];
   };
+  const int kc = tile_chains(tile_end - tile);
 #pragma unroll
   for (int k = 0; k < P; ++k) {
-    const int i = tile + k * kThreads + threadIdx.x;
-    const int p = i < tile_end ? a.active[i] : -1;
+    const int i = chain_index(tile, kc, k);
+    const int p = k < kc && i < tile_end ? a.active[i] : -1;
     const bool on = start_chain2(a, m, nu, p, z[k], v0[k], v1[k], w0[k], w1[k], e[k]);
+    // The tables' degree-l0 step has A = B = 0: from (mu_{l0-2}, mu_{l0-1}) = (-start, 0) the
+    // first degree is an ordinary step (no `first` case in the degree code).
+    v0[k] = -v1[k];
+    v1[k] = 0.0;
+    w0[k] = -w1[k];
+    w1[k] = 0.0;
 #pragma unroll
     for (int c = 0; c < NC; ++c) {
       const bool cv = on && col0 + c < a.ncols;
@@ -146,10 +156,10 @@ __device__ __forceinline__ void adjoint2_tile(const AdjointArgs& a, int m, doubl
         UE = UO;
         UO = t;
       }
-      f[k][c][0] = QE;
-      f[k][c][1] = QO;
-      f[k][c][2] = UE;
-      f[k][c][3] = UO;
+      f[k][c][0] = {-QE.re - UO.im, -QE.im + UO.re};  // alpha
+      f[k][c][1] = {-QE.re + UO.im, -QE.im - UO.re};  // beta
+      f[k][c][2] = {-UE.re + QO.im, -UE.im - QO.re};  // gamma
+      f[k][c][3] = {-UE.re - QO.im, -UE.im + QO.re};  // delta
     }
   }
 }
@@ -181,15 +191,16 @@ __device__ __forceinline__ void adjoint2_begin_tile(
   __syncthreads();
 }
 
-/// One degree of the spin-2 adjoint for the thread's first K of P chains: the step (none at l0:
-/// `first`) and the (bE, bB) sums per column of lambda^+ and lambda^- times the ring data of
-/// parity par (relative to l0). fast: every chain of the warp counts (no scale selects). The
-/// chains stay separate: run as W = lambda^+ + lambda^- and X = lambda^- - lambda^+ (five FP64
-/// instructions per degree instead of six) they lost lambda^- where it is ~tan^4(theta/2) of
-/// lambda^+ near the poles (measured on the H200: adjoint errors 1.6e-11 at nside 32 to 4e-6 at
-/// 1024 against the CPU backend).
+/// One degree of the spin-2 adjoint for the thread's first K of P chains: the step and the sums
+/// per column of lambda^+ (P) and lambda^- (M) times the coefficients of adjoint2_tile for parity
+/// par (relative to l0): (bE, bB) at even degrees, (bE, bB) / i at odd ones (the store
+/// multiplies by i). fast: every chain of the warp counts (no scale selects). The chains stay
+/// separate: run as W = lambda^+ + lambda^- and X = lambda^- - lambda^+ they lost lambda^- where
+/// it is ~tan^4(theta/2) of lambda^+ near the poles (measured on the H200: adjoint errors
+/// 1.6e-11 at nside 32 to 4e-6 at 1024 against the CPU backend); the sums take P and M each
+/// with its own coefficient instead (two FMAs per real sum, as the synthesis).
 template <int P, int NC, int K>
-__device__ __forceinline__ void adjoint2_degree(bool fast, bool first, int par, double al,
+__device__ __forceinline__ void adjoint2_degree(bool fast, int par, double al,
                                                 double be, const double (&z)[P], double (&v0)[P],
                                                 double (&v1)[P], double (&w0)[P],
                                                 double (&w1)[P], const int (&e)[P],
@@ -198,28 +209,32 @@ __device__ __forceinline__ void adjoint2_degree(bool fast, bool first, int par, 
   for (int q = 0; q < 2 * NC; ++q) sum[q] = {0.0, 0.0};
 #pragma unroll
   for (int k = 0; k < K; ++k) {
-    if (!first) step2(al, be, z[k], v0[k], v1[k], w0[k], w1[k]);
+    step2(al, be, z[k], v0[k], v1[k], w0[k], w1[k]);
     const double P_ = (fast || e[k] == 0) ? v1[k] : 0.0;
     const double M_ = (fast || e[k] == 0) ? w1[k] : 0.0;
-    const double W = P_ + M_, X = M_ - P_;
 #pragma unroll
     for (int c = 0; c < NC; ++c) {
-      // even: bE += -W QE - i X UO ; bB += i X QO - W UE
-      // odd:  bE += -W QO - i X UE ; bB += i X QE - W UO
-      const cplx A1 = f[k][c][par ? 1 : 0], A2 = f[k][c][par ? 2 : 3];
-      const cplx A3 = f[k][c][par ? 0 : 1], A4 = f[k][c][par ? 3 : 2];
-      // Two FMAs per sum (written as `+= a b + c d` it costs a multiply, an FMA and an add).
-      sum[2 * c].re = fma(X, A2.im, fma(-W, A1.re, sum[2 * c].re));
-      sum[2 * c].im = fma(-X, A2.re, fma(-W, A1.im, sum[2 * c].im));
-      sum[2 * c + 1].re = fma(-W, A4.re, fma(-X, A3.im, sum[2 * c + 1].re));
-      sum[2 * c + 1].im = fma(-W, A4.im, fma(X, A3.re, sum[2 * c + 1].im));
+      const cplx al_ = f[k][c][0], be_ = f[k][c][1], ga = f[k][c][2], de = f[k][c][3];
+      cplx& sE = sum[2 * c];
+      cplx& sB = sum[2 * c + 1];
+      if (par == 0) {  // bE += P alpha + M beta, bB += P gamma + M delta
+        sE.re = fma(M_, be_.re, fma(P_, al_.re, sE.re));
+        sE.im = fma(M_, be_.im, fma(P_, al_.im, sE.im));
+        sB.re = fma(M_, de.re, fma(P_, ga.re, sB.re));
+        sB.im = fma(M_, de.im, fma(P_, ga.im, sB.im));
+      } else {  // bE / i += M delta - P gamma, bB / i += P alpha - M beta
+        sE.re = fma(M_, de.re, fma(-P_, ga.re, sE.re));
+        sE.im = fma(M_, de.im, fma(-P_, ga.im, sE.im));
+        sB.re = fma(-M_, be_.re, fma(P_, al_.re, sB.re));
+        sB.im = fma(-M_, be_.im, fma(P_, al_.im, sB.im));
+      }
     }
   }
 }
 
 /// Starts the thread's P odd chains of the tile at `tile` for mode m and loads their ring data
 /// per column: E = F_N + F_S and X = x (F_N - F_S).
-template <int P, int NC>
+template <int P, int NC, bool TAB>
 __device__ __forceinline__ void adjoint0_tile(const AdjointArgs& a, int m, double nu, int tile,
                                               int tile_end, int col0, int ncv, double (&x2)[P],
                                               double (&v0)[P], double (&v1)[P], int (&e)[P],
@@ -231,12 +246,14 @@ __device__ __forceinline__ void adjoint0_tile(const AdjointArgs& a, int m, doubl
     return a.F[static_cast<std::size_t>(col0 + c) * fstride +
                static_cast<std::size_t>(ring) * (lmax + 1) + m];
   };
+  const int kc = tile_chains(tile_end - tile);
 #pragma unroll
   for (int k = 0; k < P; ++k) {
-    const int i = tile + k * kThreads + threadIdx.x;
-    const int p = i < tile_end ? a.active[i] : -1;
+    const int i = chain_index(tile, kc, k);
+    const int p = k < kc && i < tile_end ? a.active[i] : -1;
     double x;
-    const bool on = start_odd_chain(a, m, nu, p, x, x2[k], v0[k], v1[k], e[k]);
+    const bool on = start_odd_chain<TAB>(a, m, nu, i - a.first_active[m], p, x, x2[k], v0[k],
+                                         v1[k], e[k]);
 #pragma unroll
     for (int c = 0; c < NC; ++c) {
       const bool cv = on && c < ncv;
@@ -255,7 +272,7 @@ __device__ __forceinline__ void adjoint0_tile(const AdjointArgs& a, int m, doubl
 
 /// Starts a tile of the spin-0 adjoint (adjoint0_tile) and stages the first chunk's KA step
 /// coefficients into buffer 0 once the previous tile's reductions are done.
-template <int P, int NC, int KA>
+template <int P, int NC, int KA, bool TAB>
 __device__ __forceinline__ void adjoint0_begin_tile(const AdjointArgs& a, int m, double nu,
                                                     int tile, int tile_end, int col0, int ncv,
                                                     long long ko,
@@ -263,16 +280,16 @@ __device__ __forceinline__ void adjoint0_begin_tile(const AdjointArgs& a, int m,
                                                     double (&v1)[P], int (&e)[P],
                                                     cplx (&E)[P][NC], cplx (&X)[P][NC],
                                                     double2 (&s_ab)[2][KA]) {
-  adjoint0_tile<P, NC>(a, m, nu, tile, tile_end, col0, ncv, x2, v0, v1, e, E, X);
+  adjoint0_tile<P, NC, TAB>(a, m, nu, tile, tile_end, col0, ncv, x2, v0, v1, e, E, X);
   __syncthreads();  // the previous tile's reductions are done
   if (threadIdx.x < KA) s_ab[0][threadIdx.x] = a.ab[ko + threadIdx.x];
   __syncthreads();
 }
 
 /// One odd-chain step of the spin-0 adjoint for the thread's first K of P chains and the sums S1 = sum mu E,
-/// S2 = sum mu X per column. fast: every chain of the warp counts (no scale selects).
-template <int P, int NC, int K>
-__device__ __forceinline__ void adjoint0_step(double2 ab, bool fast, const double (&x2)[P],
+/// S2 = sum mu X per column. FAST: every chain of the warp counts (no scale selects).
+template <int P, int NC, int K, bool FAST>
+__device__ __forceinline__ void adjoint0_step(double2 ab, const double (&x2)[P],
                                               double (&v0)[P], double (&v1)[P],
                                               const int (&e)[P], const cplx (&E)[P][NC],
                                               const cplx (&X)[P][NC], cplx (&s1)[NC],
@@ -282,7 +299,7 @@ __device__ __forceinline__ void adjoint0_step(double2 ab, bool fast, const doubl
 #pragma unroll
   for (int k = 0; k < K; ++k) {
     odd_step(ab, x2[k], v0[k], v1[k]);
-    const double mu = (fast || e[k] == 0) ? v1[k] : 0.0;
+    const double mu = (FAST || e[k] == 0) ? v1[k] : 0.0;
 #pragma unroll
     for (int c = 0; c < NC; ++c) {
       s1[c].re = fma(mu, E[k][c].re, s1[c].re);
@@ -338,10 +355,13 @@ __global__ void __launch_bounds__(kThreads, MINB) k_adjoint_spin2(AdjointArgs a)
   auto buffer = [&](int ch) {
     return reinterpret_cast<cplx (*)[kThreads]>(red_buffers + (ch & 1) * 16 * kThreads);
   };
-  // Block sum s of the output at degree lc + out / NCC, with lambda_l = N_l mu_l (nl), added to
-  // what earlier tiles left (s_prev, fetched by the writer).
-  auto store = [&](int lc, double nl, const cplx& s, bool first_tile) {
+  // Block sum s of the output at degree lc + out / NCC (times i at odd degrees from l0: see
+  // adjoint2_degree), with lambda_l = N_l mu_l (nl), added to what earlier tiles left (s_prev,
+  // fetched by the writer).
+  const bool odd_out = ((out / NCC) & 1) != 0;  // lc - l0 is a multiple of LC (even)
+  auto store = [&](int lc, double nl, const cplx& s0, bool first_tile) {
     if (sub == 0 && l_out_of(lc) <= lmax && col_ok) {
+      const cplx s = odd_out ? cplx{-s0.im, s0.re} : s0;
       const cplx prev = first_tile ? cplx{0.0, 0.0} : s_prev[out];
       *dst_of(lc) = {fma(nl, s.re, prev.re), m == 0 ? 0.0 : fma(nl, s.im, prev.im)};
     }
@@ -363,8 +383,8 @@ __global__ void __launch_bounds__(kThreads, MINB) k_adjoint_spin2(AdjointArgs a)
     // while the other buffer (chunk c - 1) is reduced.
     adjoint2_begin_tile<P, NC, LC>(a, m, nu, tile, tile_end, col0, swap, l0, mst, z, v0, v1, w0,
                                    w1, e, f, s_a, s_b, s_g);
-    dispatch_chains<P>((tile_end - tile + kThreads - 1) / kThreads, [&](auto kc) {
-    constexpr int K = decltype(kc)::value;  // chains per thread in this tile
+    dispatch_chains<P>(tile_chains(tile_end - tile), [&](auto kc_) {
+    constexpr int K = decltype(kc_)::value;  // chains per thread in this tile
     double nl_pend = 0.0;  // lambda_l / mu_l of the previous chunk's output
     int ch = 0;
     for (int lc = l0; lc <= lmax; lc += LC, ++ch) {
@@ -388,7 +408,7 @@ __global__ void __launch_bounds__(kThreads, MINB) k_adjoint_spin2(AdjointArgs a)
       cplx h = {0.0, 0.0};  // the previous chunk's partial sum (one chain, spread over degrees)
       // Unconditional (no branch in the degree's code); the sum is used only if pend.
       auto read_partials = [&](int li) { add_partials<RPS>(redp, out, sub, li, h); };
-      if (lc != l0 && warp_all_scaled_in(e)) {
+      if (warp_all_scaled_in(e)) {
         // Fast path (see the synthesis): no scale selects, no rescale checks.
         double al = s_a[bf][0], be = s_b[bf][0];
 #pragma unroll
@@ -396,7 +416,7 @@ __global__ void __launch_bounds__(kThreads, MINB) k_adjoint_spin2(AdjointArgs a)
           const int ln = li + 1 < LC ? li + 1 : li;
           const double al_n = s_a[bf][ln], be_n = s_b[bf][ln];  // one degree ahead
           cplx sum[NCC];
-          adjoint2_degree<P, NC, K>(true, false, li & 1, al, be, z, v0, v1, w0, w1, e, f, sum);
+          adjoint2_degree<P, NC, K>(true, li & 1, al, be, z, v0, v1, w0, w1, e, f, sum);
 #pragma unroll
           for (int q = 0; q < NCC; ++q) red[li * NCC + q][threadIdx.x] = sum[q];
           read_partials(li);
@@ -407,8 +427,8 @@ __global__ void __launch_bounds__(kThreads, MINB) k_adjoint_spin2(AdjointArgs a)
 #pragma unroll
         for (int li = 0; li < LC; ++li) {
           cplx sum[NCC];
-          adjoint2_degree<P, NC, K>(false, lc + li == l0, li & 1, s_a[bf][li], s_b[bf][li], z, v0,
-                                 v1, w0, w1, e, f, sum);
+          adjoint2_degree<P, NC, K>(false, li & 1, s_a[bf][li], s_b[bf][li], z, v0, v1, w0, w1,
+                                    e, f, sum);
 #pragma unroll
           for (int q = 0; q < NCC; ++q) red[li * NCC + q][threadIdx.x] = sum[q];
           read_partials(li);
@@ -443,7 +463,7 @@ __global__ void __launch_bounds__(kThreads, MINB) k_adjoint_spin2(AdjointArgs a)
 /// gaps), then finished (shuffles, earlier tiles' value, store) before the chunk's one barrier.
 /// Measured on the H200 against the block sums after a barrier of their own (two per chunk):
 /// 23.2 / 3.43 ms against 24.0 / 3.55 at nside 2048 / 1024 (docs/benchmarks.md).
-template <int P, int NC, int MINB>
+template <int P, int NC, int MINB, bool TAB>
 __global__ void __launch_bounds__(kThreads, MINB) k_adjoint_spin0(AdjointArgs a) {
   constexpr int KA = 8 / NC;  // steps per reduction chunk: 2 NC outputs each, 16 in all
   static_assert(KA >= 1 && 16 % (2 * NC) == 0, "chunk");
@@ -482,10 +502,10 @@ __global__ void __launch_bounds__(kThreads, MINB) k_adjoint_spin0(AdjointArgs a)
     double x2[P], v0[P], v1[P];
     int e[P];
     cplx E[P][NC], X[P][NC];  // F_N + F_S and x (F_N - F_S)
-    adjoint0_begin_tile<P, NC, KA>(a, m, nu, tile, tile_end, col0, ncv, ko, x2, v0, v1, e, E, X,
+    adjoint0_begin_tile<P, NC, KA, TAB>(a, m, nu, tile, tile_end, col0, ncv, ko, x2, v0, v1, e, E, X,
                                    s_ab);
-    dispatch_chains<P>((tile_end - tile + kThreads - 1) / kThreads, [&](auto kc) {
-    constexpr int K = decltype(kc)::value;  // chains per thread in this tile
+    dispatch_chains<P>(tile_chains(tile_end - tile), [&](auto kc_) {
+    constexpr int K = decltype(kc_)::value;  // chains per thread in this tile
     for (int ch = 0; ch < nchunk; ++ch) {
       const int b = ch & 1;
       cplx (*red)[kThreads] = buffer(ch);
@@ -500,31 +520,38 @@ __global__ void __launch_bounds__(kThreads, MINB) k_adjoint_spin0(AdjointArgs a)
         cp_async16(&s_ab[b ^ 1][threadIdx.x], a.ab + ko + (ch + 1) * KA + threadIdx.x);
       if (writer && !first_tile && pend) cp_async16(&s_prev[out], dst_of(och));
       cp_async_commit();
-      const bool fast = warp_all_scaled_in(e);
       cplx h = {0.0, 0.0};  // the previous chunk's partial sum (one chain, spread over steps)
-      double2 ab = s_ab[b][0];
+      // The chunk's steps in one of two copies: every chain of the warp scaled in (no selects,
+      // no rescale checks), or not. (One copy with a runtime flag kept the selects and their
+      // predicates in every step: ~25 of ~100 instructions per step at K = 8, SASS of session 7.)
+      auto steps = [&](auto fast_c) {
+        constexpr bool FAST = decltype(fast_c)::value;
+        double2 ab = s_ab[b][0];
 #pragma unroll
-      for (int kk = 0; kk < KA; ++kk) {
-        const double2 ab_next = s_ab[b][kk + 1 < KA ? kk + 1 : kk];  // one step ahead
-        cplx s1[NC], s2[NC];
-        adjoint0_step<P, NC, K>(ab, fast, x2, v0, v1, e, E, X, s1, s2);
-        ab = ab_next;
+        for (int kk = 0; kk < KA; ++kk) {
+          const double2 ab_next = s_ab[b][kk + 1 < KA ? kk + 1 : kk];  // one step ahead
+          cplx s1[NC], s2[NC];
+          adjoint0_step<P, NC, K, FAST>(ab, x2, v0, v1, e, E, X, s1, s2);
+          ab = ab_next;
 #pragma unroll
-        for (int c = 0; c < NC; ++c) {
-          red[kk * 2 * NC + 2 * c][threadIdx.x] = s1[c];
-          red[kk * 2 * NC + 2 * c + 1][threadIdx.x] = s2[c];
+          for (int c = 0; c < NC; ++c) {
+            red[kk * 2 * NC + 2 * c][threadIdx.x] = s1[c];
+            red[kk * 2 * NC + 2 * c + 1][threadIdx.x] = s2[c];
+          }
+          // Unconditional (no branch in the step's code); the sum is used only if pend.
+          add_partials<RPS>(redp, out, sub, kk, h);
+          if constexpr (!FAST) {
+            if ((kk & 3) == 3 || kk == KA - 1) {
+#pragma unroll
+              for (int k = 0; k < K; ++k) odd_rescale(e[k], v0[k], v1[k]);
+            }
+          }
         }
-        // Unconditional (no branch in the step's code); the sum is used only if pend.
-        add_partials<RPS>(redp, out, sub, kk, h);
-        if (!fast && (kk & 3) == 3) {
-#pragma unroll
-          for (int k = 0; k < K; ++k) odd_rescale(e[k], v0[k], v1[k]);
-        }
-      }
-      if (!fast && (KA & 3) != 0) {
-#pragma unroll
-        for (int k = 0; k < K; ++k) odd_rescale(e[k], v0[k], v1[k]);
-      }
+      };
+      if (warp_all_scaled_in(e))
+        steps(std::true_type{});
+      else
+        steps(std::false_type{});
       cp_async_wait();
       if (pend) {
         const cplx sum = group_sum(h);
@@ -564,7 +591,10 @@ void allow_adjoint_smem(K kernel) {
 template <int P, int NC, int MINB = 1>
 void launch_adj0_t(const AdjointArgs& a, cudaStream_t s) {
   dim3 grid(a.lmax + 1, (a.ncols + NC - 1) / NC);
-  k_adjoint_spin0<P, NC, MINB><<<grid, kThreads, 2 * kRedBytes, s>>>(a);
+  if (a.start_v)
+    k_adjoint_spin0<P, NC, MINB, true><<<grid, kThreads, 2 * kRedBytes, s>>>(a);
+  else
+    k_adjoint_spin0<P, NC, MINB, false><<<grid, kThreads, 2 * kRedBytes, s>>>(a);
   CUDA_CHECK_LAUNCH();
 }
 
@@ -579,11 +609,12 @@ void launch_adj2_t(const AdjointArgs& a, cudaStream_t s) {
 void prepare_legendre_kernels() {
   // Every adjoint shape that launch_legendre_adjoint takes (two reduction buffers each).
   allow_adjoint_smem(k_adjoint_spin2<4, 1, 3>);
-  allow_adjoint_smem(k_adjoint_spin2<2, 1, 1>);
-  allow_adjoint_smem(k_adjoint_spin0<2, 2, 1>);
-  allow_adjoint_smem(k_adjoint_spin0<4, 1, 1>);
-  allow_adjoint_smem(k_adjoint_spin0<2, 1, 1>);
-  allow_adjoint_smem(k_adjoint_spin0<8, 1, 3>);
+  allow_adjoint_smem(k_adjoint_spin2<2, 1, 3>);
+  for (auto k : {k_adjoint_spin0<2, 2, 1, true>, k_adjoint_spin0<4, 1, 1, true>,
+                 k_adjoint_spin0<2, 1, 1, true>, k_adjoint_spin0<8, 1, 3, true>,
+                 k_adjoint_spin0<2, 2, 1, false>, k_adjoint_spin0<4, 1, 1, false>,
+                 k_adjoint_spin0<2, 1, 1, false>, k_adjoint_spin0<8, 1, 3, false>})
+    allow_adjoint_smem(k);
 }
 /// Ring pairs per thread of the single-column adjoints from the environment (tuning on other
 /// cards): ALMAGEST_SHT_ADJ_P (spin 0: 2, 4 or 8) and ALMAGEST_SHT_ADJ2_P (spin 2: 2 or 4); 0
@@ -623,7 +654,7 @@ void launch_legendre_adjoint(const AdjointArgs& a, cudaStream_t s) {
     if (a.ncols < 2 && (po == 4 || (po == 0 && a.nactive >= 2 * kThreads * 4)))
       launch_adj2_t<4, 1, 3>(a, s);
     else
-      launch_adj2_t<2, 1>(a, s);
+      launch_adj2_t<2, 1, 3>(a, s);
   }
 }
 

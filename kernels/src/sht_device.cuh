@@ -95,11 +95,10 @@ __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group 0;\n" ::: "memory");
 }
 
-/// Starts the odd chain of ring pair p (-1: none) for mode m: x, x^2, (mu_{-2}, mu_{-1}) =
-/// (-mu_0, 0) and the scale. Returns whether its output counts (an idle chain runs on zeros).
-__device__ __forceinline__ bool start_odd_chain(const LegendreArgs& a, int m, double nu, int p,
-                                                double& x, double& x2, double& v0, double& v1,
-                                                int& e) {
+/// The odd chain's start computed (start_odd_chain).
+__device__ __forceinline__ bool compute_odd_start(const LegendreArgs& a, int m, double nu, int p,
+                                                  double& x, double& x2, double& v0, double& v1,
+                                                  int& e) {
   const bool on = p >= 0 && m <= a.mlim[p];
   const RingPair g = pair_geometry(a.nside, p >= 0 ? p : 0);
   x = g.z;
@@ -116,6 +115,30 @@ __device__ __forceinline__ bool start_odd_chain(const LegendreArgs& a, int m, do
   return on;
 }
 
+
+/// Starts the odd chain of ring pair p (-1: none) for mode m: x, x^2, (mu_{-2}, mu_{-1}) =
+/// (-mu_0, 0) and the scale. Returns whether its output counts (an idle chain runs on zeros).
+/// TAB: read from the plan's start table at index t (active index minus first_active[m]), else
+/// computed (compute_odd_start). The computation (a power by squaring, square roots and
+/// divisions: several hundred dependent FP64 cycles per chain) held ~15% of the spin-0
+/// synthesis' warp time at nside 1024 (ncu, session 6); kernels that may compute are separate
+/// instances, as the fallback's code costs the table instances registers.
+template <bool TAB>
+__device__ __forceinline__ bool start_odd_chain(const Spin0Args& a, int m, double nu,
+                                                long long t, int p, double& x, double& x2,
+                                                double& v0, double& v1, int& e) {
+  if constexpr (!TAB) {
+    return compute_odd_start(a, m, nu, p, x, x2, v0, v1, e);
+  } else {
+    const bool on = p >= 0 && m <= a.mlim[p];
+    x = a.pair_z[p >= 0 ? p : 0];
+    x2 = x * x;
+    v0 = on ? a.start_v[a.soff[m] + t] : 0.0;
+    e = on ? a.start_e[a.soff[m] + t] : 0;
+    v1 = 0.0;
+    return on;
+  }
+}
 /// One odd-chain step: mu_k = (A x^2 + B) mu_{k-1} - mu_{k-2}.
 __device__ __forceinline__ void odd_step(double2 ab, double x2, double& v0, double& v1) {
   const double vn = fma(fma(ab.x, x2, ab.y), v1, -v0);
@@ -141,6 +164,19 @@ struct Tiles {
 };
 __device__ __forceinline__ Tiles mode_tiles(int n, int cap) {
   return {n > 0 ? (n + cap - 1) / cap : 0, cap};
+}
+
+/// Chains per thread of a tile of n ring pairs (n <= kThreads P).
+__device__ __forceinline__ int tile_chains(int n) { return (n + kThreads - 1) / kThreads; }
+
+/// Active index of chain k (of kc per thread) of this thread in the tile that starts at `tile`:
+/// each warp takes 32 kc consecutive pairs, so that a warp's chains lie at nearby colatitudes and
+/// agree more often on their scale state (a warp takes the fast path of a chunk only when every
+/// chain of it is scaled in). With chains 128 pairs apart instead, 21% / 36% of the warp steps
+/// at nside 512 had a chain still underflowed for four / eight chains per thread; 13% / 24% so
+/// (host count over all modes and ring pairs, session 7).
+__device__ __forceinline__ int chain_index(int tile, int kc, int k) {
+  return tile + ((static_cast<int>(threadIdx.x) >> 5) * kc + k) * 32 + (threadIdx.x & 31);
 }
 
 /// Calls f(std::integral_constant<int, K>) with K = k (1 <= k <= P): the chains per thread of

@@ -99,6 +99,26 @@ __device__ __forceinline__ void stage_chunk(const LegendreArgs& a, long long t0,
   cp_async_commit();
 }
 
+/// The spin-0 start table (LegendreArgs::start_v): a block per mode, threads over its active
+/// pairs, the values compute_odd_start gives; block 0 also writes each pair's cos theta.
+__global__ void k_start_table(LegendreArgs a, const long long* soff, double* start_v,
+                              short* start_e, double* pair_z) {
+  const int m = blockIdx.x;
+  const int fa = a.first_active[m];
+  const double nu = a.nu[m];
+  const long long base = soff[m];
+  for (int i = fa + static_cast<int>(threadIdx.x); i < a.nactive; i += blockDim.x) {
+    double x, x2, v0, v1;
+    int e;
+    compute_odd_start(a, m, nu, a.active[i], x, x2, v0, v1, e);
+    start_v[base + i - fa] = v0;
+    start_e[base + i - fa] = static_cast<short>(e);  // e >= -(m log2(1/sin theta)) / 600
+  }
+  if (m == 0)
+    for (int p = threadIdx.x; p < 2 * a.nside; p += blockDim.x)
+      pair_z[p] = pair_geometry(a.nside, p).z;
+}
+
 /// (w1, w2) of the synthesis from the alm: w1_k = u_k a_{j-1} + v_k a_{j+1}, w2_k = N_k a_j.
 __global__ void k_obasis_prepare(LegendreArgs a) {
   const int m = blockIdx.x, cc = blockIdx.y;
@@ -132,8 +152,8 @@ __global__ void k_obasis_prepare(LegendreArgs a) {
 /// Spin-0 synthesis: block (m, column group), threads over active ring pairs, P pairs each; the
 /// step coefficients and (w1, w2) of kObasisChunk steps are staged in shared memory with
 /// cp.async, one chunk ahead of the one being summed (one barrier per chunk).
-template <int P, int NC>
-__global__ void __launch_bounds__(kThreads) k_synthesis_spin0(LegendreArgs a) {
+template <int P, int NC, bool TAB>
+__global__ void __launch_bounds__(kThreads) k_synthesis_spin0(Spin0Args a) {
   constexpr int KC = kObasisChunk;
   const int m = blockIdx.z;  // mode-major grid: a mode's tiles are dispatched together
   const int col0 = blockIdx.y * NC;
@@ -162,22 +182,23 @@ __global__ void __launch_bounds__(kThreads) k_synthesis_spin0(LegendreArgs a) {
   for (int t = blockIdx.x; t < tiles.count; t += gridDim.x) {  // a tile per block (grid x)
     const int tile = fa + t * tiles.size;
     const int tile_end = min(tile + tiles.size, a.nactive);
+    const int kc = tile_chains(tile_end - tile);
     double x[P], x2[P], v0[P], v1[P];
     int e[P], pr[P];
     bool on[P];
     cplx p1[P][NC], p2[P][NC];
 #pragma unroll
     for (int k = 0; k < P; ++k) {
-      const int i = tile + k * kThreads + threadIdx.x;
-      pr[k] = i < tile_end ? a.active[i] : -1;
-      on[k] = start_odd_chain(a, m, nu, pr[k], x[k], x2[k], v0[k], v1[k], e[k]);
+      const int i = chain_index(tile, kc, k);
+      pr[k] = k < kc && i < tile_end ? a.active[i] : -1;
+      on[k] = start_odd_chain<TAB>(a, m, nu, i - fa, pr[k], x[k], x2[k], v0[k], v1[k], e[k]);
 #pragma unroll
       for (int c = 0; c < NC; ++c) p1[k][c] = p2[k][c] = {0.0, 0.0};
     }
     __syncthreads();  // the previous tile is done with both buffers
     stage(0, 0);
-    dispatch_chains<P>((tile_end - tile + kThreads - 1) / kThreads, [&](auto kc) {
-    constexpr int K = decltype(kc)::value;  // chains per thread in this tile
+    dispatch_chains<P>(kc, [&](auto kc_) {
+    constexpr int K = decltype(kc_)::value;  // chains per thread in this tile
     // Two steps per iteration with the roles of v0 and v1 alternating (no register moves):
     // before an even step kk, (v0, v1) = (mu_{kk-2}, mu_{kk-1}).
     auto add = [&](int b, int kk, const double (&mu)[P]) {
@@ -268,12 +289,15 @@ __global__ void __launch_bounds__(kThreads) k_synthesis_spin0(LegendreArgs a) {
 }
 
 template <int P, int NC>
-void launch_synth0_t(const LegendreArgs& a, cudaStream_t s) {
+void launch_synth0_t(const Spin0Args& a, cudaStream_t s) {
   // Tiles of one mode are independent in the synthesis (each writes its own rings): a block per
   // (tile, column group, mode) balances the load better than a loop over tiles. Blocks are
   // dispatched x fastest, so the modes go in order, longest (m = 0) first.
   dim3 grid(std::max(1, (a.nactive + kThreads * P - 1) / (kThreads * P)), (a.ncols + NC - 1) / NC, a.lmax + 1);
-  k_synthesis_spin0<P, NC><<<grid, kThreads, 0, s>>>(a);
+  if (a.start_v)
+    k_synthesis_spin0<P, NC, true><<<grid, kThreads, 0, s>>>(a);
+  else
+    k_synthesis_spin0<P, NC, false><<<grid, kThreads, 0, s>>>(a);
   CUDA_CHECK_LAUNCH();
 }
 // ---------------------------------------------------------------------------------------------
@@ -741,13 +765,13 @@ static int synthesis_pairs_override() {
   return v;
 }
 
-void launch_legendre_synthesis(const LegendreArgs& a, cudaStream_t s) {
+void launch_legendre_synthesis(const Spin0Args& a, cudaStream_t s) {
   // Launch shapes measured on the H200 (docs/benchmarks.md): single spin-0 transforms take four
   // ring pairs per thread, two while one tile of kThreads * 2 holds every pair (nside <= 128:
   // 0.052 against 0.061 ms at nside 128); batched columns two pairs and two or four columns;
   // spin 2 two pairs (one with two columns), 64-degree chunks (1.4% faster than 32 at 2048).
   if (a.spin == 0) {
-    k_obasis_prepare<<<dim3(a.lmax + 1, a.ncols), 128, 0, s>>>(a);
+    k_obasis_prepare<<<dim3(a.lmax + 1, a.ncols), 128, 0, s>>>(static_cast<const LegendreArgs&>(a));
     CUDA_CHECK_LAUNCH();
     const int po = synthesis_pairs_override();
     if (a.ncols >= 4)
@@ -759,12 +783,12 @@ void launch_legendre_synthesis(const LegendreArgs& a, cudaStream_t s) {
     else
       launch_synth0_t<4, 1>(a, s);
   } else {
-    k_spin2_prepare<<<dim3(a.lmax + 1, a.ncols), 128, 0, s>>>(a);
+    k_spin2_prepare<<<dim3(a.lmax + 1, a.ncols), 128, 0, s>>>(static_cast<const LegendreArgs&>(a));
     CUDA_CHECK_LAUNCH();
     if (a.ncols >= 2)
-      launch_synth2_t<1, 2>(a, s);
+      launch_synth2_t<1, 2>(static_cast<const LegendreArgs&>(a), s);
     else
-      launch_synth2_t<2, 1>(a, s);
+      launch_synth2_t<2, 1>(static_cast<const LegendreArgs&>(a), s);
   }
 }
 
@@ -781,10 +805,18 @@ dim3 row_grid(long long len, long long rows) {
   return dim3(static_cast<unsigned>((len + 255) / 256), static_cast<unsigned>(std::min<long long>(rows, 65535)));
 }
 
-void launch_alias_synthesis(const FftArgs& a, cudaStream_t s) {
-  k_alias_belt<<<row_grid(2 * a.nside + 1, static_cast<long long>(a.ncc) * (2 * a.nside + 1)), 256, 0, s>>>(a);
+void launch_start_table(const LegendreArgs& a, const long long* soff, double* start_v,
+                        short* start_e, double* pair_z, cudaStream_t s) {
+  k_start_table<<<a.lmax + 1, 128, 0, s>>>(a, soff, start_v, start_e, pair_z);
   CUDA_CHECK_LAUNCH();
-  if (a.nclass > 0) {
+}
+
+void launch_alias_synthesis(const FftArgs& a, Rows rows, cudaStream_t s) {
+  if (rows != Rows::Polar) {
+    k_alias_belt<<<row_grid(2 * a.nside + 1, static_cast<long long>(a.ncc) * (2 * a.nside + 1)), 256, 0, s>>>(a);
+    CUDA_CHECK_LAUNCH();
+  }
+  if (rows != Rows::Belt && a.nclass > 0) {
     k_alias_polar<<<polar_grid(a), 256, 0, s>>>(a);
     CUDA_CHECK_LAUNCH();
   }
@@ -801,13 +833,13 @@ void launch_polar_multiply(const FftArgs& a, bool conjugate, cudaStream_t s) {
 }
 
 void launch_assemble_map(const FftArgs& a, double* map, const std::int64_t* pixels,
-                         std::int64_t map_size, bool belt, cudaStream_t s) {
+                         std::int64_t map_size, bool belt, Rows rows, cudaStream_t s) {
   if (!pixels) {
-    if (belt) {
+    if (belt && rows != Rows::Polar) {
       k_assemble_belt<<<row_grid(4 * a.nside, static_cast<long long>(a.ncc) * (2 * a.nside + 1)), 256, 0, s>>>(a, map);
       CUDA_CHECK_LAUNCH();
     }
-    if (a.nclass > 0) {
+    if (rows != Rows::Belt && a.nclass > 0) {
       const long long ncap = 2LL * a.nside * (a.nside - 1);
       k_assemble_polar<<<dim3(static_cast<unsigned>(std::min<long long>((ncap + 255) / 256, 8192)), a.ncc), 256, 0, s>>>(a, map);
     }
@@ -818,10 +850,13 @@ void launch_assemble_map(const FftArgs& a, double* map, const std::int64_t* pixe
   CUDA_CHECK_LAUNCH();
 }
 
-void launch_load_map(const FftArgs& a, const double* full_map, bool belt, cudaStream_t s) {
-  if (belt) k_load_belt<<<row_grid(4 * a.nside, static_cast<long long>(a.ncc) * (2 * a.nside + 1)), 256, 0, s>>>(a, full_map);
-  CUDA_CHECK_LAUNCH();
-  if (a.nclass > 0) {
+void launch_load_map(const FftArgs& a, const double* full_map, bool belt, Rows rows,
+                     cudaStream_t s) {
+  if (belt && rows != Rows::Polar) {
+    k_load_belt<<<row_grid(4 * a.nside, static_cast<long long>(a.ncc) * (2 * a.nside + 1)), 256, 0, s>>>(a, full_map);
+    CUDA_CHECK_LAUNCH();
+  }
+  if (rows != Rows::Belt && a.nclass > 0) {
     k_load_polar<<<polar_grid(a), 256, 0, s>>>(a, full_map);
     CUDA_CHECK_LAUNCH();
   }

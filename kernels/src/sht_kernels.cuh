@@ -34,11 +34,22 @@ struct LegendreArgs {
                               ///< of the adjoint; spin 2 (aE N_l, aB N_l) of the synthesis
 };
 
+/// The spin-0 kernels' arguments: the odd chains' start values of every mode and active pair
+/// (launch_start_table), entry soff[m] + i - first_active[m] for active index i; start_v null
+/// where the plan has none (the kernels then compute them). (A derived struct, as AdjointArgs:
+/// members added to LegendreArgs change the spin-2 synthesis' register allocation.)
+struct Spin0Args : LegendreArgs {
+  const long long* soff;      ///< [lmax + 2]
+  const double* start_v;      ///< mu_{-2} of start_odd_chain, scaled
+  const short* start_e;       ///< its scale
+  const double* pair_z;       ///< [2 nside] cos theta of each pair's north ring
+};
+
 /// The Legendre adjoints' arguments: where `spectra` is set they read F_m of the belt ring pairs
 /// from the belt half spectra (the unalias kernel then writes the polar rings' F only), else all
 /// from F. (A separate struct: these members in LegendreArgs cost the spin-2 synthesis two
 /// registers and 0.8% at nside 2048.)
-struct AdjointArgs : LegendreArgs {
+struct AdjointArgs : Spin0Args {
   bool spectra;               ///< belt F_m from BH and belt_phase
   const cplx* BH;             ///< belt half spectra [cc][nbelt][N/2 + 1]
   const cplx* belt_phase;     ///< [4 nside] e^{i pi j / (4 nside)}
@@ -49,7 +60,10 @@ inline constexpr int kObasisChunk = 32;
 /// The same for the spin-2 synthesis (degrees per chunk).
 inline constexpr int kSpin2Chunk = 64;
 
-void launch_legendre_synthesis(const LegendreArgs& a, cudaStream_t s);
+void launch_legendre_synthesis(const Spin0Args& a, cudaStream_t s);
+/// Fills the spin-0 start table (a.soff given) with the values the kernels would compute.
+void launch_start_table(const LegendreArgs& a, const long long* soff, double* start_v,
+                        short* start_e, double* pair_z, cudaStream_t s);
 void launch_legendre_adjoint(const AdjointArgs& a, cudaStream_t s);
 /// Raises the dynamic shared-memory limit of the adjoint kernels on the current device (the same
 /// value for every plan; call once per plan, outside stream capture).
@@ -69,17 +83,23 @@ struct FftArgs {
   const cplx* chirp_fft;      ///< FFT of the wrapped chirp / M per row ([class][row][M])
 };
 
+/// Which rows a glue kernel call covers: the belt rings and the polar ring pairs are
+/// independent up to the Legendre stage, so a plan may run them on two streams.
+enum class Rows { All, Belt, Polar };
+
 /// Synthesis: F -> BH (belt) and PU (polar pairs, chirp-premultiplied, zero padded).
-void launch_alias_synthesis(const FftArgs& a, cudaStream_t s);
+void launch_alias_synthesis(const FftArgs& a, Rows rows, cudaStream_t s);
 /// Pointwise PU *= chirp spectrum (conjugated for the synthesis).
 void launch_polar_multiply(const FftArgs& a, bool conjugate, cudaStream_t s);
-/// Synthesis: BR / PU -> map (full sky, or gathered at `pixels` when npix_out < npix). With
-/// belt = false a full-sky map's belt rings are left alone (the belt FFT wrote them).
+/// Synthesis: BR / PU -> map (full sky, or gathered at `pixels` when npix_out < npix: then
+/// `rows` must be All). With belt = false a full-sky map's belt rings are left alone (the belt
+/// FFT wrote them).
 void launch_assemble_map(const FftArgs& a, double* map, const std::int64_t* pixels,
-                         std::int64_t map_size, bool belt, cudaStream_t s);
+                         std::int64_t map_size, bool belt, Rows rows, cudaStream_t s);
 /// Adjoint: full-sky map -> BR (belt; skipped with belt = false, where the belt FFT reads the
 /// map) and PU (polar pairs, conj-chirp premultiplied, padded).
-void launch_load_map(const FftArgs& a, const double* full_map, bool belt, cudaStream_t s);
+void launch_load_map(const FftArgs& a, const double* full_map, bool belt, Rows rows,
+                     cudaStream_t s);
 /// Adjoint: BH / PU -> F (modes up to each ring's mlim), of every ring or (polar_only) of the
 /// polar-cap rings alone.
 void launch_unalias_adjoint(const FftArgs& a, bool polar_only, cudaStream_t s);

@@ -25,8 +25,8 @@ namespace {
 
 using sht::cplx;
 
-/// A cuFFT plan without a work area of its own: the DevicePlan gives all its plans one shared
-/// work area (they run one after another on the plan's stream).
+/// A cuFFT plan without a work area of its own: the DevicePlan gives its belt plans one work area
+/// and its polar plans another (within each group they run one after another).
 class FftPlan {
 public:
   FftPlan(int n, int batch, cufftType type, int idist, int odist, cudaStream_t s) {
@@ -44,6 +44,7 @@ public:
   FftPlan(const FftPlan&) = delete;
   FftPlan& operator=(const FftPlan&) = delete;
   cufftHandle get() const { return h_; }
+  void set_stream(cudaStream_t s) { CUFFT_CHECK(cufftSetStream(h_, s)); }
   std::size_t work_size() const { return work_; }
   void set_work_area(void* p) { CUFFT_CHECK(cufftSetWorkArea(h_, p)); }
 
@@ -86,6 +87,26 @@ bool adjoint_reads_spectra() {
   }();
   return v;
 }
+/// Whether a call runs the belt rings' glue (aliasing or loading, belt FFT, assembly) on a second
+/// stream beside the polar rows' Bluestein chain (forked after the Legendre stage of a synthesis,
+/// joined before that of an adjoint; in the CUDA graphs these are two branches);
+/// ALMAGEST_SHT_FORK=0: one stream.
+bool fork_belt_rows() {
+  static const bool v = [] {
+    const char* e = std::getenv("ALMAGEST_SHT_FORK");
+    return !(e && std::string(e) == "0");
+  }();
+  return v;
+}
+/// Whether spin-0 plans keep the chains' start values in a table (DevicePlan::build_start_table);
+/// ALMAGEST_SHT_START=compute: the kernels compute them.
+bool use_start_table() {
+  static const bool v = [] {
+    const char* e = std::getenv("ALMAGEST_SHT_START");
+    return !(e && std::string(e) == "compute");
+  }();
+  return v;
+}
 /// Columns from which the table path takes the adjoint in auto mode: measured on the H200 at
 /// nside 64, 128 and 256 (docs/benchmarks.md), it is slower than the recursion below 8 columns
 /// and faster from 8 (nside 128 spin 0: 0.0252 against 0.0271 ms per column at 8, 0.0150
@@ -116,6 +137,7 @@ public:
     DeviceGuard guard(d.device);
     sht::prepare_legendre_kernels();
     stream_ = std::make_unique<Stream>();
+    side_ = std::make_unique<Stream>();
     cudaDeviceProp prop{};
     CUDA_CHECK(cudaGetDeviceProperties(&prop, d.device));
     name_ = prop.name;
@@ -275,15 +297,19 @@ public:
     // for this plan fails here (DeviceOutOfMemory, which the engine answers with a smaller
     // batch) and not in the first call.
     plans(d.max_cols);
+    // The start table takes what the work buffers leave.
+    if (d.spin == 0 && use_start_table()) build_start_table(first);
     CUDA_CHECK(cudaEventCreate(&ev0_));
     CUDA_CHECK(cudaEventCreate(&ev1_));
+    CUDA_CHECK(cudaEventCreateWithFlags(&fork_, cudaEventDisableTiming));
+    CUDA_CHECK(cudaEventCreateWithFlags(&join_, cudaEventDisableTiming));
     stream_->sync();
   }
 
   ~DevicePlan() override {
     for (auto& [k, ex] : graphs_) cudaGraphExecDestroy(ex);
-    if (ev0_) cudaEventDestroy(ev0_);
-    if (ev1_) cudaEventDestroy(ev1_);
+    for (cudaEvent_t e : {ev0_, ev1_, fork_, join_})
+      if (e) cudaEventDestroy(e);
   }
 
   std::string device_name() const override { return name_; }
@@ -291,6 +317,8 @@ public:
     ShtWorkCounts c = counts_;
     c.device_bytes = alm_.bytes() + map_.bytes() + full_.bytes() + F_.bytes() + BH_.bytes() +
                      BR_.bytes() + PU_.bytes() + chirp_fft_.bytes() + fft_work_.bytes() +
+                     fft_work_belt_.bytes() + soff_.bytes() + start_v_.bytes() +
+                     start_e_.bytes() + pair_z_.bytes() +
                      W_.bytes() + ab_.bytes() + norm_.bytes() + tabA_.bytes() + tabB_.bytes() +
                      tabN_.bytes() + (tables_ ? tables_->bytes() : 0);
     return c;
@@ -449,6 +477,32 @@ private:
     graphs_ok_ = false;
     return nullptr;
   }
+  /// The spin-0 start table (LegendreArgs::start_v): the odd chains' start values of every mode
+  /// and active pair, computed once per plan (10 bytes per entry: 176 MB at nside 2048 full
+  /// sky). Where it does not fit (DeviceOutOfMemory, or more than a quarter of the free memory)
+  /// the kernels compute the values themselves, as they do with ALMAGEST_SHT_START=compute.
+  void build_start_table(const std::vector<int>& first) {
+    std::vector<long long> soff(lmax_ + 2, 0);
+    for (int m = 0; m <= lmax_; ++m) soff[m + 1] = soff[m] + (nactive_ - first[m]);
+    const auto n = static_cast<std::size_t>(soff[lmax_ + 1]);
+    std::size_t free_b = 0, total_b = 0;
+    CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+    if (n * (sizeof(double) + sizeof(short)) > free_b / 4) return;
+    try {
+      soff_ = DeviceBuffer<long long>::from(soff, *stream_);
+      start_v_.allocate(std::max<std::size_t>(n, 1));
+      start_e_.allocate(std::max<std::size_t>(n, 1));
+      pair_z_.allocate(2 * static_cast<std::size_t>(ns_));
+    } catch (const DeviceOutOfMemory&) {
+      soff_.release();
+      start_v_.release();
+      start_e_.release();
+      pair_z_.release();
+      return;
+    }
+    sht::launch_start_table(legendre_args(1), soff_.data(), start_v_.data(), start_e_.data(),
+                            pair_z_.data(), *stream_);
+  }
   std::size_t cc(int ncols) const { return static_cast<std::size_t>(ncols) * ncomp_; }
   /// The padded step layout of LegendreArgs::koff: mode m's steps(m) rounded up to whole
   /// chunks, offsets for m = 0..lmax + 1; sets ktotal_ to the total.
@@ -496,15 +550,18 @@ private:
     }
     for (const auto& c : classes_)
       p.polar.push_back(std::make_unique<FftPlan>(c.M, b * c.rows, CUFFT_Z2Z, c.M, c.M, *stream_));
-    std::size_t need = std::max(p.belt_c2r->work_size(), p.belt_r2c->work_size());
+    // Two work areas, as the belt and the polar FFTs may run at the same time (fork_belt_rows).
+    std::size_t need_belt = std::max(p.belt_c2r->work_size(), p.belt_r2c->work_size());
     if (p.belt_c2r_one)
-      need = std::max({need, p.belt_c2r_one->work_size(), p.belt_r2c_one->work_size()});
+      need_belt = std::max({need_belt, p.belt_c2r_one->work_size(), p.belt_r2c_one->work_size()});
+    std::size_t need = 0;
     for (const auto& q : p.polar) need = std::max(need, q->work_size());
     auto& stored = plans_.emplace(ncols, std::move(p)).first->second;
-    if (need > fft_work_.size()) {
-      // A larger shared work area: every plan moves to it, and graphs captured with the old one
-      // are dropped (they are captured again on their next call).
-      fft_work_.allocate(need);
+    if (need > fft_work_.size() || need_belt > fft_work_belt_.size()) {
+      // A larger work area: every plan moves to it, and graphs captured with the old one are
+      // dropped (they are captured again on their next call).
+      if (need > fft_work_.size()) fft_work_.allocate(need);
+      if (need_belt > fft_work_belt_.size()) fft_work_belt_.allocate(need_belt);
       for (auto& [n, cp] : plans_) set_work_areas(cp);
       for (auto& [k, ex] : graphs_) cudaGraphExecDestroy(ex);
       graphs_.clear();
@@ -515,7 +572,7 @@ private:
   }
   void set_work_areas(ColumnPlans& cp) {
     for (auto* q : {cp.belt_c2r.get(), cp.belt_r2c.get(), cp.belt_c2r_one.get(), cp.belt_r2c_one.get()})
-      if (q) q->set_work_area(fft_work_.data());
+      if (q) q->set_work_area(fft_work_belt_.data());
     for (auto& q : cp.polar) q->set_work_area(fft_work_.data());
   }
 
@@ -541,9 +598,20 @@ private:
     a.W = W_.data();
     return a;
   }
+  sht::Spin0Args spin0_args(int ncols) {
+    sht::Spin0Args a{};
+    static_cast<sht::LegendreArgs&>(a) = legendre_args(ncols);
+    if (!start_v_.empty()) {
+      a.soff = soff_.data();
+      a.start_v = start_v_.data();
+      a.start_e = start_e_.data();
+      a.pair_z = pair_z_.data();
+    }
+    return a;
+  }
   sht::AdjointArgs adjoint_args(int ncols) {
     sht::AdjointArgs a{};
-    static_cast<sht::LegendreArgs&>(a) = legendre_args(ncols);
+    static_cast<sht::Spin0Args&>(a) = spin0_args(ncols);
     a.spectra = adjoint_reads_spectra();
     a.BH = BH_.data();
     a.belt_phase = belt_phase_.data();
@@ -595,10 +663,24 @@ private:
       else
         tables_->adjoint(F_.data(), alm_.data(), ncols, s);
     } else if (op == ShtOp::Synthesis) {
-      sht::launch_legendre_synthesis(legendre_args(ncols), s);
+      sht::launch_legendre_synthesis(spin0_args(ncols), s);
     } else {
       sht::launch_legendre_adjoint(adjoint_args(ncols), s);
     }
+  }
+
+  /// The stream of the belt rows' glue in this call: side_ (forked from the plan's stream, which
+  /// keeps the polar rows) unless ALMAGEST_SHT_FORK=0 or a stage profile is being taken.
+  cudaStream_t belt_stream() const { return fork_belt_rows() && !marks_ ? *side_ : *stream_; }
+  void fork(cudaStream_t bs) {
+    if (bs == *stream_) return;
+    CUDA_CHECK(cudaEventRecord(fork_, *stream_));
+    CUDA_CHECK(cudaStreamWaitEvent(bs, fork_, 0));
+  }
+  void join(cudaStream_t bs) {
+    if (bs == *stream_) return;
+    CUDA_CHECK(cudaEventRecord(join_, bs));
+    CUDA_CHECK(cudaStreamWaitEvent(*stream_, join_, 0));
   }
 
   void run_synthesis(int ncols) {
@@ -607,24 +689,43 @@ private:
     legendre(ShtOp::Synthesis, ncols, s);
     mark("legendre");
     const auto f = fft_args(ncols);
-    sht::launch_alias_synthesis(f, s);
-    mark("alias");
-    const bool direct = pixels_.empty() && p.belt_c2r_one;
+    const bool full_sky = pixels_.empty();
+    const bool direct = full_sky && p.belt_c2r_one;
     const std::size_t nbh = static_cast<std::size_t>(2 * ns_ + 1) * (2 * ns_ + 1);
+    // Belt rows: aliasing, the FFT and (full sky) their part of the map, on the belt stream.
+    const cudaStream_t bs = belt_stream();
+    fork(bs);
+    sht::launch_alias_synthesis(f, sht::Rows::Belt, bs);
+    mark("alias-belt");
     if (direct) {
+      p.belt_c2r_one->set_stream(bs);
       for (std::size_t c = 0; c < cc(ncols); ++c)
         CUFFT_CHECK(cufftExecZ2D(p.belt_c2r_one->get(),
                                  reinterpret_cast<cufftDoubleComplex*>(BH_.data() + c * nbh),
                                  map_.data() + c * npix_ + belt_start()));
     } else {
+      p.belt_c2r->set_stream(bs);
       CUFFT_CHECK(cufftExecZ2D(p.belt_c2r->get(), reinterpret_cast<cufftDoubleComplex*>(BH_.data()),
                                BR_.data()));
     }
     mark("belt-fft");
+    if (full_sky) {
+      sht::launch_assemble_map(f, map_.data(), nullptr, msize_, !direct, sht::Rows::Belt, bs);
+      mark("assemble-belt");
+    }
+    // Polar rows on the plan's stream.
+    sht::launch_alias_synthesis(f, sht::Rows::Polar, s);
+    mark("alias-polar");
     polar_convolution(p, f, true);
-    sht::launch_assemble_map(f, map_.data(), pixels_.empty() ? nullptr : pixels_.data(), msize_,
-                             !direct, s);
-    mark("assemble");
+    if (full_sky) {
+      sht::launch_assemble_map(f, map_.data(), nullptr, msize_, !direct, sht::Rows::Polar, s);
+      mark("assemble-polar");
+      join(bs);
+    } else {
+      join(bs);
+      sht::launch_assemble_map(f, map_.data(), pixels_.data(), msize_, true, sht::Rows::All, s);
+      mark("assemble");
+    }
   }
 
   void run_adjoint(int ncols) {
@@ -639,24 +740,34 @@ private:
     }
     const auto f = fft_args(ncols);
     const bool direct = static_cast<bool>(p.belt_r2c_one);
-    sht::launch_load_map(f, src, !direct, s);
-    mark("load");
+    // Belt rows: loading and the FFT on the belt stream.
+    const cudaStream_t bs = belt_stream();
+    fork(bs);
+    sht::launch_load_map(f, src, !direct, sht::Rows::Belt, bs);
+    mark("load-belt");
     if (direct) {
+      p.belt_r2c_one->set_stream(bs);
       const std::size_t nbh = static_cast<std::size_t>(2 * ns_ + 1) * (2 * ns_ + 1);
       for (std::size_t c = 0; c < cc(ncols); ++c)
         CUFFT_CHECK(cufftExecD2Z(p.belt_r2c_one->get(), const_cast<double*>(src) + c * npix_ + belt_start(),
                                  reinterpret_cast<cufftDoubleComplex*>(BH_.data() + c * nbh)));
     } else {
+      p.belt_r2c->set_stream(bs);
       CUFFT_CHECK(cufftExecD2Z(p.belt_r2c->get(), BR_.data(),
                                reinterpret_cast<cufftDoubleComplex*>(BH_.data())));
     }
     mark("belt-fft");
+    // Polar rows on the plan's stream.
+    sht::launch_load_map(f, src, !direct, sht::Rows::Polar, s);
+    mark("load-polar");
     polar_convolution(p, f, false);
     // The recursion adjoints read the belt rings' F_m from BH themselves
-    // (adjoint_reads_spectra): F of the polar rings alone then.
-    sht::launch_unalias_adjoint(
-        f, !use_tables(ShtOp::Adjoint, ncols) && adjoint_reads_spectra(), s);
+    // (adjoint_reads_spectra): F of the polar rings alone then, which needs no belt row.
+    const bool polar_only = !use_tables(ShtOp::Adjoint, ncols) && adjoint_reads_spectra();
+    if (!polar_only) join(bs);
+    sht::launch_unalias_adjoint(f, polar_only, s);
     mark("unalias");
+    if (polar_only) join(bs);
     // The spin-0 kernels and the table path write every alm entry; the spin-2 kernels add to
     // zeros.
     if (d_.spin == 2 && !use_tables(ShtOp::Adjoint, ncols))
@@ -678,9 +789,12 @@ private:
   DeviceBuffer<double2> ab_;
   DeviceBuffer<sht::ObasisNorm> norm_;
   DeviceBuffer<cplx> W_;
+  DeviceBuffer<long long> soff_;  ///< the spin-0 start table (build_start_table)
+  DeviceBuffer<double> start_v_, pair_z_;
+  DeviceBuffer<short> start_e_;
   DeviceBuffer<std::int64_t> pixels_;
   DeviceBuffer<cplx> alm_, F_, BH_, PU_, chirp_fft_;
-  DeviceBuffer<char> fft_work_;
+  DeviceBuffer<char> fft_work_, fft_work_belt_;  ///< polar and belt cuFFT work areas
   DeviceBuffer<unsigned char> cls_of_;
   DeviceBuffer<cplx> belt_phase_;  ///< [4 nside] e^{i pi j / (4 nside)} (adjoint_reads_spectra)
   std::vector<sht::PolarClass> classes_;
@@ -692,6 +806,8 @@ private:
   std::unique_ptr<sht::LegendreTables> tables_;  ///< ALMAGEST_SHT_LEGENDRE=tables, >= 2 columns
   std::vector<std::pair<const char*, cudaEvent_t>>* marks_ = nullptr;
   cudaEvent_t ev0_ = nullptr, ev1_ = nullptr;
+  std::unique_ptr<Stream> side_;  ///< the belt rows' stream (fork_belt_rows)
+  cudaEvent_t fork_ = nullptr, join_ = nullptr;
 };
 
 class Kernels final : public ShtKernels {
