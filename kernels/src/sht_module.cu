@@ -743,6 +743,10 @@ private:
     // Belt rows: loading and the FFT on the belt stream.
     const cudaStream_t bs = belt_stream();
     fork(bs);
+    // The spin-0 kernels and the table path write every alm entry; the spin-2 kernels add to
+    // zeros (cleared here, beside the polar rows).
+    if (d_.spin == 2 && !use_tables(ShtOp::Adjoint, ncols))
+      CUDA_CHECK(cudaMemsetAsync(alm_.data(), 0, cc(ncols) * nalm_ * sizeof(cplx), bs));
     sht::launch_load_map(f, src, !direct, sht::Rows::Belt, bs);
     mark("load-belt");
     if (direct) {
@@ -768,10 +772,6 @@ private:
     sht::launch_unalias_adjoint(f, polar_only, s);
     mark("unalias");
     if (polar_only) join(bs);
-    // The spin-0 kernels and the table path write every alm entry; the spin-2 kernels add to
-    // zeros.
-    if (d_.spin == 2 && !use_tables(ShtOp::Adjoint, ncols))
-      CUDA_CHECK(cudaMemsetAsync(alm_.data(), 0, cc(ncols) * nalm_ * sizeof(cplx), s));
     legendre(ShtOp::Adjoint, ncols, s);
     mark("legendre");
   }
