@@ -383,7 +383,8 @@ __global__ void __launch_bounds__(kThreads, MINB) k_adjoint_spin2(AdjointArgs a)
     // while the other buffer (chunk c - 1) is reduced.
     adjoint2_begin_tile<P, NC, LC>(a, m, nu, tile, tile_end, col0, swap, l0, mst, z, v0, v1, w0,
                                    w1, e, f, s_a, s_b, s_g);
-    const int kw = warp_chains(tile_end - tile, tile_chains(tile_end - tile));
+    dispatch_chains<P>(tile_chains(tile_end - tile), [&](auto kc_) {
+    constexpr int K = decltype(kc_)::value;  // chains per thread in this tile
     double nl_pend = 0.0;  // lambda_l / mu_l of the previous chunk's output
     int ch = 0;
     for (int lc = l0; lc <= lmax; lc += LC, ++ch) {
@@ -407,8 +408,6 @@ __global__ void __launch_bounds__(kThreads, MINB) k_adjoint_spin2(AdjointArgs a)
       cplx h = {0.0, 0.0};  // the previous chunk's partial sum (one chain, spread over degrees)
       // Unconditional (no branch in the degree's code); the sum is used only if pend.
       auto read_partials = [&](int li) { add_partials<RPS>(redp, out, sub, li, h); };
-      dispatch_warp_chains<P>(kw, [&](auto kc_) {
-      constexpr int K = decltype(kc_)::value;  // chains per thread of this warp
       if (warp_all_scaled_in(e)) {
         // Fast path (see the synthesis): no scale selects, no rescale checks.
         double al = s_a[bf][0], be = s_b[bf][0];
@@ -439,7 +438,6 @@ __global__ void __launch_bounds__(kThreads, MINB) k_adjoint_spin2(AdjointArgs a)
           }
         }
       }
-      });
       cp_async_wait();
       if (pend) store(lc - LC, nl_pend, group_sum(h), first_tile);
       nl_pend = nl_out;
@@ -454,6 +452,7 @@ __global__ void __launch_bounds__(kThreads, MINB) k_adjoint_spin2(AdjointArgs a)
       store(lc, nl_pend, s, first_tile);
       // The next tile's first chunk writes buffer 0 only after adjoint2_begin_tile's barriers.
     }
+    });
   }
 }
 
@@ -505,7 +504,8 @@ __global__ void __launch_bounds__(kThreads, MINB) k_adjoint_spin0(AdjointArgs a)
     cplx E[P][NC], X[P][NC];  // F_N + F_S and x (F_N - F_S)
     adjoint0_begin_tile<P, NC, KA, TAB>(a, m, nu, tile, tile_end, col0, ncv, ko, x2, v0, v1, e, E, X,
                                    s_ab);
-    const int kw = warp_chains(tile_end - tile, tile_chains(tile_end - tile));
+    dispatch_chains<P>(tile_chains(tile_end - tile), [&](auto kc_) {
+    constexpr int K = decltype(kc_)::value;  // chains per thread in this tile
     for (int ch = 0; ch < nchunk; ++ch) {
       const int b = ch & 1;
       cplx (*red)[kThreads] = buffer(ch);
@@ -524,9 +524,8 @@ __global__ void __launch_bounds__(kThreads, MINB) k_adjoint_spin0(AdjointArgs a)
       // The chunk's steps in one of two copies: every chain of the warp scaled in (no selects,
       // no rescale checks), or not. (One copy with a runtime flag kept the selects and their
       // predicates in every step: ~25 of ~100 instructions per step at K = 8, SASS of session 7.)
-      auto steps = [&](auto fast_c, auto kc_) {
+      auto steps = [&](auto fast_c) {
         constexpr bool FAST = decltype(fast_c)::value;
-        constexpr int K = decltype(kc_)::value;  // chains per thread of this warp
         double2 ab = s_ab[b][0];
 #pragma unroll
         for (int kk = 0; kk < KA; ++kk) {
@@ -549,12 +548,10 @@ __global__ void __launch_bounds__(kThreads, MINB) k_adjoint_spin0(AdjointArgs a)
           }
         }
       };
-      dispatch_warp_chains<P>(kw, [&](auto kc_) {
-        if (warp_all_scaled_in(e))
-          steps(std::true_type{}, kc_);
-        else
-          steps(std::false_type{}, kc_);
-      });
+      if (warp_all_scaled_in(e))
+        steps(std::true_type{});
+      else
+        steps(std::false_type{});
       cp_async_wait();
       if (pend) {
         const cplx sum = group_sum(h);
@@ -577,6 +574,7 @@ __global__ void __launch_bounds__(kThreads, MINB) k_adjoint_spin0(AdjointArgs a)
       }
       // The next tile's first chunk writes buffer 0 only after adjoint0_begin_tile's barriers.
     }
+    });
   }
 }
 

@@ -179,30 +179,6 @@ __device__ __forceinline__ int chain_index(int tile, int kc, int k) {
   return tile + ((static_cast<int>(threadIdx.x) >> 5) * kc + k) * 32 + (threadIdx.x & 31);
 }
 
-/// Chains per thread that this thread's warp needs in a tile of n ring pairs with kc chains per
-/// thread (chain_index): 0 .. kc, ceil(the warp's active pairs / 32).
-__device__ __forceinline__ int warp_chains(int n, int kc) {
-  const int lo = (static_cast<int>(threadIdx.x) >> 5) * 32 * kc;
-  const int nw = min(max(n - lo, 0), 32 * kc);
-  return (nw + 31) / 32;
-}
-
-/// Calls f(std::integral_constant<int, K>) with K = k (0 <= k <= P): the chains of a warp as a
-/// compile-time count (warp_chains), so that no warp computes idle chain slots. Per warp, the idle
-/// slots of a mode's tiles are 0.9% / 0.5% of the chain steps at nside 1024 / 2048 against 3.4%
-/// / 1.8% with one count per tile (host count, session 7). Shapes of fewer than four pairs per
-/// thread keep K = P (their register allocation as it was).
-template <int P, int K = P, class F>
-__device__ __forceinline__ void dispatch_warp_chains(int k, F&& f) {
-  if constexpr (P >= 4 && K > 0) {
-    if (k < K) {
-      dispatch_warp_chains<P, K - 1>(k, f);
-      return;
-    }
-  }
-  f(std::integral_constant<int, K>{});
-}
-
 /// Calls f(std::integral_constant<int, K>) with K = k (1 <= k <= P): the chains per thread of
 /// a tile as a compile-time count, so that idle chain slots cost no instructions. Shapes of
 /// fewer than four pairs per thread (small nside, batched columns: a tile or two per mode) keep

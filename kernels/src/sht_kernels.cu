@@ -197,29 +197,28 @@ __global__ void __launch_bounds__(kThreads) k_synthesis_spin0(Spin0Args a) {
     }
     __syncthreads();  // the previous tile is done with both buffers
     stage(0, 0);
-    const int kw = warp_chains(tile_end - tile, kc);
+    dispatch_chains<P>(kc, [&](auto kc_) {
+    constexpr int K = decltype(kc_)::value;  // chains per thread in this tile
+    // Two steps per iteration with the roles of v0 and v1 alternating (no register moves):
+    // before an even step kk, (v0, v1) = (mu_{kk-2}, mu_{kk-1}).
+    auto add = [&](int b, int kk, const double (&mu)[P]) {
+#pragma unroll
+      for (int c = 0; c < NC; ++c) {
+        const cplx w1 = s_w[b][c][kk][0], w2 = s_w[b][c][kk][1];
+#pragma unroll
+        for (int k = 0; k < K; ++k) {
+          p1[k][c].re = fma(mu[k], w1.re, p1[k][c].re);
+          p1[k][c].im = fma(mu[k], w1.im, p1[k][c].im);
+          p2[k][c].re = fma(mu[k], w2.re, p2[k][c].re);
+          p2[k][c].im = fma(mu[k], w2.im, p2[k][c].im);
+        }
+      }
+    };
     for (int ch = 0; ch < nchunk; ++ch) {
       const int b = ch & 1;
       cp_async_wait();
       __syncthreads();
       if (ch + 1 < nchunk) stage(ch + 1, b ^ 1);
-      dispatch_warp_chains<P>(kw, [&](auto kc_) {
-      constexpr int K = decltype(kc_)::value;  // chains per thread of this warp
-      // Two steps per iteration with the roles of v0 and v1 alternating (no register moves):
-      // before an even step kk, (v0, v1) = (mu_{kk-2}, mu_{kk-1}).
-      auto add = [&](int kk, const double (&mu)[P]) {
-#pragma unroll
-        for (int c = 0; c < NC; ++c) {
-          const cplx w1 = s_w[b][c][kk][0], w2 = s_w[b][c][kk][1];
-#pragma unroll
-          for (int k = 0; k < K; ++k) {
-            p1[k][c].re = fma(mu[k], w1.re, p1[k][c].re);
-            p1[k][c].im = fma(mu[k], w1.im, p1[k][c].im);
-            p2[k][c].re = fma(mu[k], w2.re, p2[k][c].re);
-            p2[k][c].im = fma(mu[k], w2.im, p2[k][c].im);
-          }
-        }
-      };
       if (warp_all_scaled_in(e)) {
         // Fast path: every chain of the warp counts; the loop is the recursion and the FMAs.
 #pragma unroll 1
@@ -227,12 +226,12 @@ __global__ void __launch_bounds__(kThreads) k_synthesis_spin0(Spin0Args a) {
           const double2 ab0 = s_ab[b][kk], ab1 = s_ab[b][kk + 1];
 #pragma unroll
           for (int k = 0; k < K; ++k) v0[k] = fma(fma(ab0.x, x2[k], ab0.y), v1[k], -v0[k]);
-          add(kk, v0);
+          add(b, kk, v0);
 #pragma unroll
           for (int k = 0; k < K; ++k) v1[k] = fma(fma(ab1.x, x2[k], ab1.y), v0[k], -v1[k]);
-          add(kk + 1, v1);
+          add(b, kk + 1, v1);
         }
-        return;
+        continue;
       }
       if (warp_none_counts(e, on)) {
         // No counting chain in the warp (underflowed, or idle): the recursion alone.
@@ -249,7 +248,7 @@ __global__ void __launch_bounds__(kThreads) k_synthesis_spin0(Spin0Args a) {
             for (int k = 0; k < K; ++k) odd_rescale(e[k], v0[k], v1[k]);
           }
         }
-        return;
+        continue;
       }
 #pragma unroll 1
       for (int kk = 0; kk < KC; kk += 2) {
@@ -260,22 +259,21 @@ __global__ void __launch_bounds__(kThreads) k_synthesis_spin0(Spin0Args a) {
           v0[k] = fma(fma(ab0.x, x2[k], ab0.y), v1[k], -v0[k]);
           mu[k] = e[k] == 0 ? v0[k] : 0.0;
         }
-        add(kk, mu);
+        add(b, kk, mu);
 #pragma unroll
         for (int k = 0; k < K; ++k) {
           v1[k] = fma(fma(ab1.x, x2[k], ab1.y), v0[k], -v1[k]);
           mu[k] = e[k] == 0 ? v1[k] : 0.0;
         }
-        add(kk + 1, mu);
+        add(b, kk + 1, mu);
         if ((kk & 2) == 2) {
 #pragma unroll
           for (int k = 0; k < K; ++k) odd_rescale(e[k], v0[k], v1[k]);
         }
       }
-      });
     }
 #pragma unroll
-    for (int k = 0; k < P; ++k) {  // idle chains are off
+    for (int k = 0; k < K; ++k) {
       if (!on[k]) continue;
       const int rn = pr[k], rs = R - 1 - pr[k];
 #pragma unroll
@@ -286,6 +284,7 @@ __global__ void __launch_bounds__(kThreads) k_synthesis_spin0(Spin0Args a) {
         if (rs != rn) Fat(c, rs) = {E.re - O.re, E.im - O.im};
       }
     }
+    });
   }
 }
 
