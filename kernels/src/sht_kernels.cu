@@ -705,8 +705,10 @@ __global__ void k_unalias(FftArgs a) {
         G = k <= N / 2 ? brow[k] : conjc(brow[N - k]);
       } else {
         const int kk = k == 0 ? 0 : L.N - k;
-        const cplx y = cmul(conjc(chirp(k, L.N)), brow[k]);
-        const cplx z = conjc(cmul(conjc(chirp(kk, L.N)), brow[kk]));
+        // chirp(N - k) = chirp(k): (N - k)^2 = k^2 (mod 2 N) for even N.
+        const cplx c = conjc(chirp(k, L.N));
+        const cplx y = cmul(c, brow[k]);
+        const cplx z = conjc(cmul(c, brow[kk]));
         // Y = Y_N + i Y_S with Hermitian Y_N, Y_S: Y_N(k) = (Y(k) + conj Y(-k)) / 2,
         // Y_S(k) = (Y(k) - conj Y(-k)) / (2 i).
         G = south ? cplx{0.5 * (y.im - z.im), -0.5 * (y.re - z.re)}
