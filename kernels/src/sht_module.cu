@@ -478,7 +478,7 @@ private:
     return nullptr;
   }
   /// The spin-0 start table (LegendreArgs::start_v): the odd chains' start values of every mode
-  /// and active pair, computed once per plan (10 bytes per entry: 176 MB at nside 2048 full
+  /// and active pair, computed once per plan (10 bytes per entry: 169 MB at nside 2048 full
   /// sky). Where it does not fit (DeviceOutOfMemory, or more than a quarter of the free memory)
   /// the kernels compute the values themselves, as they do with ALMAGEST_SHT_START=compute.
   void build_start_table(const std::vector<int>& first) {
