@@ -136,6 +136,9 @@ __device__ __forceinline__ void adjoint2_tile(const AdjointArgs& a, int m, doubl
       if (cv && a.spectra && p >= a.nside - 1) {
         unaliased_belt_pair(a, (col0 + c) * 2, p, m, qN, qS);
         unaliased_belt_pair(a, (col0 + c) * 2 + 1, p, m, uN, uS);
+      } else if (cv && a.polar_spectra && p < a.nside - 1) {
+        unaliased_polar_pair(a, (col0 + c) * 2, p, m, qN, qS);
+        unaliased_polar_pair(a, (col0 + c) * 2 + 1, p, m, uN, uS);
       } else if (cv) {
         qN = Fget(2 * c, p);
         uN = Fget(2 * c + 1, p);
@@ -338,6 +341,8 @@ __device__ __forceinline__ void adjoint0_tile(const AdjointArgs& a, int m, doubl
       cplx N = {0, 0}, S = {0, 0};
       if (cv && a.spectra && p >= a.nside - 1) {
         unaliased_belt_pair(a, col0 + c, p, m, N, S);
+      } else if (cv && a.polar_spectra && p < a.nside - 1) {
+        unaliased_polar_pair(a, col0 + c, p, m, N, S);
       } else if (cv) {
         N = Fget(c, p);
         if (R - 1 - p != p) S = Fget(c, R - 1 - p);

@@ -1,7 +1,8 @@
 #pragma once
 // Device helpers of the SHT's FFT stage that the glue kernels (sht_kernels.cu) share with the
-// Legendre adjoints (sht_adjoint.cu): complex products, and F_m of the belt rings read straight
-// from the belt spectra the FFT stage left (unaliased_belt_pair) instead of through the F array.
+// Legendre adjoints (sht_adjoint.cu): complex products, chirps and phases, and F_m read straight
+// from the belt spectra and the polar Bluestein rows the FFT stage left (unaliased_belt_pair,
+// unaliased_polar_pair) instead of through the F array.
 #include "sht_kernels.cuh"
 
 namespace almagest::kernels::sht::dev {
@@ -11,12 +12,27 @@ __device__ __forceinline__ cplx cmul(cplx a, cplx b) {
 }
 __device__ __forceinline__ cplx conjc(cplx a) { return {a.re, -a.im}; }
 
+/// e^{i pi t^2 / N}, argument reduced exactly in integers. (A 32-bit reduction, (t mod 2N)^2
+/// mod 2N, measured no faster on the H200.)
+__device__ __forceinline__ cplx chirp(long long t, int N) {
+  const long long t2 = (t * t) % (2LL * N);
+  double s, c;
+  sincospi(static_cast<double>(t2) / N, &s, &c);
+  return {c, s};
+}
+/// e^{i m phi0} with phi0 = pi / N (shifted rings) or 0.
+__device__ __forceinline__ cplx phase(int m, int N, bool shifted) {
+  if (!shifted) return {1.0, 0.0};
+  double s, c;
+  sincospi(static_cast<double>(m % (2 * N)) / N, &s, &c);
+  return {c, s};
+}
+
 /// F_m of belt ring pair p (nside - 1 <= p < 2 nside: north ring p, south ring R - 1 - p; fs = 0
 /// on the equator, where they are one ring) of column-component cc, for the Legendre adjoints:
 /// straight from the belt half spectra BH with the rings' phase from a table (a.belt_phase[j] =
 /// e^{i pi j / N}, N = 4 nside), so a chain's start costs two loads and a complex multiply per
-/// ring. The polar pairs' F_m take more (two chirps and a phase, sincospi each), which inside the
-/// FP64-bound adjoint cost more than the unalias kernel that writes them (docs/benchmarks.md).
+/// ring.
 __device__ __forceinline__ void unaliased_belt_pair(const AdjointArgs& a, int cc, int p, int m,
                                                     cplx& fn, cplx& fs) {
   const int nside = a.nside, R = 4 * nside - 1, N = 4 * nside, nh = 2 * nside + 1;
@@ -29,6 +45,30 @@ __device__ __forceinline__ void unaliased_belt_pair(const AdjointArgs& a, int cc
   };
   fn = one(p);
   fs = R - 1 - p == p ? cplx{0.0, 0.0} : one(R - 1 - p);
+}
+
+/// F_m of polar ring pair q (north ring q, south ring R - 1 - q) of column-component cc, for the
+/// Legendre adjoints: straight from the pair's Bluestein row (real part north, imaginary part
+/// south) as the unalias kernel computes it, with the chirp and the phase of bin k = m mod N from
+/// the polar tables (chirp(N - k) = chirp(k) for even N; the phase of m is (-1)^(m div N) that
+/// of k). Two table loads, two row loads and ~20 FP64 operations per pair and chain start, so no
+/// F of the polar rings is written or read.
+__device__ __forceinline__ void unaliased_polar_pair(const AdjointArgs& a, int cc, int q, int m,
+                                                     cplx& fn, cplx& fs) {
+  const int N = 4 * (q + 1);
+  const int k = m % N, kk = k == 0 ? 0 : N - k;
+  const long long* pr = a.prow + 3 * q;
+  const cplx* row = a.PU + pr[0] * a.ncc + cc * pr[1] + pr[2];
+  const long long t = polar_table_index(q, k);
+  const cplx c = conjc(a.pchirp[t]);
+  cplx e = conjc(a.pphase[t]);
+  if ((m / N) & 1) e = {-e.re, -e.im};
+  const cplx y = cmul(c, row[k]);
+  const cplx z = conjc(cmul(c, row[kk]));
+  // Y = Y_N + i Y_S with Hermitian Y_N, Y_S: Y_N(k) = (Y(k) + conj Y(-k)) / 2,
+  // Y_S(k) = (Y(k) - conj Y(-k)) / (2 i).
+  fn = cmul({0.5 * (y.re + z.re), 0.5 * (y.im + z.im)}, e);
+  fs = cmul({0.5 * (y.im - z.im), -0.5 * (y.re - z.re)}, e);
 }
 
 }  // namespace almagest::kernels::sht::dev

@@ -15,22 +15,6 @@ namespace {
 
 using namespace dev;
 
-/// e^{i pi t^2 / N}, argument reduced exactly in integers. (A 32-bit reduction, (t mod 2N)^2
-/// mod 2N, measured no faster on the H200.)
-__device__ __forceinline__ cplx chirp(long long t, int N) {
-  const long long t2 = (t * t) % (2LL * N);
-  double s, c;
-  sincospi(static_cast<double>(t2) / N, &s, &c);
-  return {c, s};
-}
-/// e^{i m phi0} with phi0 = pi / N (shifted rings) or 0.
-__device__ __forceinline__ cplx phase(int m, int N, bool shifted) {
-  if (!shifted) return {1.0, 0.0};
-  double s, c;
-  sincospi(static_cast<double>(m % (2 * N)) / N, &s, &c);
-  return {c, s};
-}
-
 __device__ __forceinline__ int ring_of_pixel(int nside, long long p) {
   const long long ncap = 2LL * nside * (nside - 1), npix = 12LL * nside * nside;
   if (p < ncap) {
@@ -571,9 +555,10 @@ __global__ void k_alias_polar(FftArgs a) {
         cplx pn, nn, ps, ns;
         alias_sums(Fn, j, N, mmax, true, pn, nn);
         alias_sums(Fs, j, N, mmax, true, ps, ns);
+        const long long t = polar_table_index(q, j);
         const cplx g = alias_combine({pn.re - ps.im, pn.im + ps.re}, {nn.re - ns.im, nn.im + ns.re},
-                                     phase(j, N, true), true);
-        u = cmul(g, chirp(j, N));
+                                     a.pphase ? a.pphase[t] : phase(j, N, true), true);
+        u = cmul(g, a.pchirp ? a.pchirp[t] : chirp(j, N));
       }
       out[j] = u;
     }
@@ -673,7 +658,9 @@ __global__ void k_load_polar(FftArgs a, const double* full) {
     const double* ms = full + static_cast<std::size_t>(cc) * a.npix + a.npix - 2LL * i * (i + 1);
     for (int j = blockIdx.x * blockDim.x + threadIdx.x; j < M; j += gridDim.x * blockDim.x) {
       cplx v = {0.0, 0.0};
-      if (j < N) v = cmul({mn[j], ms[j]}, conjc(chirp(j, N)));
+      if (j < N)
+        v = cmul({mn[j], ms[j]},
+                 conjc(a.pchirp ? a.pchirp[polar_table_index(q, j)] : chirp(j, N)));
       out[j] = v;
     }
   }
@@ -706,7 +693,8 @@ __global__ void k_unalias(FftArgs a) {
       } else {
         const int kk = k == 0 ? 0 : L.N - k;
         // chirp(N - k) = chirp(k): (N - k)^2 = k^2 (mod 2 N) for even N.
-        const cplx c = conjc(chirp(k, L.N));
+        const int q = south ? R - 1 - r : r;
+        const cplx c = conjc(a.pchirp ? a.pchirp[polar_table_index(q, k)] : chirp(k, L.N));
         const cplx y = cmul(c, brow[k]);
         const cplx z = conjc(cmul(c, brow[kk]));
         // Y = Y_N + i Y_S with Hermitian Y_N, Y_S: Y_N(k) = (Y(k) + conj Y(-k)) / 2,
@@ -805,6 +793,23 @@ dim3 polar_grid(const FftArgs& a) {
 /// Grid of the row kernels: x over `len` entries of a row (256 threads each), y over rows.
 dim3 row_grid(long long len, long long rows) {
   return dim3(static_cast<unsigned>((len + 255) / 256), static_cast<unsigned>(std::min<long long>(rows, 65535)));
+}
+
+/// The polar chirp and phase tables (FftArgs::pchirp, pphase): blocks over ring pairs q.
+__global__ void k_polar_tables(int nside, cplx* pchirp, cplx* pphase) {
+  for (int q = blockIdx.x; q < nside - 1; q += gridDim.x) {
+    const int N = 4 * (q + 1);
+    for (int j = threadIdx.x; j < N; j += blockDim.x) {
+      pchirp[polar_table_index(q, j)] = chirp(j, N);
+      pphase[polar_table_index(q, j)] = phase(j, N, true);
+    }
+  }
+}
+
+void launch_polar_tables(int nside, cplx* pchirp, cplx* pphase, cudaStream_t s) {
+  if (nside < 2) return;
+  k_polar_tables<<<std::min(nside - 1, 4096), 256, 0, s>>>(nside, pchirp, pphase);
+  CUDA_CHECK_LAUNCH();
 }
 
 void launch_start_table(const LegendreArgs& a, const long long* soff, double* start_v,

@@ -53,6 +53,14 @@ struct AdjointArgs : Spin0Args {
   bool spectra;               ///< belt F_m from BH and belt_phase
   const cplx* BH;             ///< belt half spectra [cc][nbelt][N/2 + 1]
   const cplx* belt_phase;     ///< [4 nside] e^{i pi j / (4 nside)}
+  // Polar F_m straight from the Bluestein rows (polar_spectra; the unalias kernel is then not
+  // run): PU, the rows' offsets and the polar chirp / phase tables (FftArgs).
+  bool polar_spectra;
+  int ncc;                    ///< columns * components of the call (PU layout)
+  const cplx* PU;
+  const long long* prow;      ///< [nside - 1][3]: class base, rows M, (q - qlo) M
+  const cplx* pchirp;         ///< polar_table_index(q, j): e^{i pi j^2 / N}
+  const cplx* pphase;         ///< polar_table_index(q, j): e^{i pi j / N}
 };
 
 /// Steps per staged chunk of the spin-0 synthesis; the tables are padded to a multiple of it.
@@ -81,7 +89,19 @@ struct FftArgs {
   double* BR;                 ///< belt real rings
   cplx* PU;                   ///< polar Bluestein rows
   const cplx* chirp_fft;      ///< FFT of the wrapped chirp / M per row ([class][row][M])
+  const cplx* pchirp;         ///< null, or e^{i pi j^2 / N} at polar_table_index(q, j), j < N
+  const cplx* pphase;         ///< null, or e^{i pi j / N} at polar_table_index(q, j)
 };
+
+/// Entry of bin j (< N = 4 (q + 1)) of polar ring pair q in the polar chirp and phase tables:
+/// the pairs' rows of N entries one after another.
+__host__ __device__ inline long long polar_table_index(int q, int j) {
+  return 2LL * q * (q + 1) + j;
+}
+/// Entries of the polar tables: 2 nside (nside - 1).
+inline long long polar_table_size(int nside) { return 2LL * nside * (nside - 1); }
+/// Fills the polar chirp and phase tables (the values the glue kernels compute with sincospi).
+void launch_polar_tables(int nside, cplx* pchirp, cplx* pphase, cudaStream_t s);
 
 /// Which rows a glue kernel call covers: the belt rings and the polar ring pairs are
 /// independent up to the Legendre stage, so a plan may run them on two streams.

@@ -87,6 +87,16 @@ bool adjoint_reads_spectra() {
   }();
   return v;
 }
+/// Whether the recursion adjoints read the polar rings' F_m from the Bluestein rows as well
+/// (where the plan has the polar tables); ALMAGEST_SHT_UNALIAS=polar-kernel: through the unalias
+/// kernel (the session-6 form, for A/B runs).
+bool adjoint_polar_mode() {
+  static const bool v = [] {
+    const char* e = std::getenv("ALMAGEST_SHT_UNALIAS");
+    return !(e && std::string(e) == "polar-kernel");
+  }();
+  return v;
+}
 /// Whether a call runs the belt rings' glue (aliasing or loading, belt FFT, assembly) on a second
 /// stream beside the polar rows' Bluestein chain (forked after the Legendre stage of a synthesis,
 /// joined before that of an adjoint; in the CUDA graphs these are two branches);
@@ -277,6 +287,15 @@ public:
       classes_ = sht::polar_classes(ns_, d.max_cols, cls_of);
       for (const auto& c : classes_) polar_per_col_ += static_cast<long long>(c.rows) * c.M;
       cls_of_ = DeviceBuffer<unsigned char>::from(cls_of, s);
+      // Each pair's row in PU: class base (times the call's columns), rows M, (q - qlo) M.
+      std::vector<long long> prow(3 * static_cast<std::size_t>(npolar / 2));
+      for (int q = 0; q < npolar / 2; ++q) {
+        const auto& c = classes_[cls_of[static_cast<std::size_t>(q)]];
+        prow[3 * q] = c.cbase;
+        prow[3 * q + 1] = static_cast<long long>(c.rows) * c.M;
+        prow[3 * q + 2] = static_cast<long long>(q - c.qlo) * c.M;
+      }
+      prow_ = DeviceBuffer<long long>::from(prow, s);
       PU_.allocate(ncc * static_cast<std::size_t>(polar_per_col_));
       // Bluestein: FFT of the wrapped chirp / M per row; the synthesis uses its conjugate (the
       // FFT of the conjugate chirp, the chirp being even).
@@ -297,8 +316,9 @@ public:
     // for this plan fails here (DeviceOutOfMemory, which the engine answers with a smaller
     // batch) and not in the first call.
     plans(d.max_cols);
-    // The start table takes what the work buffers leave.
+    // The start table and the polar tables take what the work buffers leave.
     if (d.spin == 0 && use_start_table()) build_start_table(first);
+    if (npolar > 0) build_polar_tables();
     CUDA_CHECK(cudaEventCreate(&ev0_));
     CUDA_CHECK(cudaEventCreate(&ev1_));
     CUDA_CHECK(cudaEventCreateWithFlags(&fork_, cudaEventDisableTiming));
@@ -318,6 +338,7 @@ public:
     c.device_bytes = alm_.bytes() + map_.bytes() + full_.bytes() + F_.bytes() + BH_.bytes() +
                      BR_.bytes() + PU_.bytes() + chirp_fft_.bytes() + fft_work_.bytes() +
                      fft_work_belt_.bytes() + soff_.bytes() + start_v_.bytes() +
+                     pchirp_.bytes() + pphase_.bytes() + prow_.bytes() +
                      start_e_.bytes() + pair_z_.bytes() +
                      W_.bytes() + ab_.bytes() + norm_.bytes() + tabA_.bytes() + tabB_.bytes() +
                      tabN_.bytes() + (tables_ ? tables_->bytes() : 0);
@@ -503,6 +524,31 @@ private:
     sht::launch_start_table(legendre_args(1), soff_.data(), start_v_.data(), start_e_.data(),
                             pair_z_.data(), *stream_);
   }
+  /// The polar chirp and phase tables (FftArgs::pchirp, pphase; 32 bytes per polar bin: 67 / 268
+  /// MB at nside 1024 / 2048): the polar glue kernels read their chirps and phases from them, and
+  /// with them the recursion adjoints read the polar rings' F_m from the Bluestein rows
+  /// (adjoint_polar_mode). Skipped where they would take more than a quarter of the free memory
+  /// (the kernels then compute the values, and the unalias kernel writes the polar F).
+  void build_polar_tables() {
+    const auto n = static_cast<std::size_t>(sht::polar_table_size(ns_));
+    std::size_t free_b = 0, total_b = 0;
+    CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+    if (2 * n * sizeof(cplx) > free_b / 4) return;
+    try {
+      pchirp_.allocate(n);
+      pphase_.allocate(n);
+    } catch (const DeviceOutOfMemory&) {
+      pchirp_.release();
+      pphase_.release();
+      return;
+    }
+    sht::launch_polar_tables(ns_, pchirp_.data(), pphase_.data(), *stream_);
+  }
+  /// Whether the recursion adjoints of this plan read the polar rings' F_m from the Bluestein
+  /// rows (no unalias kernel then).
+  bool adjoint_polar_from_rows() const {
+    return !pchirp_.empty() && adjoint_reads_spectra() && adjoint_polar_mode();
+  }
   std::size_t cc(int ncols) const { return static_cast<std::size_t>(ncols) * ncomp_; }
   /// The padded step layout of LegendreArgs::koff: mode m's steps(m) rounded up to whole
   /// chunks, offsets for m = 0..lmax + 1; sets ktotal_ to the total.
@@ -615,6 +661,12 @@ private:
     a.spectra = adjoint_reads_spectra();
     a.BH = BH_.data();
     a.belt_phase = belt_phase_.data();
+    a.polar_spectra = adjoint_polar_from_rows();
+    a.ncc = static_cast<int>(cc(ncols));
+    a.PU = PU_.data();
+    a.prow = prow_.data();
+    a.pchirp = pchirp_.data();
+    a.pphase = pphase_.data();
     return a;
   }
   sht::FftArgs fft_args(int ncols) {
@@ -632,6 +684,8 @@ private:
     f.BR = BR_.data();
     f.PU = PU_.data();
     f.chirp_fft = chirp_fft_.data();
+    f.pchirp = pchirp_.empty() ? nullptr : pchirp_.data();
+    f.pphase = pphase_.empty() ? nullptr : pphase_.data();
     return f;
   }
 
@@ -766,11 +820,15 @@ private:
     mark("load-polar");
     polar_convolution(p, f, false);
     // The recursion adjoints read the belt rings' F_m from BH themselves
-    // (adjoint_reads_spectra): F of the polar rings alone then, which needs no belt row.
-    const bool polar_only = !use_tables(ShtOp::Adjoint, ncols) && adjoint_reads_spectra();
+    // (adjoint_reads_spectra): F of the polar rings alone then, which needs no belt row, and
+    // none where they read the polar rings' F_m from the Bluestein rows too.
+    const bool recursion = !use_tables(ShtOp::Adjoint, ncols);
+    const bool polar_only = recursion && adjoint_reads_spectra();
     if (!polar_only) join(bs);
-    sht::launch_unalias_adjoint(f, polar_only, s);
-    mark("unalias");
+    if (!(recursion && adjoint_polar_from_rows())) {
+      sht::launch_unalias_adjoint(f, polar_only, s);
+      mark("unalias");
+    }
     if (polar_only) join(bs);
     legendre(ShtOp::Adjoint, ncols, s);
     mark("legendre");
@@ -797,6 +855,8 @@ private:
   DeviceBuffer<char> fft_work_, fft_work_belt_;  ///< polar and belt cuFFT work areas
   DeviceBuffer<unsigned char> cls_of_;
   DeviceBuffer<cplx> belt_phase_;  ///< [4 nside] e^{i pi j / (4 nside)} (adjoint_reads_spectra)
+  DeviceBuffer<long long> prow_;   ///< [nside - 1][3] the polar pairs' rows in PU
+  DeviceBuffer<cplx> pchirp_, pphase_;  ///< polar chirp and phase tables (build_polar_tables)
   std::vector<sht::PolarClass> classes_;
   long long polar_per_col_ = 0;
   DeviceBuffer<double> map_, full_, BR_;
