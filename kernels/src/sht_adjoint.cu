@@ -54,9 +54,9 @@ __device__ __forceinline__ void add_partials(const cplx (*redp)[kThreads], int o
   }
 }
 
-/// alm from the adjoint's (S1, S2): a_{m+2k} = u_k S1_k + v_{k-1} S1_{k-1}, a_{m+2k+1} = N_k S2_k.
-__global__ void k_obasis_finish(LegendreArgs a) {
-  const int m = blockIdx.x, cc = blockIdx.y;
+/// alm of mode m, column cc from the adjoint's (S1, S2): a_{m+2k} = u_k S1_k + v_{k-1} S1_{k-1},
+/// a_{m+2k+1} = N_k S2_k; the block's threads over l.
+__device__ __forceinline__ void obasis_finish_mode(const LegendreArgs& a, int m, int cc) {
   const int lmax = a.lmax;
   const long long ko = a.koff[m], total = a.koff[lmax + 1];
   const std::size_t nalm = static_cast<std::size_t>(lmax + 1) * (lmax + 2) / 2;
@@ -86,6 +86,10 @@ __global__ void k_obasis_finish(LegendreArgs a) {
     alm[l] = r;
   }
 }
+
+/// The same as a kernel: blocks over (m, column) (the adjoints' finish where they do not run it
+/// themselves, AdjointArgs::finish_in_block).
+__global__ void k_obasis_finish(LegendreArgs a) { obasis_finish_mode(a, blockIdx.x, blockIdx.y); }
 
 // ---------------------------------------------------------------------------------------------
 // Legendre adjoints. Per step (spin 0: two degrees of the odd-parity basis; spin 2: one degree)
@@ -591,6 +595,10 @@ __global__ void __launch_bounds__(kThreads, MINB) k_adjoint_spin0(AdjointArgs a)
 
   if (fa >= a.nactive) {  // no ring pair reaches this mode: its sums are zero
     adjoint0_zero<NC>(a, m, col0, ncv);
+    if (a.finish_in_block) {
+      __syncthreads();
+      for (int c = 0; c < ncv; ++c) obasis_finish_mode(a, m, col0 + c);
+    }
     return;
   }
   const Tiles tiles = mode_tiles(a.nactive - fa, kThreads * P);
@@ -693,6 +701,13 @@ __global__ void __launch_bounds__(kThreads, MINB) k_adjoint_spin0(AdjointArgs a)
     }
     });
   }
+  // The mode's alm from its sums (W, written by this block's last tile; a barrier makes them
+  // visible to all its threads): the finish in the block's epilogue, where it overlaps other
+  // blocks' recursion, instead of a kernel that reads the sums back after the whole grid.
+  if (a.finish_in_block) {
+    __syncthreads();
+    for (int c = 0; c < ncv; ++c) obasis_finish_mode(a, m, col0 + c);
+  }
 }
 
 /// Dynamic shared memory of the adjoint kernels: two reduction buffers of 16 outputs x kThreads,
@@ -764,8 +779,11 @@ void launch_legendre_adjoint(const AdjointArgs& a, cudaStream_t s) {
       launch_adj0_t<2, 1>(a, s);
     else
       launch_adj0_t<8, 1, 3>(a, s);
-    k_obasis_finish<<<dim3(a.lmax + 1, a.ncols), 128, 0, s>>>(static_cast<const LegendreArgs&>(a));
-    CUDA_CHECK_LAUNCH();
+    if (!a.finish_in_block) {
+      k_obasis_finish<<<dim3(a.lmax + 1, a.ncols), 128, 0, s>>>(
+          static_cast<const LegendreArgs&>(a));
+      CUDA_CHECK_LAUNCH();
+    }
   } else {
     const int po = adjoint2_pairs_override();
     if (a.ncols < 2 && (po == 4 || (po == 0 && a.nactive >= 2 * kThreads * 4)))

@@ -61,6 +61,8 @@ struct AdjointArgs : Spin0Args {
   const long long* prow;      ///< [nside - 1][3]: class base, rows M, (q - qlo) M
   const cplx* pchirp;         ///< polar_table_index(q, j): e^{i pi j^2 / N}
   const cplx* pphase;         ///< polar_table_index(q, j): e^{i pi j / N}
+  /// Spin 0: each block turns its mode's sums into alm at its end (no finish kernel).
+  bool finish_in_block;
 };
 
 /// Steps per staged chunk of the spin-0 synthesis; the tables are padded to a multiple of it.

@@ -97,6 +97,15 @@ bool adjoint_polar_mode() {
   }();
   return v;
 }
+/// Whether the spin-0 recursion adjoint's blocks turn their mode's sums into alm at their end
+/// (no finish kernel); ALMAGEST_SHT_FINISH=kernel: through the finish kernel (for A/B runs).
+bool finish_in_adjoint() {
+  static const bool v = [] {
+    const char* e = std::getenv("ALMAGEST_SHT_FINISH");
+    return !(e && std::string(e) == "kernel");
+  }();
+  return v;
+}
 /// Whether a call runs the belt rings' glue (aliasing or loading, belt FFT, assembly) on a second
 /// stream beside the polar rows' Bluestein chain (forked after the Legendre stage of a synthesis,
 /// joined before that of an adjoint; in the CUDA graphs these are two branches);
@@ -667,6 +676,7 @@ private:
     a.prow = prow_.data();
     a.pchirp = pchirp_.data();
     a.pphase = pphase_.data();
+    a.finish_in_block = finish_in_adjoint();
     return a;
   }
   sht::FftArgs fft_args(int ncols) {
