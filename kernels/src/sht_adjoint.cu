@@ -239,55 +239,14 @@ __device__ __forceinline__ void adjoint2_degree(bool fast, int par, double al,
   }
 }
 
-/// Whether the adjoints' fast paths take their steps (spin 0) or degrees (spin 2) in pairs: both
-/// recursion steps first, then the two sets of sums interleaved, so that eight accumulators
-/// instead of four are in flight (ncu at nside 1024: fixed-latency dependencies were the first
-/// stall, 36-45% of the fast loops' samples, with the sums' chains of K or 2 K dependent FMAs).
-/// Measured on the H200 (session 7, same call): spin 0 22.36 / 3.261 -> 22.11 / 3.232 ms at
-/// nside 2048 / 1024; spin 2 86.42 / 11.81 -> 90.39 / 12.39 (the spin-2 kernel, at its register
-/// cap, spilled), so spin 2 keeps single degrees.
-inline constexpr bool kPairedSteps0 = true;
-inline constexpr bool kPairedSteps2 = false;
-
-/// Two degrees of the spin-2 adjoint's fast path (adjoint2_degree with fast set): degrees of
-/// parity 0 and 1 relative to l0, sums into sa and sb.
-template <int P, int NC, int K>
-__device__ __forceinline__ void adjoint2_pair(double al0, double be0, double al1, double be1,
-                                              const double (&z)[P], double (&v0)[P],
-                                              double (&v1)[P], double (&w0)[P], double (&w1)[P],
-                                              const cplx (&f)[P][NC][4], cplx (&sa)[2 * NC],
-                                              cplx (&sb)[2 * NC]) {
-#pragma unroll
-  for (int q = 0; q < 2 * NC; ++q) sa[q] = sb[q] = {0.0, 0.0};
-#pragma unroll
-  for (int k = 0; k < K; ++k) step2(al0, be0, z[k], v0[k], v1[k], w0[k], w1[k]);
-#pragma unroll
-  for (int k = 0; k < K; ++k) step2(al1, be1, z[k], v0[k], v1[k], w0[k], w1[k]);
-  // (v0, w0): lambda^+- of the even degree, (v1, w1) of the odd one.
-#pragma unroll
-  for (int k = 0; k < K; ++k) {
-    const double Pa = v0[k], Ma = w0[k], Pb = v1[k], Mb = w1[k];
-#pragma unroll
-    for (int c = 0; c < NC; ++c) {
-      const cplx al_ = f[k][c][0], be_ = f[k][c][1], ga = f[k][c][2], de = f[k][c][3];
-      cplx& aE = sa[2 * c];
-      cplx& aB = sa[2 * c + 1];
-      cplx& bE = sb[2 * c];
-      cplx& bB = sb[2 * c + 1];
-      aE.re = fma(Ma, be_.re, fma(Pa, al_.re, aE.re));
-      bE.re = fma(Mb, de.re, fma(-Pb, ga.re, bE.re));
-      aE.im = fma(Ma, be_.im, fma(Pa, al_.im, aE.im));
-      bE.im = fma(Mb, de.im, fma(-Pb, ga.im, bE.im));
-      aB.re = fma(Ma, de.re, fma(Pa, ga.re, aB.re));
-      bB.re = fma(-Mb, be_.re, fma(Pb, al_.re, bB.re));
-      aB.im = fma(Ma, de.im, fma(Pa, ga.im, aB.im));
-      bB.im = fma(-Mb, be_.im, fma(Pb, al_.im, bB.im));
-    }
-  }
-}
-
 /// Two steps of the spin-0 adjoint's fast path (adjoint0_step with FAST): sums of the first step
-/// into (s1a, s2a), of the second into (s1b, s2b).
+/// into (s1a, s2a), of the second into (s1b, s2b). Both recursion steps go first and the two
+/// sets of sums are interleaved, so that eight accumulators instead of four are in flight (ncu
+/// at nside 1024: fixed-latency dependencies were the first stall, 36-45% of the fast loops'
+/// samples, each sum being a chain of K dependent FMAs). Measured on the H200 (session 7, same
+/// call): 22.36 / 3.261 -> 22.11 / 3.232 ms at nside 2048 / 1024. The same for the spin-2
+/// adjoint's degrees spilled at its register cap and ran slower (90.39 / 12.39 against 86.42 /
+/// 11.81 ms), so it takes single degrees.
 template <int P, int NC, int K>
 __device__ __forceinline__ void adjoint0_pair(double2 ab0, double2 ab1, const double (&x2)[P],
                                               double (&v0)[P], double (&v1)[P],
@@ -497,34 +456,18 @@ __global__ void __launch_bounds__(kThreads, MINB) k_adjoint_spin2(AdjointArgs a)
       auto read_partials = [&](int li) { add_partials<RPS>(redp, out, sub, li, h); };
       if (warp_all_scaled_in(e)) {
         // Fast path (see the synthesis): no scale selects, no rescale checks.
-        if constexpr (kPairedSteps2) {
+        double al = s_a[bf][0], be = s_b[bf][0];
 #pragma unroll
-          for (int li = 0; li < LC; li += 2) {
-            cplx sa[NCC], sb[NCC];
-            adjoint2_pair<P, NC, K>(s_a[bf][li], s_b[bf][li], s_a[bf][li + 1], s_b[bf][li + 1], z,
-                                    v0, v1, w0, w1, f, sa, sb);
+        for (int li = 0; li < LC; ++li) {
+          const int ln = li + 1 < LC ? li + 1 : li;
+          const double al_n = s_a[bf][ln], be_n = s_b[bf][ln];  // one degree ahead
+          cplx sum[NCC];
+          adjoint2_degree<P, NC, K>(true, li & 1, al, be, z, v0, v1, w0, w1, e, f, sum);
 #pragma unroll
-            for (int q = 0; q < NCC; ++q) {
-              red[li * NCC + q][threadIdx.x] = sa[q];
-              red[(li + 1) * NCC + q][threadIdx.x] = sb[q];
-            }
-            read_partials(li);
-            read_partials(li + 1);
-          }
-        } else {
-          double al = s_a[bf][0], be = s_b[bf][0];
-#pragma unroll
-          for (int li = 0; li < LC; ++li) {
-            const int ln = li + 1 < LC ? li + 1 : li;
-            const double al_n = s_a[bf][ln], be_n = s_b[bf][ln];  // one degree ahead
-            cplx sum[NCC];
-            adjoint2_degree<P, NC, K>(true, li & 1, al, be, z, v0, v1, w0, w1, e, f, sum);
-#pragma unroll
-            for (int q = 0; q < NCC; ++q) red[li * NCC + q][threadIdx.x] = sum[q];
-            read_partials(li);
-            al = al_n;
-            be = be_n;
-          }
+          for (int q = 0; q < NCC; ++q) red[li * NCC + q][threadIdx.x] = sum[q];
+          read_partials(li);
+          al = al_n;
+          be = be_n;
         }
       } else {
 #pragma unroll
@@ -633,7 +576,7 @@ __global__ void __launch_bounds__(kThreads, MINB) k_adjoint_spin0(AdjointArgs a)
       // predicates in every step: ~25 of ~100 instructions per step at K = 8, SASS of session 7.)
       auto steps = [&](auto fast_c) {
         constexpr bool FAST = decltype(fast_c)::value;
-        if constexpr (FAST && kPairedSteps0 && KA % 2 == 0) {
+        if constexpr (FAST && KA % 2 == 0) {  // steps in pairs (adjoint0_pair)
 #pragma unroll
           for (int kk = 0; kk < KA; kk += 2) {
             cplx s1a[NC], s2a[NC], s1b[NC], s2b[NC];
