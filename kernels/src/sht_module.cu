@@ -78,51 +78,40 @@ LegendreMode legendre_mode() {
   }();
   return v;
 }
-/// Whether the recursion adjoints read the belt rings' F_m from the belt spectra (the unalias
-/// kernel then writes the polar rings' F alone); ALMAGEST_SHT_UNALIAS=kernel: all through F.
-bool adjoint_reads_spectra() {
-  static const bool v = [] {
-    const char* e = std::getenv("ALMAGEST_SHT_UNALIAS");
-    return !(e && std::string(e) == "kernel");
-  }();
-  return v;
-}
-/// Whether the recursion adjoints read the polar rings' F_m from the Bluestein rows as well
-/// (where the plan has the polar tables); ALMAGEST_SHT_UNALIAS=polar-kernel: through the unalias
-/// kernel (the session-6 form, for A/B runs).
-bool adjoint_polar_mode() {
-  static const bool v = [] {
-    const char* e = std::getenv("ALMAGEST_SHT_UNALIAS");
-    return !(e && std::string(e) == "polar-kernel");
-  }();
-  return v;
-}
-/// Whether the spin-0 recursion adjoint's blocks turn their mode's sums into alm at their end
-/// (no finish kernel); ALMAGEST_SHT_FINISH=kernel: through the finish kernel (for A/B runs).
-bool finish_in_adjoint() {
-  static const bool v = [] {
-    const char* e = std::getenv("ALMAGEST_SHT_FINISH");
-    return !(e && std::string(e) == "kernel");
-  }();
-  return v;
-}
-/// Whether a call runs the belt rings' glue (aliasing or loading, belt FFT, assembly) on a second
-/// stream beside the polar rows' Bluestein chain (forked after the Legendre stage of a synthesis,
-/// joined before that of an adjoint; in the CUDA graphs these are two branches);
-/// ALMAGEST_SHT_FORK=0: one stream.
-bool fork_belt_rows() {
-  static const bool v = [] {
-    const char* e = std::getenv("ALMAGEST_SHT_FORK");
-    return !(e && std::string(e) == "0");
-  }();
-  return v;
-}
-/// Whether spin-0 plans keep the chains' start values in a table (DevicePlan::build_start_table);
-/// ALMAGEST_SHT_START=compute: the kernels compute them.
-bool use_start_table() {
-  static const bool v = [] {
-    const char* e = std::getenv("ALMAGEST_SHT_START");
-    return !(e && std::string(e) == "compute");
+/// The plans' tuning switches, read once per process from the environment (A/B runs against
+/// the earlier forms; the defaults were measured faster on the H200, docs/benchmarks.md).
+struct Switches {
+  /// The recursion adjoints read the belt rings' F_m from the belt spectra (the unalias kernel
+  /// then writes the polar rings' F alone); ALMAGEST_SHT_UNALIAS=kernel: all through F.
+  bool belt_from_spectra;
+  /// ... and the polar rings' F_m from the Bluestein rows (where the plan has the polar
+  /// tables); ALMAGEST_SHT_UNALIAS=polar-kernel: through the unalias kernel.
+  bool polar_from_rows;
+  /// The spin-0 recursion adjoint's blocks turn their mode's sums into alm at their end;
+  /// ALMAGEST_SHT_FINISH=kernel: a finish kernel after the grid.
+  bool finish_in_block;
+  /// A call runs the belt rings' glue (aliasing or loading, belt FFT, assembly) on a second
+  /// stream beside the polar rows' Bluestein chain (forked after the Legendre stage of a
+  /// synthesis, joined before that of an adjoint; two branches of the CUDA graphs);
+  /// ALMAGEST_SHT_FORK=0: one stream.
+  bool fork_belt_rows;
+  /// Spin-0 plans keep the chains' start values in a table (DevicePlan::build_start_table);
+  /// ALMAGEST_SHT_START=compute: the kernels compute them.
+  bool start_table;
+};
+const Switches& switches() {
+  static const Switches v = [] {
+    auto is = [](const char* name, const char* value) {
+      const char* e = std::getenv(name);
+      return e && std::string(e) == value;
+    };
+    Switches w{};
+    w.belt_from_spectra = !is("ALMAGEST_SHT_UNALIAS", "kernel");
+    w.polar_from_rows = w.belt_from_spectra && !is("ALMAGEST_SHT_UNALIAS", "polar-kernel");
+    w.finish_in_block = !is("ALMAGEST_SHT_FINISH", "kernel");
+    w.fork_belt_rows = !is("ALMAGEST_SHT_FORK", "0");
+    w.start_table = !is("ALMAGEST_SHT_START", "compute");
+    return w;
   }();
   return v;
 }
@@ -326,7 +315,7 @@ public:
     // batch) and not in the first call.
     plans(d.max_cols);
     // The start table and the polar tables take what the work buffers leave.
-    if (d.spin == 0 && use_start_table()) build_start_table(first);
+    if (d.spin == 0 && switches().start_table) build_start_table(first);
     if (npolar > 0) build_polar_tables();
     CUDA_CHECK(cudaEventCreate(&ev0_));
     CUDA_CHECK(cudaEventCreate(&ev1_));
@@ -536,8 +525,8 @@ private:
   /// The polar chirp and phase tables (FftArgs::pchirp, pphase; 32 bytes per polar bin: 67 / 268
   /// MB at nside 1024 / 2048): the polar glue kernels read their chirps and phases from them, and
   /// with them the recursion adjoints read the polar rings' F_m from the Bluestein rows
-  /// (adjoint_polar_mode). Skipped where they would take more than a quarter of the free memory
-  /// (the kernels then compute the values, and the unalias kernel writes the polar F).
+  /// (Switches::polar_from_rows). Skipped where they would take more than a quarter of the free
+  /// memory (the kernels then compute the values, and the unalias kernel writes the polar F).
   void build_polar_tables() {
     const auto n = static_cast<std::size_t>(sht::polar_table_size(ns_));
     std::size_t free_b = 0, total_b = 0;
@@ -556,7 +545,7 @@ private:
   /// Whether the recursion adjoints of this plan read the polar rings' F_m from the Bluestein
   /// rows (no unalias kernel then).
   bool adjoint_polar_from_rows() const {
-    return !pchirp_.empty() && adjoint_reads_spectra() && adjoint_polar_mode();
+    return !pchirp_.empty() && switches().polar_from_rows;
   }
   std::size_t cc(int ncols) const { return static_cast<std::size_t>(ncols) * ncomp_; }
   /// The padded step layout of LegendreArgs::koff: mode m's steps(m) rounded up to whole
@@ -605,7 +594,7 @@ private:
     }
     for (const auto& c : classes_)
       p.polar.push_back(std::make_unique<FftPlan>(c.M, b * c.rows, CUFFT_Z2Z, c.M, c.M, *stream_));
-    // Two work areas, as the belt and the polar FFTs may run at the same time (fork_belt_rows).
+    // Two work areas, as the belt and the polar FFTs may run at the same time (Switches::fork_belt_rows).
     std::size_t need_belt = std::max(p.belt_c2r->work_size(), p.belt_r2c->work_size());
     if (p.belt_c2r_one)
       need_belt = std::max({need_belt, p.belt_c2r_one->work_size(), p.belt_r2c_one->work_size()});
@@ -667,7 +656,7 @@ private:
   sht::AdjointArgs adjoint_args(int ncols) {
     sht::AdjointArgs a{};
     static_cast<sht::Spin0Args&>(a) = spin0_args(ncols);
-    a.spectra = adjoint_reads_spectra();
+    a.spectra = switches().belt_from_spectra;
     a.BH = BH_.data();
     a.belt_phase = belt_phase_.data();
     a.polar_spectra = adjoint_polar_from_rows();
@@ -676,7 +665,7 @@ private:
     a.prow = prow_.data();
     a.pchirp = pchirp_.data();
     a.pphase = pphase_.data();
-    a.finish_in_block = finish_in_adjoint();
+    a.finish_in_block = switches().finish_in_block;
     return a;
   }
   sht::FftArgs fft_args(int ncols) {
@@ -735,7 +724,9 @@ private:
 
   /// The stream of the belt rows' glue in this call: side_ (forked from the plan's stream, which
   /// keeps the polar rows) unless ALMAGEST_SHT_FORK=0 or a stage profile is being taken.
-  cudaStream_t belt_stream() const { return fork_belt_rows() && !marks_ ? *side_ : *stream_; }
+  cudaStream_t belt_stream() const {
+    return switches().fork_belt_rows && !marks_ ? *side_ : *stream_;
+  }
   void fork(cudaStream_t bs) {
     if (bs == *stream_) return;
     CUDA_CHECK(cudaEventRecord(fork_, *stream_));
@@ -830,10 +821,10 @@ private:
     mark("load-polar");
     polar_convolution(p, f, false);
     // The recursion adjoints read the belt rings' F_m from BH themselves
-    // (adjoint_reads_spectra): F of the polar rings alone then, which needs no belt row, and
+    // (Switches::belt_from_spectra): F of the polar rings alone then, which needs no belt row, and
     // none where they read the polar rings' F_m from the Bluestein rows too.
     const bool recursion = !use_tables(ShtOp::Adjoint, ncols);
-    const bool polar_only = recursion && adjoint_reads_spectra();
+    const bool polar_only = recursion && switches().belt_from_spectra;
     if (!polar_only) join(bs);
     if (!(recursion && adjoint_polar_from_rows())) {
       sht::launch_unalias_adjoint(f, polar_only, s);
@@ -864,7 +855,7 @@ private:
   DeviceBuffer<cplx> alm_, F_, BH_, PU_, chirp_fft_;
   DeviceBuffer<char> fft_work_, fft_work_belt_;  ///< polar and belt cuFFT work areas
   DeviceBuffer<unsigned char> cls_of_;
-  DeviceBuffer<cplx> belt_phase_;  ///< [4 nside] e^{i pi j / (4 nside)} (adjoint_reads_spectra)
+  DeviceBuffer<cplx> belt_phase_;  ///< [4 nside] e^{i pi j / (4 nside)} (Switches::belt_from_spectra)
   DeviceBuffer<long long> prow_;   ///< [nside - 1][3] the polar pairs' rows in PU
   DeviceBuffer<cplx> pchirp_, pphase_;  ///< polar chirp and phase tables (build_polar_tables)
   std::vector<sht::PolarClass> classes_;
@@ -876,7 +867,7 @@ private:
   std::unique_ptr<sht::LegendreTables> tables_;  ///< ALMAGEST_SHT_LEGENDRE=tables, >= 2 columns
   std::vector<std::pair<const char*, cudaEvent_t>>* marks_ = nullptr;
   cudaEvent_t ev0_ = nullptr, ev1_ = nullptr;
-  std::unique_ptr<Stream> side_;  ///< the belt rows' stream (fork_belt_rows)
+  std::unique_ptr<Stream> side_;  ///< the belt rows' stream (Switches::fork_belt_rows)
   cudaEvent_t fork_ = nullptr, join_ = nullptr;
 };
 
