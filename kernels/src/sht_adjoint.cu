@@ -552,8 +552,8 @@ __global__ void __launch_bounds__(kThreads, MINB) k_adjoint_spin0(AdjointArgs a)
     double x2[P], v0[P], v1[P];
     int e[P];
     cplx E[P][NC], X[P][NC];  // F_N + F_S and x (F_N - F_S)
-    adjoint0_begin_tile<P, NC, KA, TAB>(a, m, nu, tile, tile_end, col0, ncv, ko, x2, v0, v1, e, E, X,
-                                   s_ab);
+    adjoint0_begin_tile<P, NC, KA, TAB>(a, m, nu, tile, tile_end, col0, ncv, ko, x2, v0, v1, e,
+                                        E, X, s_ab);
     dispatch_chains<P>(tile_chains(tile_end - tile), [&](auto kc_) {
     constexpr int K = decltype(kc_)::value;  // chains per thread in this tile
     for (int ch = 0; ch < nchunk; ++ch) {

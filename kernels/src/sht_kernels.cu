@@ -820,7 +820,8 @@ void launch_start_table(const LegendreArgs& a, const long long* soff, double* st
 
 void launch_alias_synthesis(const FftArgs& a, Rows rows, cudaStream_t s) {
   if (rows != Rows::Polar) {
-    k_alias_belt<<<row_grid(2 * a.nside + 1, static_cast<long long>(a.ncc) * (2 * a.nside + 1)), 256, 0, s>>>(a);
+    const long long rows = static_cast<long long>(a.ncc) * (2 * a.nside + 1);
+    k_alias_belt<<<row_grid(2 * a.nside + 1, rows), 256, 0, s>>>(a);
     CUDA_CHECK_LAUNCH();
   }
   if (rows != Rows::Belt && a.nclass > 0) {
@@ -860,7 +861,8 @@ void launch_assemble_map(const FftArgs& a, double* map, const std::int64_t* pixe
 void launch_load_map(const FftArgs& a, const double* full_map, bool belt, Rows rows,
                      cudaStream_t s) {
   if (belt && rows != Rows::Polar) {
-    k_load_belt<<<row_grid(4 * a.nside, static_cast<long long>(a.ncc) * (2 * a.nside + 1)), 256, 0, s>>>(a, full_map);
+    const long long rows = static_cast<long long>(a.ncc) * (2 * a.nside + 1);
+    k_load_belt<<<row_grid(4 * a.nside, rows), 256, 0, s>>>(a, full_map);
     CUDA_CHECK_LAUNCH();
   }
   if (rows != Rows::Belt && a.nclass > 0) {

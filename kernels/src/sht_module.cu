@@ -594,7 +594,8 @@ private:
     }
     for (const auto& c : classes_)
       p.polar.push_back(std::make_unique<FftPlan>(c.M, b * c.rows, CUFFT_Z2Z, c.M, c.M, *stream_));
-    // Two work areas, as the belt and the polar FFTs may run at the same time (Switches::fork_belt_rows).
+    // Two work areas, as the belt and the polar FFTs may run at the same time
+    // (Switches::fork_belt_rows).
     std::size_t need_belt = std::max(p.belt_c2r->work_size(), p.belt_r2c->work_size());
     if (p.belt_c2r_one)
       need_belt = std::max({need_belt, p.belt_c2r_one->work_size(), p.belt_r2c_one->work_size()});
@@ -855,7 +856,8 @@ private:
   DeviceBuffer<cplx> alm_, F_, BH_, PU_, chirp_fft_;
   DeviceBuffer<char> fft_work_, fft_work_belt_;  ///< polar and belt cuFFT work areas
   DeviceBuffer<unsigned char> cls_of_;
-  DeviceBuffer<cplx> belt_phase_;  ///< [4 nside] e^{i pi j / (4 nside)} (Switches::belt_from_spectra)
+  /// [4 nside] e^{i pi j / (4 nside)} (Switches::belt_from_spectra)
+  DeviceBuffer<cplx> belt_phase_;
   DeviceBuffer<long long> prow_;   ///< [nside - 1][3] the polar pairs' rows in PU
   DeviceBuffer<cplx> pchirp_, pphase_;  ///< polar chirp and phase tables (build_polar_tables)
   std::vector<sht::PolarClass> classes_;
