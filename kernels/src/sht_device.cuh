@@ -115,7 +115,6 @@ __device__ __forceinline__ bool compute_odd_start(const LegendreArgs& a, int m, 
   return on;
 }
 
-
 /// Starts the odd chain of ring pair p (-1: none) for mode m: x, x^2, (mu_{-2}, mu_{-1}) =
 /// (-mu_0, 0) and the scale. Returns whether its output counts (an idle chain runs on zeros).
 /// TAB: read from the plan's start table at index t (active index minus first_active[m]), else
@@ -139,6 +138,7 @@ __device__ __forceinline__ bool start_odd_chain(const Spin0Args& a, int m, doubl
     return on;
   }
 }
+
 /// One odd-chain step: mu_k = (A x^2 + B) mu_{k-1} - mu_{k-2}.
 __device__ __forceinline__ void odd_step(double2 ab, double x2, double& v0, double& v1) {
   const double vn = fma(fma(ab.x, x2, ab.y), v1, -v0);

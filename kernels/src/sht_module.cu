@@ -137,6 +137,14 @@ bool table_path_for(ShtOp op, int ncols) {
   return false;
 }
 
+/// Whether `bytes` are at most a quarter of the current device's free memory: the limit for a
+/// plan's optional tables (each falls back to computing its values where it does not fit).
+bool within_free_quarter(std::size_t bytes) {
+  std::size_t free_b = 0, total_b = 0;
+  CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+  return bytes <= free_b / 4;
+}
+
 class DevicePlan final : public ShtDevicePlan {
 public:
   explicit DevicePlan(const ShtDeviceDesc& d) : d_(d) {
@@ -223,10 +231,8 @@ public:
     const bool want_tables = table_path_for(ShtOp::Adjoint, d.max_cols) &&
                              (legendre_mode() == LegendreMode::Tables || ns_ <= kTableMaxNside);
     if (want_tables) {
-      std::size_t free_b = 0, total_b = 0;
-      CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
       const std::size_t need = sht::LegendreTables::bytes_needed(ns_, lmax_, d.spin, d.max_cols);
-      if (need <= (std::size_t{4} << 30) && need <= free_b / 4) {
+      if (need <= (std::size_t{4} << 30) && within_free_quarter(need)) {
         try {
           tables_ = std::make_unique<sht::LegendreTables>(ns_, lmax_, d.spin, d.max_cols, mlim, s);
         } catch (const DeviceOutOfMemory&) {
@@ -504,19 +510,16 @@ private:
     std::vector<long long> soff(lmax_ + 2, 0);
     for (int m = 0; m <= lmax_; ++m) soff[m + 1] = soff[m] + (nactive_ - first[m]);
     const auto n = static_cast<std::size_t>(soff[lmax_ + 1]);
-    std::size_t free_b = 0, total_b = 0;
-    CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
-    if (n * (sizeof(double) + sizeof(short)) > free_b / 4) return;
-    try {
-      soff_ = DeviceBuffer<long long>::from(soff, *stream_);
-      start_v_.allocate(std::max<std::size_t>(n, 1));
-      start_e_.allocate(std::max<std::size_t>(n, 1));
-      pair_z_.allocate(2 * static_cast<std::size_t>(ns_));
+    if (!within_free_quarter(n * (sizeof(double) + sizeof(short)))) return;
+    try {  // all four or none (the locals free what was allocated when one fails)
+      auto so = DeviceBuffer<long long>::from(soff, *stream_);
+      DeviceBuffer<double> v(std::max<std::size_t>(n, 1)), z(2 * static_cast<std::size_t>(ns_));
+      DeviceBuffer<short> e(std::max<std::size_t>(n, 1));
+      soff_ = std::move(so);
+      start_v_ = std::move(v);
+      start_e_ = std::move(e);
+      pair_z_ = std::move(z);
     } catch (const DeviceOutOfMemory&) {
-      soff_.release();
-      start_v_.release();
-      start_e_.release();
-      pair_z_.release();
       return;
     }
     sht::launch_start_table(legendre_args(1), soff_.data(), start_v_.data(), start_e_.data(),
@@ -529,15 +532,12 @@ private:
   /// memory (the kernels then compute the values, and the unalias kernel writes the polar F).
   void build_polar_tables() {
     const auto n = static_cast<std::size_t>(sht::polar_table_size(ns_));
-    std::size_t free_b = 0, total_b = 0;
-    CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
-    if (2 * n * sizeof(cplx) > free_b / 4) return;
-    try {
-      pchirp_.allocate(n);
-      pphase_.allocate(n);
+    if (!within_free_quarter(2 * n * sizeof(cplx))) return;
+    try {  // both or none
+      DeviceBuffer<cplx> c(n), p(n);
+      pchirp_ = std::move(c);
+      pphase_ = std::move(p);
     } catch (const DeviceOutOfMemory&) {
-      pchirp_.release();
-      pphase_.release();
       return;
     }
     sht::launch_polar_tables(ns_, pchirp_.data(), pphase_.data(), *stream_);
@@ -684,8 +684,8 @@ private:
     f.BR = BR_.data();
     f.PU = PU_.data();
     f.chirp_fft = chirp_fft_.data();
-    f.pchirp = pchirp_.empty() ? nullptr : pchirp_.data();
-    f.pphase = pphase_.empty() ? nullptr : pphase_.data();
+    f.pchirp = pchirp_.data();  // null where the plan has no polar tables
+    f.pphase = pphase_.data();
     return f;
   }
 
@@ -866,7 +866,7 @@ private:
   std::map<int, ColumnPlans> plans_;
   std::map<std::pair<int, int>, cudaGraphExec_t> graphs_;
   bool graphs_ok_ = true;
-  std::unique_ptr<sht::LegendreTables> tables_;  ///< ALMAGEST_SHT_LEGENDRE=tables, >= 2 columns
+  std::unique_ptr<sht::LegendreTables> tables_;  ///< the batched table path (table_path_for)
   std::vector<std::pair<const char*, cudaEvent_t>>* marks_ = nullptr;
   cudaEvent_t ev0_ = nullptr, ev1_ = nullptr;
   std::unique_ptr<Stream> side_;  ///< the belt rows' stream (Switches::fork_belt_rows)
