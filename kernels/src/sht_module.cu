@@ -95,8 +95,9 @@ struct Switches {
   /// synthesis, joined before that of an adjoint; two branches of the CUDA graphs);
   /// ALMAGEST_SHT_FORK=0: one stream.
   bool fork_belt_rows;
-  /// Spin-0 plans keep the chains' start values in a table (DevicePlan::build_start_table);
-  /// ALMAGEST_SHT_START=compute: the kernels compute them.
+  /// Plans keep the chains' start values in a table (DevicePlan::build_start_table: the spin-0
+  /// kernels and the spin-2 adjoint read it); ALMAGEST_SHT_START=compute: the kernels compute
+  /// them.
   bool start_table;
 };
 const Switches& switches() {
@@ -321,7 +322,7 @@ public:
     // batch) and not in the first call.
     plans(d.max_cols);
     // The start table and the polar tables take what the work buffers leave.
-    if (d.spin == 0 && switches().start_table) build_start_table(first);
+    if (switches().start_table) build_start_table(first);
     if (npolar > 0) build_polar_tables();
     CUDA_CHECK(cudaEventCreate(&ev0_));
     CUDA_CHECK(cudaEventCreate(&ev1_));
@@ -502,18 +503,21 @@ private:
     graphs_ok_ = false;
     return nullptr;
   }
-  /// The spin-0 start table (LegendreArgs::start_v): the odd chains' start values of every mode
-  /// and active pair, computed once per plan (10 bytes per entry: 169 MB at nside 2048 full
-  /// sky). Where it does not fit (DeviceOutOfMemory, or more than a quarter of the free memory)
-  /// the kernels compute the values themselves, as they do with ALMAGEST_SHT_START=compute.
+  /// The start table (StartArgs::start_v): the chains' start values of every mode and active
+  /// pair, computed once per plan (spin 0 10 bytes per entry, 169 MB at nside 2048 full sky;
+  /// spin 2 18 bytes, two values). Where it does not fit (DeviceOutOfMemory, or more than a
+  /// quarter of the free memory) the kernels compute the values themselves, as they do with
+  /// ALMAGEST_SHT_START=compute.
   void build_start_table(const std::vector<int>& first) {
     std::vector<long long> soff(lmax_ + 2, 0);
     for (int m = 0; m <= lmax_; ++m) soff[m + 1] = soff[m] + (nactive_ - first[m]);
     const auto n = static_cast<std::size_t>(soff[lmax_ + 1]);
-    if (!within_free_quarter(n * (sizeof(double) + sizeof(short)))) return;
+    const std::size_t per = d_.spin == 0 ? 1 : 2;  // values per entry
+    if (!within_free_quarter(n * (per * sizeof(double) + sizeof(short)))) return;
     try {  // all four or none (the locals free what was allocated when one fails)
       auto so = DeviceBuffer<long long>::from(soff, *stream_);
-      DeviceBuffer<double> v(std::max<std::size_t>(n, 1)), z(2 * static_cast<std::size_t>(ns_));
+      DeviceBuffer<double> v(std::max<std::size_t>(per * n, 2)),
+          z(2 * static_cast<std::size_t>(ns_));
       DeviceBuffer<short> e(std::max<std::size_t>(n, 1));
       soff_ = std::move(so);
       start_v_ = std::move(v);
@@ -643,8 +647,8 @@ private:
     a.W = W_.data();
     return a;
   }
-  sht::Spin0Args spin0_args(int ncols) {
-    sht::Spin0Args a{};
+  sht::StartArgs start_args(int ncols) {
+    sht::StartArgs a{};
     static_cast<sht::LegendreArgs&>(a) = legendre_args(ncols);
     if (!start_v_.empty()) {
       a.soff = soff_.data();
@@ -656,7 +660,7 @@ private:
   }
   sht::AdjointArgs adjoint_args(int ncols) {
     sht::AdjointArgs a{};
-    static_cast<sht::Spin0Args&>(a) = spin0_args(ncols);
+    static_cast<sht::StartArgs&>(a) = start_args(ncols);
     a.spectra = switches().belt_from_spectra;
     a.BH = BH_.data();
     a.belt_phase = belt_phase_.data();
@@ -717,7 +721,7 @@ private:
       else
         tables_->adjoint(F_.data(), alm_.data(), ncols, s);
     } else if (op == ShtOp::Synthesis) {
-      sht::launch_legendre_synthesis(spin0_args(ncols), s);
+      sht::launch_legendre_synthesis(start_args(ncols), s);
     } else {
       sht::launch_legendre_adjoint(adjoint_args(ncols), s);
     }
@@ -799,10 +803,7 @@ private:
     // Belt rows: loading and the FFT on the belt stream.
     const cudaStream_t bs = belt_stream();
     fork(bs);
-    // The spin-0 kernels and the table path write every alm entry; the spin-2 kernels add to
-    // zeros (cleared here, beside the polar rows).
-    if (d_.spin == 2 && !use_tables(ShtOp::Adjoint, ncols))
-      CUDA_CHECK(cudaMemsetAsync(alm_.data(), 0, cc(ncols) * nalm_ * sizeof(cplx), bs));
+    // Every path writes every alm entry (the spin-2 adjoint's zeros included: no clear here).
     sht::launch_load_map(f, src, !direct, sht::Rows::Belt, bs);
     mark("load-belt");
     if (direct) {
