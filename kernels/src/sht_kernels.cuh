@@ -78,6 +78,10 @@ void launch_legendre_synthesis(const StartArgs& a, cudaStream_t s);
 void launch_start_table(const LegendreArgs& a, const long long* soff, double* start_v,
                         short* start_e, double* pair_z, cudaStream_t s);
 void launch_legendre_adjoint(const AdjointArgs& a, cudaStream_t s);
+/// Zeroes the spin-2 alm entries that the recursion adjoint (launch_legendre_adjoint) does not
+/// write: l < 2 and modes no active ring pair reaches. Independent of the glue, so it may run on
+/// another stream before the adjoint.
+void launch_adjoint2_zero(const LegendreArgs& a, cudaStream_t s);
 /// Raises the dynamic shared-memory limit of the adjoint kernels on the current device (the same
 /// value for every plan; call once per plan, outside stream capture).
 void prepare_legendre_kernels();

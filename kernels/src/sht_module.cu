@@ -803,7 +803,10 @@ private:
     // Belt rows: loading and the FFT on the belt stream.
     const cudaStream_t bs = belt_stream();
     fork(bs);
-    // Every path writes every alm entry (the spin-2 adjoint's zeros included: no clear here).
+    // The spin-0 kernels and the table path write every alm entry; the spin-2 recursion adjoint
+    // all but a few (l < 2, modes no ring pair reaches), zeroed here beside the polar rows.
+    if (d_.spin == 2 && !use_tables(ShtOp::Adjoint, ncols))
+      sht::launch_adjoint2_zero(legendre_args(ncols), bs);
     sht::launch_load_map(f, src, !direct, sht::Rows::Belt, bs);
     mark("load-belt");
     if (direct) {
