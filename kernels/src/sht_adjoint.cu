@@ -94,8 +94,8 @@ __global__ void k_obasis_finish(LegendreArgs a) { obasis_finish_mode(a, blockIdx
 /// The spin-2 adjoint's alm entries that no tile of k_adjoint_spin2 writes: degrees below l0
 /// (m < 2) and every degree of a mode that no ring pair reaches; blocks over (m, column *
 /// component). A kernel of its own, so that the plan needs no clear of every alm before the
-/// call (a pass over all of them) and the Legendre kernel's code is not touched (an epilogue
-/// there changed its register allocation: 86.80 against 84.60 ms at nside 2048, same call).
+/// call (a pass over all of them) and the Legendre kernel's code stays as it is (an epilogue
+/// there changed its register allocation and its time).
 __global__ void k_adjoint2_zero(LegendreArgs a) {
   const int m = blockIdx.x, lmax = a.lmax;
   const int lz = a.first_active[m] >= a.nactive ? lmax : min(l0_of(2, m) - 1, lmax);
@@ -121,7 +121,7 @@ __global__ void k_adjoint2_zero(LegendreArgs a) {
 /// alpha = -QE + i UO, beta = -QE - i UO, gamma = -UE - i QO, delta = -UE + i QO. An even degree
 /// adds (P alpha + M beta, P gamma + M delta) to (bE, bB), an odd one i (M delta - P gamma,
 /// P alpha - M beta): eight FMAs per chain and degree, with no W and X formed per degree.
-template <int P, int NC, bool TAB>
+template <int P, int NC>
 __device__ __forceinline__ void adjoint2_tile(const AdjointArgs& a, int m, double nu, int tile,
                                               int tile_end, int col0, bool swap, double (&z)[P],
                                               double (&v0)[P], double (&v1)[P], double (&w0)[P],
@@ -139,8 +139,7 @@ __device__ __forceinline__ void adjoint2_tile(const AdjointArgs& a, int m, doubl
   for (int k = 0; k < P; ++k) {
     const int i = chain_index(tile, kc, k);
     const int p = k < kc && i < tile_end ? a.active[i] : -1;
-    const bool on = start_chain2_at<TAB>(a, m, nu, i - a.first_active[m], p, z[k], v0[k], v1[k],
-                                         w0[k], w1[k], e[k]);
+    const bool on = start_chain2(a, m, nu, p, z[k], v0[k], v1[k], w0[k], w1[k], e[k]);
     // The tables' degree-l0 step has A = B = 0: from (mu_{l0-2}, mu_{l0-1}) = (-start, 0) the
     // first degree is an ordinary step (no `first` case in the degree code).
     v0[k] = -v1[k];
@@ -199,13 +198,13 @@ __device__ __forceinline__ void adjoint2_coef(const LegendreArgs& a, std::size_t
 
 /// Starts a tile of the spin-2 adjoint (adjoint2_tile) and stages the first chunk's coefficients
 /// (degrees l0 .. l0 + LC - 1) into buffer 0 once the previous tile's reductions are done.
-template <int P, int NC, int LC, bool TAB>
+template <int P, int NC, int LC>
 __device__ __forceinline__ void adjoint2_begin_tile(
     const AdjointArgs& a, int m, double nu, int tile, int tile_end, int col0, bool swap, int l0,
     std::size_t mst, double (&z)[P], double (&v0)[P], double (&v1)[P], double (&w0)[P],
     double (&w1)[P], int (&e)[P], cplx (&f)[P][NC][4], double (&s_a)[2][LC],
     double (&s_b)[2][LC], double (&s_g)[2][LC]) {
-  adjoint2_tile<P, NC, TAB>(a, m, nu, tile, tile_end, col0, swap, z, v0, v1, w0, w1, e, f);
+  adjoint2_tile<P, NC>(a, m, nu, tile, tile_end, col0, swap, z, v0, v1, w0, w1, e, f);
   __syncthreads();  // the previous tile's reductions are done
   if (threadIdx.x < LC)
     adjoint2_coef(a, mst, l0 + threadIdx.x, s_a[0][threadIdx.x], s_b[0][threadIdx.x],
@@ -385,7 +384,7 @@ __device__ __forceinline__ void adjoint0_zero(const LegendreArgs& a, int m, int 
 /// Spin-2 adjoint, shared-memory reduction: per chunk of LC degrees (16 outputs) every thread
 /// writes its sums into one of two buffers; chunk c's block sums (8 threads per output) are read
 /// while chunk c + 1 is computed, as in the spin-0 kernel; one barrier per chunk.
-template <int P, int NC, int MINB, bool TAB>
+template <int P, int NC, int MINB>
 __global__ void __launch_bounds__(kThreads, MINB) k_adjoint_spin2(AdjointArgs a) {
   constexpr int NCOMP = 2;
   constexpr int NCC = NC * NCOMP;
@@ -442,7 +441,7 @@ __global__ void __launch_bounds__(kThreads, MINB) k_adjoint_spin2(AdjointArgs a)
     cplx f[P][NC][4];  // QE QO UE UO
     // Coefficients and reduction buffers are double-buffered: chunk c sums into red[c & 1]
     // while the other buffer (chunk c - 1) is reduced.
-    adjoint2_begin_tile<P, NC, LC, TAB>(a, m, nu, tile, tile_end, col0, swap, l0, mst, z, v0, v1, w0,
+    adjoint2_begin_tile<P, NC, LC>(a, m, nu, tile, tile_end, col0, swap, l0, mst, z, v0, v1, w0,
                                    w1, e, f, s_a, s_b, s_g);
     dispatch_chains<P>(tile_chains(tile_end - tile), [&](auto kc_) {
     constexpr int K = decltype(kc_)::value;  // chains per thread in this tile
@@ -552,6 +551,7 @@ __global__ void __launch_bounds__(kThreads, MINB) k_adjoint_spin0(AdjointArgs a)
   };
 
   if (fa >= a.nactive) {  // no ring pair reaches this mode: its sums are zero
+    if (fa > a.nactive) return;  // a mode another launch runs (first_active of a mode split)
     adjoint0_zero<NC>(a, m, col0, ncv);
     if (a.finish_in_block) {
       __syncthreads();
@@ -691,19 +691,15 @@ void launch_adj0_t(const AdjointArgs& a, cudaStream_t s) {
 template <int P, int NC, int MINB = 1>
 void launch_adj2_t(const AdjointArgs& a, cudaStream_t s) {
   dim3 grid(a.lmax + 1, (a.ncols + NC - 1) / NC);
-  if (a.start_v)
-    k_adjoint_spin2<P, NC, MINB, true><<<grid, kThreads, 2 * kRedBytes, s>>>(a);
-  else
-    k_adjoint_spin2<P, NC, MINB, false><<<grid, kThreads, 2 * kRedBytes, s>>>(a);
+  k_adjoint_spin2<P, NC, MINB><<<grid, kThreads, 2 * kRedBytes, s>>>(a);
   CUDA_CHECK_LAUNCH();
 }
 }  // namespace
 
 void prepare_legendre_kernels() {
   // Every adjoint shape that launch_legendre_adjoint takes (two reduction buffers each).
-  for (auto k : {k_adjoint_spin2<4, 1, 3, true>, k_adjoint_spin2<2, 1, 3, true>,
-                 k_adjoint_spin2<4, 1, 3, false>, k_adjoint_spin2<2, 1, 3, false>})
-    allow_adjoint_smem(k);
+  allow_adjoint_smem(k_adjoint_spin2<4, 1, 3>);
+  allow_adjoint_smem(k_adjoint_spin2<2, 1, 3>);
   for (auto k : {k_adjoint_spin0<2, 2, 1, true>, k_adjoint_spin0<4, 1, 1, true>,
                  k_adjoint_spin0<2, 1, 1, true>, k_adjoint_spin0<8, 1, 3, true>,
                  k_adjoint_spin0<2, 2, 1, false>, k_adjoint_spin0<4, 1, 1, false>,

@@ -59,29 +59,6 @@ __device__ __forceinline__ bool start_chain2(const LegendreArgs& a, int m, doubl
   return on;
 }
 
-/// start_chain2 with the first values read from the plan's start table (StartArgs) at entry
-/// t (active index minus first_active[m]) where TAB, else computed. The computation (a power by
-/// squaring, square roots and divisions per chain) is paid again by every tile of every call
-/// without the table.
-template <bool TAB>
-__device__ __forceinline__ bool start_chain2_at(const StartArgs& a, int m, double nu,
-                                                long long t, int p, double& z, double& v0,
-                                                double& v1, double& w0, double& w1, int& e) {
-  if constexpr (!TAB) {
-    return start_chain2(a, m, nu, p, z, v0, v1, w0, w1, e);
-  } else {
-    const bool on = p >= 0 && m <= a.mlim[p];
-    z = a.pair_z[p >= 0 ? p : 0];
-    v0 = w0 = 0.0;
-    const double2 s = on ? reinterpret_cast<const double2*>(a.start_v)[a.soff[m] + t]
-                         : double2{0.0, 0.0};
-    v1 = s.x;
-    w1 = s.y;
-    e = on ? a.start_e[a.soff[m] + t] : 0;
-    return on;
-  }
-}
-
 /// True when every chain of every lane of the warp is at scale 0 (its values count); once true
 /// it stays true (scales only grow towards 0). Warp-uniform.
 template <int P>
@@ -146,7 +123,7 @@ __device__ __forceinline__ bool compute_odd_start(const LegendreArgs& a, int m, 
 /// synthesis' warp time at nside 1024 (ncu, session 6); kernels that may compute are separate
 /// instances, as the fallback's code costs the table instances registers.
 template <bool TAB>
-__device__ __forceinline__ bool start_odd_chain(const StartArgs& a, int m, double nu,
+__device__ __forceinline__ bool start_odd_chain(const Spin0Args& a, int m, double nu,
                                                 long long t, int p, double& x, double& x2,
                                                 double& v0, double& v1, int& e) {
   if constexpr (!TAB) {

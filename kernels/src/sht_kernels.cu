@@ -83,9 +83,8 @@ __device__ __forceinline__ void stage_chunk(const LegendreArgs& a, long long t0,
   cp_async_commit();
 }
 
-/// The start table (StartArgs::start_v): a block per mode, threads over its active pairs, the
-/// values compute_odd_start (spin 0) or start_chain2 (spin 2) gives; block 0 also writes each
-/// pair's cos theta.
+/// The spin-0 start table (LegendreArgs::start_v): a block per mode, threads over its active
+/// pairs, the values compute_odd_start gives; block 0 also writes each pair's cos theta.
 __global__ void k_start_table(LegendreArgs a, const long long* soff, double* start_v,
                               short* start_e, double* pair_z) {
   const int m = blockIdx.x;
@@ -93,17 +92,10 @@ __global__ void k_start_table(LegendreArgs a, const long long* soff, double* sta
   const double nu = a.nu[m];
   const long long base = soff[m];
   for (int i = fa + static_cast<int>(threadIdx.x); i < a.nactive; i += blockDim.x) {
+    double x, x2, v0, v1;
     int e;
-    if (a.spin == 0) {
-      double x, x2, v0, v1;
-      compute_odd_start(a, m, nu, a.active[i], x, x2, v0, v1, e);
-      start_v[base + i - fa] = v0;
-    } else {
-      double z, v0, vp, w0, vm;
-      start_chain2(a, m, nu, a.active[i], z, v0, vp, w0, vm, e);
-      start_v[2 * (base + i - fa)] = vp;
-      start_v[2 * (base + i - fa) + 1] = vm;
-    }
+    compute_odd_start(a, m, nu, a.active[i], x, x2, v0, v1, e);
+    start_v[base + i - fa] = v0;
     start_e[base + i - fa] = static_cast<short>(e);  // e >= -(m log2(1/sin theta)) / 600
   }
   if (m == 0)
@@ -145,7 +137,7 @@ __global__ void k_obasis_prepare(LegendreArgs a) {
 /// step coefficients and (w1, w2) of kObasisChunk steps are staged in shared memory with
 /// cp.async, one chunk ahead of the one being summed (one barrier per chunk).
 template <int P, int NC, bool TAB>
-__global__ void __launch_bounds__(kThreads) k_synthesis_spin0(StartArgs a) {
+__global__ void __launch_bounds__(kThreads) k_synthesis_spin0(Spin0Args a) {
   constexpr int KC = kObasisChunk;
   const int m = blockIdx.z;  // mode-major grid: a mode's tiles are dispatched together
   const int col0 = blockIdx.y * NC;
@@ -281,7 +273,7 @@ __global__ void __launch_bounds__(kThreads) k_synthesis_spin0(StartArgs a) {
 }
 
 template <int P, int NC>
-void launch_synth0_t(const StartArgs& a, cudaStream_t s) {
+void launch_synth0_t(const Spin0Args& a, cudaStream_t s) {
   // Tiles of one mode are independent in the synthesis (each writes its own rings): a block per
   // (tile, column group, mode) balances the load better than a loop over tiles. Blocks are
   // dispatched x fastest, so the modes go in order, longest (m = 0) first.
@@ -763,7 +755,7 @@ static int synthesis_pairs_override() {
   return v;
 }
 
-void launch_legendre_synthesis(const StartArgs& a, cudaStream_t s) {
+void launch_legendre_synthesis(const Spin0Args& a, cudaStream_t s) {
   // Launch shapes measured on the H200 (docs/benchmarks.md): single spin-0 transforms take four
   // ring pairs per thread, two while one tile of kThreads * 2 holds every pair (nside <= 128:
   // 0.052 against 0.061 ms at nside 128); batched columns two pairs and two or four columns;

@@ -16,7 +16,8 @@ struct LegendreArgs {
   int ncols;                  ///< columns in this call
   int nactive;                ///< active ring pairs (sorted pole -> equator)
   const int* active;          ///< [nactive] pair index p (north ring p, south ring 4 nside - 2 - p)
-  const int* first_active;    ///< [lmax + 1] first active index with mlim >= m
+  const int* first_active;    ///< [lmax + 1] first active index with mlim >= m (nactive: none;
+                              ///< the adjoints skip a mode given nactive + 1)
   const int* mlim;            ///< [npairs] per pair
   const double* nu;           ///< [lmax + 1]
   const double* tabA;         ///< [nalm] normalised recursion (fill_mu_table), alm layout
@@ -34,16 +35,14 @@ struct LegendreArgs {
                               ///< of the adjoint; spin 2 (aE N_l, aB N_l) of the synthesis
 };
 
-/// The arguments of the kernels that may read their chains' start values from a per-plan table
-/// (launch_start_table): entry soff[m] + i - first_active[m] for active index i; start_v null
-/// where the plan has none (the kernels then compute them). Spin 0: the odd chains' scaled
-/// mu_{-2}, one per entry; spin 2: the scaled first values of lambda^+ and lambda^-, two per entry
-/// (the spin-2 adjoint reads them; the spin-2 synthesis computes its own). (A derived struct, as
-/// AdjointArgs: members added to LegendreArgs change the spin-2 synthesis' register allocation.)
-struct StartArgs : LegendreArgs {
+/// The spin-0 kernels' arguments: the odd chains' start values of every mode and active pair
+/// (launch_start_table), entry soff[m] + i - first_active[m] for active index i; start_v null
+/// where the plan has none (the kernels then compute them). (A derived struct, as AdjointArgs:
+/// members added to LegendreArgs change the spin-2 synthesis' register allocation.)
+struct Spin0Args : LegendreArgs {
   const long long* soff;      ///< [lmax + 2]
-  const double* start_v;      ///< spin 0 [entries], spin 2 [entries][2]: scaled start values
-  const short* start_e;       ///< [entries] their scale
+  const double* start_v;      ///< mu_{-2} of start_odd_chain, scaled
+  const short* start_e;       ///< its scale
   const double* pair_z;       ///< [2 nside] cos theta of each pair's north ring
 };
 
@@ -51,7 +50,7 @@ struct StartArgs : LegendreArgs {
 /// from the belt half spectra (the unalias kernel then writes the polar rings' F only), else all
 /// from F. (A separate struct: these members in LegendreArgs cost the spin-2 synthesis two
 /// registers and 0.8% at nside 2048.)
-struct AdjointArgs : StartArgs {
+struct AdjointArgs : Spin0Args {
   bool spectra;               ///< belt F_m from BH and belt_phase
   const cplx* BH;             ///< belt half spectra [cc][nbelt][N/2 + 1]
   const cplx* belt_phase;     ///< [4 nside] e^{i pi j / (4 nside)}
@@ -72,9 +71,8 @@ inline constexpr int kObasisChunk = 32;
 /// The same for the spin-2 synthesis (degrees per chunk).
 inline constexpr int kSpin2Chunk = 64;
 
-void launch_legendre_synthesis(const StartArgs& a, cudaStream_t s);
-/// Fills the start table (StartArgs; spin 0 one value per entry, spin 2 two) with the values the
-/// kernels would compute.
+void launch_legendre_synthesis(const Spin0Args& a, cudaStream_t s);
+/// Fills the spin-0 start table (a.soff given) with the values the kernels would compute.
 void launch_start_table(const LegendreArgs& a, const long long* soff, double* start_v,
                         short* start_e, double* pair_z, cudaStream_t s);
 void launch_legendre_adjoint(const AdjointArgs& a, cudaStream_t s);

@@ -95,10 +95,13 @@ struct Switches {
   /// synthesis, joined before that of an adjoint; two branches of the CUDA graphs);
   /// ALMAGEST_SHT_FORK=0: one stream.
   bool fork_belt_rows;
-  /// Plans keep the chains' start values in a table (DevicePlan::build_start_table: the spin-0
-  /// kernels and the spin-2 adjoint read it); ALMAGEST_SHT_START=compute: the kernels compute
-  /// them.
+  /// Spin-0 plans keep the chains' start values in a table (DevicePlan::build_start_table);
+  /// ALMAGEST_SHT_START=compute: the kernels compute them.
   bool start_table;
+  /// A recursion adjoint runs the modes that no polar ring pair reaches on the belt rows' stream
+  /// as soon as the belt spectra are there, beside the polar rows' Bluestein chain, and the
+  /// others after it (run_adjoint); ALMAGEST_SHT_SPLIT=0: all modes after the glue.
+  bool split_modes;
 };
 const Switches& switches() {
   static const Switches v = [] {
@@ -112,6 +115,7 @@ const Switches& switches() {
     w.finish_in_block = !is("ALMAGEST_SHT_FINISH", "kernel");
     w.fork_belt_rows = !is("ALMAGEST_SHT_FORK", "0");
     w.start_table = !is("ALMAGEST_SHT_START", "compute");
+    w.split_modes = !is("ALMAGEST_SHT_SPLIT", "0");
     return w;
   }();
   return v;
@@ -178,6 +182,8 @@ public:
       mlim[p] = sht::mlim_of(lmax_, d.spin, g.sth, g.z);
       if (observed_ring[p] || observed_ring[nrings_ - 1 - p]) active.push_back(p);
     }
+    for (int p : active)
+      if (p < ns_ - 1) polar_modes_ = std::max(polar_modes_, mlim[p] + 1);
     std::vector<int> first(lmax_ + 1, static_cast<int>(active.size()));
     for (int m = 0; m <= lmax_; ++m)
       for (std::size_t i = 0; i < active.size(); ++i)
@@ -244,6 +250,12 @@ public:
     nactive_ = static_cast<int>(active.size());
     active_ = DeviceBuffer<int>::from(active.empty() ? std::vector<int>{0} : active, s);
     first_ = DeviceBuffer<int>::from(first, s);
+    if (polar_modes_ > 0 && polar_modes_ <= lmax_) {
+      std::vector<int> fp(first), fr(first);
+      for (int m = 0; m <= lmax_; ++m) (m < polar_modes_ ? fr : fp)[m] = nactive_ + 1;
+      first_polar_ = DeviceBuffer<int>::from(fp, s);
+      first_rest_ = DeviceBuffer<int>::from(fr, s);
+    }
     mlim_ = DeviceBuffer<int>::from(mlim, s);
     nu_ = DeviceBuffer<double>::from(nu, s);
     if (!d.observed_pixels.empty()) pixels_ = DeviceBuffer<std::int64_t>::from(d.observed_pixels, s);
@@ -322,18 +334,19 @@ public:
     // batch) and not in the first call.
     plans(d.max_cols);
     // The start table and the polar tables take what the work buffers leave.
-    if (switches().start_table) build_start_table(first);
+    if (d.spin == 0 && switches().start_table) build_start_table(first);
     if (npolar > 0) build_polar_tables();
     CUDA_CHECK(cudaEventCreate(&ev0_));
     CUDA_CHECK(cudaEventCreate(&ev1_));
     CUDA_CHECK(cudaEventCreateWithFlags(&fork_, cudaEventDisableTiming));
     CUDA_CHECK(cudaEventCreateWithFlags(&join_, cudaEventDisableTiming));
+    CUDA_CHECK(cudaEventCreateWithFlags(&belt_ready_, cudaEventDisableTiming));
     stream_->sync();
   }
 
   ~DevicePlan() override {
     for (auto& [k, ex] : graphs_) cudaGraphExecDestroy(ex);
-    for (cudaEvent_t e : {ev0_, ev1_, fork_, join_})
+    for (cudaEvent_t e : {ev0_, ev1_, fork_, join_, belt_ready_})
       if (e) cudaEventDestroy(e);
   }
 
@@ -344,7 +357,7 @@ public:
                      BR_.bytes() + PU_.bytes() + chirp_fft_.bytes() + fft_work_.bytes() +
                      fft_work_belt_.bytes() + soff_.bytes() + start_v_.bytes() +
                      pchirp_.bytes() + pphase_.bytes() + prow_.bytes() +
-                     start_e_.bytes() + pair_z_.bytes() +
+                     start_e_.bytes() + pair_z_.bytes() + first_polar_.bytes() + first_rest_.bytes() +
                      W_.bytes() + ab_.bytes() + norm_.bytes() + tabA_.bytes() + tabB_.bytes() +
                      tabN_.bytes() + (tables_ ? tables_->bytes() : 0);
     return c;
@@ -503,21 +516,18 @@ private:
     graphs_ok_ = false;
     return nullptr;
   }
-  /// The start table (StartArgs::start_v): the chains' start values of every mode and active
-  /// pair, computed once per plan (spin 0 10 bytes per entry, 169 MB at nside 2048 full sky;
-  /// spin 2 18 bytes, two values). Where it does not fit (DeviceOutOfMemory, or more than a
-  /// quarter of the free memory) the kernels compute the values themselves, as they do with
-  /// ALMAGEST_SHT_START=compute.
+  /// The spin-0 start table (LegendreArgs::start_v): the odd chains' start values of every mode
+  /// and active pair, computed once per plan (10 bytes per entry: 169 MB at nside 2048 full
+  /// sky). Where it does not fit (DeviceOutOfMemory, or more than a quarter of the free memory)
+  /// the kernels compute the values themselves, as they do with ALMAGEST_SHT_START=compute.
   void build_start_table(const std::vector<int>& first) {
     std::vector<long long> soff(lmax_ + 2, 0);
     for (int m = 0; m <= lmax_; ++m) soff[m + 1] = soff[m] + (nactive_ - first[m]);
     const auto n = static_cast<std::size_t>(soff[lmax_ + 1]);
-    const std::size_t per = d_.spin == 0 ? 1 : 2;  // values per entry
-    if (!within_free_quarter(n * (per * sizeof(double) + sizeof(short)))) return;
+    if (!within_free_quarter(n * (sizeof(double) + sizeof(short)))) return;
     try {  // all four or none (the locals free what was allocated when one fails)
       auto so = DeviceBuffer<long long>::from(soff, *stream_);
-      DeviceBuffer<double> v(std::max<std::size_t>(per * n, 2)),
-          z(2 * static_cast<std::size_t>(ns_));
+      DeviceBuffer<double> v(std::max<std::size_t>(n, 1)), z(2 * static_cast<std::size_t>(ns_));
       DeviceBuffer<short> e(std::max<std::size_t>(n, 1));
       soff_ = std::move(so);
       start_v_ = std::move(v);
@@ -647,8 +657,8 @@ private:
     a.W = W_.data();
     return a;
   }
-  sht::StartArgs start_args(int ncols) {
-    sht::StartArgs a{};
+  sht::Spin0Args spin0_args(int ncols) {
+    sht::Spin0Args a{};
     static_cast<sht::LegendreArgs&>(a) = legendre_args(ncols);
     if (!start_v_.empty()) {
       a.soff = soff_.data();
@@ -660,7 +670,7 @@ private:
   }
   sht::AdjointArgs adjoint_args(int ncols) {
     sht::AdjointArgs a{};
-    static_cast<sht::StartArgs&>(a) = start_args(ncols);
+    static_cast<sht::Spin0Args&>(a) = spin0_args(ncols);
     a.spectra = switches().belt_from_spectra;
     a.BH = BH_.data();
     a.belt_phase = belt_phase_.data();
@@ -714,16 +724,22 @@ private:
     return tables_ && table_path_for(op, ncols);
   }
   /// The Legendre stage of a call: the table path or the recursion kernels.
-  void legendre(ShtOp op, int ncols, cudaStream_t s) {
+  /// The Legendre stage of a call; a recursion adjoint of the modes below polar_modes_ only
+  /// (Modes::Polar) or of the others (Modes::Rest) where given.
+  enum class Modes { All, Polar, Rest };
+  void legendre(ShtOp op, int ncols, cudaStream_t s, Modes modes = Modes::All) {
     if (use_tables(op, ncols)) {
       if (op == ShtOp::Synthesis)
         tables_->synthesis(alm_.data(), F_.data(), ncols, s);
       else
         tables_->adjoint(F_.data(), alm_.data(), ncols, s);
     } else if (op == ShtOp::Synthesis) {
-      sht::launch_legendre_synthesis(start_args(ncols), s);
+      sht::launch_legendre_synthesis(spin0_args(ncols), s);
     } else {
-      sht::launch_legendre_adjoint(adjoint_args(ncols), s);
+      auto a = adjoint_args(ncols);
+      if (modes != Modes::All)
+        a.first_active = (modes == Modes::Polar ? first_polar_ : first_rest_).data();
+      sht::launch_legendre_adjoint(a, s);
     }
   }
 
@@ -804,7 +820,8 @@ private:
     const cudaStream_t bs = belt_stream();
     fork(bs);
     // The spin-0 kernels and the table path write every alm entry; the spin-2 recursion adjoint
-    // all but a few (l < 2, modes no ring pair reaches), zeroed here beside the polar rows.
+    // all but a few (l < 2, modes no ring pair reaches), zeroed here beside the polar rows (a
+    // clear of every alm had taken bandwidth from the polar chain: nside 1024 11.68 -> 11.63 ms).
     if (d_.spin == 2 && !use_tables(ShtOp::Adjoint, ncols))
       sht::launch_adjoint2_zero(legendre_args(ncols), bs);
     sht::launch_load_map(f, src, !direct, sht::Rows::Belt, bs);
@@ -821,22 +838,36 @@ private:
                                reinterpret_cast<cufftDoubleComplex*>(BH_.data())));
     }
     mark("belt-fft");
-    // Polar rows on the plan's stream.
-    sht::launch_load_map(f, src, !direct, sht::Rows::Polar, s);
-    mark("load-polar");
-    polar_convolution(p, f, false);
     // The recursion adjoints read the belt rings' F_m from BH themselves
     // (Switches::belt_from_spectra): F of the polar rings alone then, which needs no belt row, and
     // none where they read the polar rings' F_m from the Bluestein rows too.
     const bool recursion = !use_tables(ShtOp::Adjoint, ncols);
     const bool polar_only = recursion && switches().belt_from_spectra;
+    // Modes that no polar ring pair reaches need the belt spectra alone: they run on the belt
+    // stream beside the polar rows' Bluestein chain (Switches::split_modes), the others after it.
+    const bool split = polar_only && bs != s && switches().split_modes && !first_polar_.empty() &&
+                       (d_.spin == 2 || switches().finish_in_block);
+    if (split) {
+      CUDA_CHECK(cudaEventRecord(belt_ready_, bs));
+      legendre(ShtOp::Adjoint, ncols, bs, Modes::Rest);
+    }
+    // Polar rows on the plan's stream.
+    sht::launch_load_map(f, src, !direct, sht::Rows::Polar, s);
+    mark("load-polar");
+    polar_convolution(p, f, false);
     if (!polar_only) join(bs);
     if (!(recursion && adjoint_polar_from_rows())) {
       sht::launch_unalias_adjoint(f, polar_only, s);
       mark("unalias");
     }
-    if (polar_only) join(bs);
-    legendre(ShtOp::Adjoint, ncols, s);
+    if (split) {
+      CUDA_CHECK(cudaStreamWaitEvent(s, belt_ready_, 0));
+      legendre(ShtOp::Adjoint, ncols, s, Modes::Polar);
+      join(bs);
+    } else {
+      if (polar_only) join(bs);
+      legendre(ShtOp::Adjoint, ncols, s);
+    }
     mark("legendre");
   }
 
@@ -875,6 +906,12 @@ private:
   cudaEvent_t ev0_ = nullptr, ev1_ = nullptr;
   std::unique_ptr<Stream> side_;  ///< the belt rows' stream (Switches::fork_belt_rows)
   cudaEvent_t fork_ = nullptr, join_ = nullptr;
+  cudaEvent_t belt_ready_ = nullptr;  ///< the belt spectra of an adjoint call are complete
+  /// Modes from polar_modes_ on reach no active polar ring pair (above every polar pair's mlim):
+  /// an adjoint runs them beside the polar rows' glue (run_adjoint), each part with first_active
+  /// nactive + 1 (skip) at the other part's modes; empty where no such split exists.
+  int polar_modes_ = 0;
+  DeviceBuffer<int> first_polar_, first_rest_;
 };
 
 class Kernels final : public ShtKernels {
