@@ -551,7 +551,6 @@ __global__ void __launch_bounds__(kThreads, MINB) k_adjoint_spin0(AdjointArgs a)
   };
 
   if (fa >= a.nactive) {  // no ring pair reaches this mode: its sums are zero
-    if (fa > a.nactive) return;  // a mode another launch runs (first_active of a mode split)
     adjoint0_zero<NC>(a, m, col0, ncv);
     if (a.finish_in_block) {
       __syncthreads();

@@ -16,8 +16,7 @@ struct LegendreArgs {
   int ncols;                  ///< columns in this call
   int nactive;                ///< active ring pairs (sorted pole -> equator)
   const int* active;          ///< [nactive] pair index p (north ring p, south ring 4 nside - 2 - p)
-  const int* first_active;    ///< [lmax + 1] first active index with mlim >= m (nactive: none;
-                              ///< the adjoints skip a mode given nactive + 1)
+  const int* first_active;    ///< [lmax + 1] first active index with mlim >= m
   const int* mlim;            ///< [npairs] per pair
   const double* nu;           ///< [lmax + 1]
   const double* tabA;         ///< [nalm] normalised recursion (fill_mu_table), alm layout

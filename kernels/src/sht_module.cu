@@ -98,10 +98,6 @@ struct Switches {
   /// Spin-0 plans keep the chains' start values in a table (DevicePlan::build_start_table);
   /// ALMAGEST_SHT_START=compute: the kernels compute them.
   bool start_table;
-  /// A recursion adjoint runs the modes that no polar ring pair reaches on the belt rows' stream
-  /// as soon as the belt spectra are there, beside the polar rows' Bluestein chain, and the
-  /// others after it (run_adjoint); ALMAGEST_SHT_SPLIT=0: all modes after the glue.
-  bool split_modes;
 };
 const Switches& switches() {
   static const Switches v = [] {
@@ -115,7 +111,6 @@ const Switches& switches() {
     w.finish_in_block = !is("ALMAGEST_SHT_FINISH", "kernel");
     w.fork_belt_rows = !is("ALMAGEST_SHT_FORK", "0");
     w.start_table = !is("ALMAGEST_SHT_START", "compute");
-    w.split_modes = !is("ALMAGEST_SHT_SPLIT", "0");
     return w;
   }();
   return v;
@@ -182,8 +177,6 @@ public:
       mlim[p] = sht::mlim_of(lmax_, d.spin, g.sth, g.z);
       if (observed_ring[p] || observed_ring[nrings_ - 1 - p]) active.push_back(p);
     }
-    for (int p : active)
-      if (p < ns_ - 1) polar_modes_ = std::max(polar_modes_, mlim[p] + 1);
     std::vector<int> first(lmax_ + 1, static_cast<int>(active.size()));
     for (int m = 0; m <= lmax_; ++m)
       for (std::size_t i = 0; i < active.size(); ++i)
@@ -250,12 +243,6 @@ public:
     nactive_ = static_cast<int>(active.size());
     active_ = DeviceBuffer<int>::from(active.empty() ? std::vector<int>{0} : active, s);
     first_ = DeviceBuffer<int>::from(first, s);
-    if (polar_modes_ > 0 && polar_modes_ <= lmax_) {
-      std::vector<int> fp(first), fr(first);
-      for (int m = 0; m <= lmax_; ++m) (m < polar_modes_ ? fr : fp)[m] = nactive_ + 1;
-      first_polar_ = DeviceBuffer<int>::from(fp, s);
-      first_rest_ = DeviceBuffer<int>::from(fr, s);
-    }
     mlim_ = DeviceBuffer<int>::from(mlim, s);
     nu_ = DeviceBuffer<double>::from(nu, s);
     if (!d.observed_pixels.empty()) pixels_ = DeviceBuffer<std::int64_t>::from(d.observed_pixels, s);
@@ -340,13 +327,12 @@ public:
     CUDA_CHECK(cudaEventCreate(&ev1_));
     CUDA_CHECK(cudaEventCreateWithFlags(&fork_, cudaEventDisableTiming));
     CUDA_CHECK(cudaEventCreateWithFlags(&join_, cudaEventDisableTiming));
-    CUDA_CHECK(cudaEventCreateWithFlags(&belt_ready_, cudaEventDisableTiming));
     stream_->sync();
   }
 
   ~DevicePlan() override {
     for (auto& [k, ex] : graphs_) cudaGraphExecDestroy(ex);
-    for (cudaEvent_t e : {ev0_, ev1_, fork_, join_, belt_ready_})
+    for (cudaEvent_t e : {ev0_, ev1_, fork_, join_})
       if (e) cudaEventDestroy(e);
   }
 
@@ -357,7 +343,7 @@ public:
                      BR_.bytes() + PU_.bytes() + chirp_fft_.bytes() + fft_work_.bytes() +
                      fft_work_belt_.bytes() + soff_.bytes() + start_v_.bytes() +
                      pchirp_.bytes() + pphase_.bytes() + prow_.bytes() +
-                     start_e_.bytes() + pair_z_.bytes() + first_polar_.bytes() + first_rest_.bytes() +
+                     start_e_.bytes() + pair_z_.bytes() +
                      W_.bytes() + ab_.bytes() + norm_.bytes() + tabA_.bytes() + tabB_.bytes() +
                      tabN_.bytes() + (tables_ ? tables_->bytes() : 0);
     return c;
@@ -724,10 +710,7 @@ private:
     return tables_ && table_path_for(op, ncols);
   }
   /// The Legendre stage of a call: the table path or the recursion kernels.
-  /// The Legendre stage of a call; a recursion adjoint of the modes below polar_modes_ only
-  /// (Modes::Polar) or of the others (Modes::Rest) where given.
-  enum class Modes { All, Polar, Rest };
-  void legendre(ShtOp op, int ncols, cudaStream_t s, Modes modes = Modes::All) {
+  void legendre(ShtOp op, int ncols, cudaStream_t s) {
     if (use_tables(op, ncols)) {
       if (op == ShtOp::Synthesis)
         tables_->synthesis(alm_.data(), F_.data(), ncols, s);
@@ -736,10 +719,7 @@ private:
     } else if (op == ShtOp::Synthesis) {
       sht::launch_legendre_synthesis(spin0_args(ncols), s);
     } else {
-      auto a = adjoint_args(ncols);
-      if (modes != Modes::All)
-        a.first_active = (modes == Modes::Polar ? first_polar_ : first_rest_).data();
-      sht::launch_legendre_adjoint(a, s);
+      sht::launch_legendre_adjoint(adjoint_args(ncols), s);
     }
   }
 
@@ -838,36 +818,22 @@ private:
                                reinterpret_cast<cufftDoubleComplex*>(BH_.data())));
     }
     mark("belt-fft");
+    // Polar rows on the plan's stream.
+    sht::launch_load_map(f, src, !direct, sht::Rows::Polar, s);
+    mark("load-polar");
+    polar_convolution(p, f, false);
     // The recursion adjoints read the belt rings' F_m from BH themselves
     // (Switches::belt_from_spectra): F of the polar rings alone then, which needs no belt row, and
     // none where they read the polar rings' F_m from the Bluestein rows too.
     const bool recursion = !use_tables(ShtOp::Adjoint, ncols);
     const bool polar_only = recursion && switches().belt_from_spectra;
-    // Modes that no polar ring pair reaches need the belt spectra alone: they run on the belt
-    // stream beside the polar rows' Bluestein chain (Switches::split_modes), the others after it.
-    const bool split = polar_only && bs != s && switches().split_modes && !first_polar_.empty() &&
-                       (d_.spin == 2 || switches().finish_in_block);
-    if (split) {
-      CUDA_CHECK(cudaEventRecord(belt_ready_, bs));
-      legendre(ShtOp::Adjoint, ncols, bs, Modes::Rest);
-    }
-    // Polar rows on the plan's stream.
-    sht::launch_load_map(f, src, !direct, sht::Rows::Polar, s);
-    mark("load-polar");
-    polar_convolution(p, f, false);
     if (!polar_only) join(bs);
     if (!(recursion && adjoint_polar_from_rows())) {
       sht::launch_unalias_adjoint(f, polar_only, s);
       mark("unalias");
     }
-    if (split) {
-      CUDA_CHECK(cudaStreamWaitEvent(s, belt_ready_, 0));
-      legendre(ShtOp::Adjoint, ncols, s, Modes::Polar);
-      join(bs);
-    } else {
-      if (polar_only) join(bs);
-      legendre(ShtOp::Adjoint, ncols, s);
-    }
+    if (polar_only) join(bs);
+    legendre(ShtOp::Adjoint, ncols, s);
     mark("legendre");
   }
 
@@ -906,12 +872,6 @@ private:
   cudaEvent_t ev0_ = nullptr, ev1_ = nullptr;
   std::unique_ptr<Stream> side_;  ///< the belt rows' stream (Switches::fork_belt_rows)
   cudaEvent_t fork_ = nullptr, join_ = nullptr;
-  cudaEvent_t belt_ready_ = nullptr;  ///< the belt spectra of an adjoint call are complete
-  /// Modes from polar_modes_ on reach no active polar ring pair (above every polar pair's mlim):
-  /// an adjoint runs them beside the polar rows' glue (run_adjoint), each part with first_active
-  /// nactive + 1 (skip) at the other part's modes; empty where no such split exists.
-  int polar_modes_ = 0;
-  DeviceBuffer<int> first_polar_, first_rest_;
 };
 
 class Kernels final : public ShtKernels {
