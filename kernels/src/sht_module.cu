@@ -98,6 +98,10 @@ struct Switches {
   /// Spin-0 plans keep the chains' start values in a table (DevicePlan::build_start_table);
   /// ALMAGEST_SHT_START=compute: the kernels compute them.
   bool start_table;
+  /// The polar Bluestein FFTs of a call in two groups of classes on two streams (the second on
+  /// the belt rows' stream once its own work is queued; DevicePlan::polar_convolution);
+  /// ALMAGEST_SHT_POLAR_SPLIT=0: all on the plan's stream.
+  bool polar_two_streams;
 };
 const Switches& switches() {
   static const Switches v = [] {
@@ -111,6 +115,7 @@ const Switches& switches() {
     w.finish_in_block = !is("ALMAGEST_SHT_FINISH", "kernel");
     w.fork_belt_rows = !is("ALMAGEST_SHT_FORK", "0");
     w.start_table = !is("ALMAGEST_SHT_START", "compute");
+    w.polar_two_streams = !is("ALMAGEST_SHT_POLAR_SPLIT", "0");
     return w;
   }();
   return v;
@@ -290,6 +295,19 @@ public:
       std::vector<unsigned char> cls_of;
       classes_ = sht::polar_classes(ns_, d.max_cols, cls_of);
       for (const auto& c : classes_) polar_per_col_ += static_cast<long long>(c.rows) * c.M;
+      // The polar classes in two groups of about equal padded size (largest first, each to the
+      // lighter group): the second runs its Bluestein FFTs on the belt rows' stream.
+      side_class_.assign(classes_.size(), 0);  // all on the plan's stream where not split
+      std::vector<std::size_t> order(classes_.size());
+      for (std::size_t c = 0; c < order.size(); ++c) order[c] = c;
+      auto size_of = [&](std::size_t c) { return static_cast<long long>(classes_[c].rows) * classes_[c].M; };
+      std::sort(order.begin(), order.end(), [&](auto x, auto y) { return size_of(x) > size_of(y); });
+      long long load[2] = {0, 0};
+      for (auto c : order) {
+        const int g = switches().polar_two_streams && load[1] < load[0] ? 1 : 0;
+        side_class_[c] = static_cast<char>(g);
+        load[g] += size_of(c);
+      }
       cls_of_ = DeviceBuffer<unsigned char>::from(cls_of, s);
       // Each pair's row in PU: class base (times the call's columns), rows M, (q - qlo) M.
       std::vector<long long> prow(3 * static_cast<std::size_t>(npolar / 2));
@@ -327,12 +345,14 @@ public:
     CUDA_CHECK(cudaEventCreate(&ev1_));
     CUDA_CHECK(cudaEventCreateWithFlags(&fork_, cudaEventDisableTiming));
     CUDA_CHECK(cudaEventCreateWithFlags(&join_, cudaEventDisableTiming));
+    CUDA_CHECK(cudaEventCreateWithFlags(&polar_in_, cudaEventDisableTiming));
+    CUDA_CHECK(cudaEventCreateWithFlags(&polar_out_, cudaEventDisableTiming));
     stream_->sync();
   }
 
   ~DevicePlan() override {
     for (auto& [k, ex] : graphs_) cudaGraphExecDestroy(ex);
-    for (cudaEvent_t e : {ev0_, ev1_, fork_, join_})
+    for (cudaEvent_t e : {ev0_, ev1_, fork_, join_, polar_in_, polar_out_})
       if (e) cudaEventDestroy(e);
   }
 
@@ -600,7 +620,10 @@ private:
     if (p.belt_c2r_one)
       need_belt = std::max({need_belt, p.belt_c2r_one->work_size(), p.belt_r2c_one->work_size()});
     std::size_t need = 0;
-    for (const auto& q : p.polar) need = std::max(need, q->work_size());
+    for (std::size_t c = 0; c < p.polar.size(); ++c) {  // the side group shares the belt's area
+      std::size_t& n = side_class_[c] ? need_belt : need;
+      n = std::max(n, p.polar[c]->work_size());
+    }
     auto& stored = plans_.emplace(ncols, std::move(p)).first->second;
     if (need > fft_work_.size() || need_belt > fft_work_belt_.size()) {
       // A larger work area: every plan moves to it, and graphs captured with the old one are
@@ -618,7 +641,8 @@ private:
   void set_work_areas(ColumnPlans& cp) {
     for (auto* q : {cp.belt_c2r.get(), cp.belt_r2c.get(), cp.belt_c2r_one.get(), cp.belt_r2c_one.get()})
       if (q) q->set_work_area(fft_work_belt_.data());
-    for (auto& q : cp.polar) q->set_work_area(fft_work_.data());
+    for (std::size_t c = 0; c < cp.polar.size(); ++c)
+      cp.polar[c]->set_work_area(side_class_[c] ? fft_work_belt_.data() : fft_work_.data());
   }
 
   sht::LegendreArgs legendre_args(int ncols) {
@@ -690,17 +714,39 @@ private:
   }
 
   /// The polar Bluestein convolution: forward FFT per class, the chirp spectrum, inverse FFT.
-  void polar_convolution(ColumnPlans& p, const sht::FftArgs& f, bool conjugate) {
+  /// Where bs is another stream (Switches::polar_two_streams), the second group of classes
+  /// (side_class_) runs on it, after what it holds and the plan's stream's work so far; the plan's
+  /// stream waits for it at the end. Its cuFFT plans use the belt FFTs' work area (the belt FFT
+  /// runs before them on bs).
+  void polar_convolution(ColumnPlans& p, const sht::FftArgs& f, bool conjugate, cudaStream_t bs) {
     if (classes_.empty()) return;
     cudaStream_t s = *stream_;
-    for (std::size_t c = 0; c < classes_.size(); ++c) {
-      auto* z = reinterpret_cast<cufftDoubleComplex*>(PU_.data() + classes_[c].cbase * f.ncc);
-      CUFFT_CHECK(cufftExecZ2Z(p.polar[c]->get(), z, z, CUFFT_FORWARD));
+    const bool two = bs != s && switches().polar_two_streams;
+    if (two) {
+      CUDA_CHECK(cudaEventRecord(polar_in_, s));
+      CUDA_CHECK(cudaStreamWaitEvent(bs, polar_in_, 0));
     }
-    sht::launch_polar_multiply(f, conjugate, s);
-    for (std::size_t c = 0; c < classes_.size(); ++c) {
-      auto* z = reinterpret_cast<cufftDoubleComplex*>(PU_.data() + classes_[c].cbase * f.ncc);
-      CUFFT_CHECK(cufftExecZ2Z(p.polar[c]->get(), z, z, CUFFT_INVERSE));
+    for (int g = 0; g < (two ? 2 : 1); ++g) {
+      const cudaStream_t st = g == 1 ? bs : s;
+      sht::FftArgs fg = f;  // the group's classes (k_polar_multiply reads cls only)
+      fg.nclass = 0;
+      for (std::size_t c = 0; c < classes_.size(); ++c) {
+        if (two && side_class_[c] != g) continue;
+        fg.cls[fg.nclass++] = classes_[c];
+        p.polar[c]->set_stream(st);
+        auto* z = reinterpret_cast<cufftDoubleComplex*>(PU_.data() + classes_[c].cbase * f.ncc);
+        CUFFT_CHECK(cufftExecZ2Z(p.polar[c]->get(), z, z, CUFFT_FORWARD));
+      }
+      sht::launch_polar_multiply(fg, conjugate, st);
+      for (std::size_t c = 0; c < classes_.size(); ++c) {
+        if (two && side_class_[c] != g) continue;
+        auto* z = reinterpret_cast<cufftDoubleComplex*>(PU_.data() + classes_[c].cbase * f.ncc);
+        CUFFT_CHECK(cufftExecZ2Z(p.polar[c]->get(), z, z, CUFFT_INVERSE));
+      }
+    }
+    if (two) {
+      CUDA_CHECK(cudaEventRecord(polar_out_, bs));
+      CUDA_CHECK(cudaStreamWaitEvent(s, polar_out_, 0));
     }
     mark("polar-bluestein");
   }
@@ -772,7 +818,7 @@ private:
     // Polar rows on the plan's stream.
     sht::launch_alias_synthesis(f, sht::Rows::Polar, s);
     mark("alias-polar");
-    polar_convolution(p, f, true);
+    polar_convolution(p, f, true, bs);
     if (full_sky) {
       sht::launch_assemble_map(f, map_.data(), nullptr, msize_, !direct, sht::Rows::Polar, s);
       mark("assemble-polar");
@@ -821,7 +867,7 @@ private:
     // Polar rows on the plan's stream.
     sht::launch_load_map(f, src, !direct, sht::Rows::Polar, s);
     mark("load-polar");
-    polar_convolution(p, f, false);
+    polar_convolution(p, f, false, bs);
     // The recursion adjoints read the belt rings' F_m from BH themselves
     // (Switches::belt_from_spectra): F of the polar rings alone then, which needs no belt row, and
     // none where they read the polar rings' F_m from the Bluestein rows too.
@@ -862,6 +908,7 @@ private:
   DeviceBuffer<long long> prow_;   ///< [nside - 1][3] the polar pairs' rows in PU
   DeviceBuffer<cplx> pchirp_, pphase_;  ///< polar chirp and phase tables (build_polar_tables)
   std::vector<sht::PolarClass> classes_;
+  std::vector<char> side_class_;  ///< per class: 1 where it runs on the belt stream
   long long polar_per_col_ = 0;
   DeviceBuffer<double> map_, full_, BR_;
   std::map<int, ColumnPlans> plans_;
@@ -872,6 +919,7 @@ private:
   cudaEvent_t ev0_ = nullptr, ev1_ = nullptr;
   std::unique_ptr<Stream> side_;  ///< the belt rows' stream (Switches::fork_belt_rows)
   cudaEvent_t fork_ = nullptr, join_ = nullptr;
+  cudaEvent_t polar_in_ = nullptr, polar_out_ = nullptr;  ///< polar_convolution's two streams
 };
 
 class Kernels final : public ShtKernels {
