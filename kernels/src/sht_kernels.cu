@@ -544,7 +544,6 @@ __global__ void k_alias_polar(FftArgs a) {
   const int npairs = a.nside - 1, R = 4 * a.nside - 1;
   for (long long row = blockIdx.y; row < static_cast<long long>(a.ncc) * npairs; row += gridDim.y) {
     const int q = static_cast<int>(row % npairs), cc = static_cast<int>(row / npairs);
-    if (a.side >= 0 && a.cls[a.cls_of[q]].side != a.side) continue;
     const int N = 4 * (q + 1), M = a.cls[a.cls_of[q]].M, mmax = a.mlim[q];
     cplx* out = a.PU + polar_offset(a, q, cc);
     const cplx* Fn = a.F + (static_cast<std::size_t>(cc) * R + q) * (a.lmax + 1);
@@ -569,7 +568,6 @@ __global__ void k_alias_polar(FftArgs a) {
 /// PU *= chirp spectrum (conjugated for the synthesis); blocks over classes in y.
 __global__ void k_polar_multiply(FftArgs a, bool conjugate) {
   const PolarClass c = a.cls[blockIdx.y];
-  if (a.side >= 0 && c.side != a.side) return;
   const long long n = static_cast<long long>(a.ncc) * c.rows * c.M;
   cplx* base = a.PU + c.cbase * a.ncc;
   for (long long t = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; t < n;
@@ -605,7 +603,6 @@ __global__ void k_assemble_polar(FftArgs a, double* map) {
     int i = static_cast<int>(0.5 * (1.0 + sqrt(1.0 + 2.0 * p)));  // 1-based ring
     while (2LL * i * (i - 1) > p) --i;
     while (2LL * (i + 1) * i <= p) ++i;
-    if (a.side >= 0 && a.cls[a.cls_of[i - 1]].side != a.side) continue;
     const int j = p - 2 * i * (i - 1), N = 4 * i;
     const cplx y = cmul(chirp(j, N), a.PU[polar_offset(a, i - 1, cc) + j]);
     out[p] = y.re;
@@ -655,7 +652,6 @@ __global__ void k_load_polar(FftArgs a, const double* full) {
   const int npairs = a.nside - 1;
   for (long long row = blockIdx.y; row < static_cast<long long>(a.ncc) * npairs; row += gridDim.y) {
     const int q = static_cast<int>(row % npairs), cc = static_cast<int>(row / npairs);
-    if (a.side >= 0 && a.cls[a.cls_of[q]].side != a.side) continue;
     const int i = q + 1, N = 4 * i, M = a.cls[a.cls_of[q]].M;
     cplx* out = a.PU + polar_offset(a, q, cc);
     const double* mn = full + static_cast<std::size_t>(cc) * a.npix + 2LL * i * (i - 1);

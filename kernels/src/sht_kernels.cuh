@@ -87,7 +87,6 @@ struct FftArgs {
   int nside, lmax, ncc;       ///< ncc = columns * components in this call
   std::int64_t npix;
   int nclass;                 ///< polar classes (0 when nside == 1)
-  int side;                   ///< polar row kernels: -1 every class, else those of this side
   PolarClass cls[kMaxPolarClasses];
   const unsigned char* cls_of;  ///< [nside - 1] class of each ring pair q
   const int* mlim;            ///< [2 nside] per ring pair: F_m = 0 above it (not read)

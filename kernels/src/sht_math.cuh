@@ -299,7 +299,6 @@ struct PolarClass {
   int qlo;            ///< first q of the class
   long long cbase;    ///< PU elements per column of the classes before this one, and the
                       ///< class's offset in the chirp-spectrum table (one column's layout)
-  int side = 0;       ///< the group of classes it belongs to (the plan's two polar streams)
 };
 inline constexpr int kMaxPolarClasses = 32;
 

@@ -297,6 +297,7 @@ public:
       for (const auto& c : classes_) polar_per_col_ += static_cast<long long>(c.rows) * c.M;
       // The polar classes in two groups of about equal padded size (largest first, each to the
       // lighter group): the second runs its Bluestein FFTs on the belt rows' stream.
+      side_class_.assign(classes_.size(), 0);  // all on the plan's stream where not split
       std::vector<std::size_t> order(classes_.size());
       for (std::size_t c = 0; c < order.size(); ++c) order[c] = c;
       auto size_of = [&](std::size_t c) { return static_cast<long long>(classes_[c].rows) * classes_[c].M; };
@@ -304,7 +305,7 @@ public:
       long long load[2] = {0, 0};
       for (auto c : order) {
         const int g = switches().polar_two_streams && load[1] < load[0] ? 1 : 0;
-        classes_[c].side = g;
+        side_class_[c] = static_cast<char>(g);
         load[g] += size_of(c);
       }
       cls_of_ = DeviceBuffer<unsigned char>::from(cls_of, s);
@@ -344,13 +345,14 @@ public:
     CUDA_CHECK(cudaEventCreate(&ev1_));
     CUDA_CHECK(cudaEventCreateWithFlags(&fork_, cudaEventDisableTiming));
     CUDA_CHECK(cudaEventCreateWithFlags(&join_, cudaEventDisableTiming));
+    CUDA_CHECK(cudaEventCreateWithFlags(&polar_in_, cudaEventDisableTiming));
     CUDA_CHECK(cudaEventCreateWithFlags(&polar_out_, cudaEventDisableTiming));
     stream_->sync();
   }
 
   ~DevicePlan() override {
     for (auto& [k, ex] : graphs_) cudaGraphExecDestroy(ex);
-    for (cudaEvent_t e : {ev0_, ev1_, fork_, join_, polar_out_})
+    for (cudaEvent_t e : {ev0_, ev1_, fork_, join_, polar_in_, polar_out_})
       if (e) cudaEventDestroy(e);
   }
 
@@ -618,8 +620,8 @@ private:
     if (p.belt_c2r_one)
       need_belt = std::max({need_belt, p.belt_c2r_one->work_size(), p.belt_r2c_one->work_size()});
     std::size_t need = 0;
-    for (std::size_t c = 0; c < p.polar.size(); ++c) {  // side 1 shares the belt's area
-      std::size_t& n = classes_[c].side ? need_belt : need;
+    for (std::size_t c = 0; c < p.polar.size(); ++c) {  // the side group shares the belt's area
+      std::size_t& n = side_class_[c] ? need_belt : need;
       n = std::max(n, p.polar[c]->work_size());
     }
     auto& stored = plans_.emplace(ncols, std::move(p)).first->second;
@@ -640,7 +642,7 @@ private:
     for (auto* q : {cp.belt_c2r.get(), cp.belt_r2c.get(), cp.belt_c2r_one.get(), cp.belt_r2c_one.get()})
       if (q) q->set_work_area(fft_work_belt_.data());
     for (std::size_t c = 0; c < cp.polar.size(); ++c)
-      cp.polar[c]->set_work_area(classes_[c].side ? fft_work_belt_.data() : fft_work_.data());
+      cp.polar[c]->set_work_area(side_class_[c] ? fft_work_belt_.data() : fft_work_.data());
   }
 
   sht::LegendreArgs legendre_args(int ncols) {
@@ -698,7 +700,6 @@ private:
     f.ncc = static_cast<int>(cc(ncols));
     f.npix = npix_;
     f.nclass = static_cast<int>(classes_.size());
-    f.side = -1;
     for (std::size_t c = 0; c < classes_.size(); ++c) f.cls[c] = classes_[c];
     f.cls_of = cls_of_.data();
     f.mlim = mlim_.data();
@@ -712,38 +713,42 @@ private:
     return f;
   }
 
-  /// The polar rows' chain: per group of classes `pre` (the rows' loading or aliasing), the
-  /// Bluestein convolution (forward FFT per class, the chirp spectrum, inverse FFT) and `post`
-  /// (assembly, or nothing), each called with the group's FftArgs (side set) and stream. Where bs
-  /// is another stream (Switches::polar_two_streams) the classes of side 1 run on it, after what
-  /// it holds (their cuFFT plans use the belt FFTs' work area), and the plan's stream waits for
-  /// them at the end; else one group (side -1) on the plan's stream.
-  template <class Pre, class Post>
-  void polar_chain(ColumnPlans& p, const sht::FftArgs& f, bool conjugate, cudaStream_t bs,
-                   Pre&& pre, Post&& post) {
+  /// The polar Bluestein convolution: forward FFT per class, the chirp spectrum, inverse FFT.
+  /// Where bs is another stream (Switches::polar_two_streams), the second group of classes
+  /// (side_class_) runs on it, after what it holds and the plan's stream's work so far; the plan's
+  /// stream waits for it at the end. Its cuFFT plans use the belt FFTs' work area (the belt FFT
+  /// runs before them on bs).
+  void polar_convolution(ColumnPlans& p, const sht::FftArgs& f, bool conjugate, cudaStream_t bs) {
+    if (classes_.empty()) return;
     cudaStream_t s = *stream_;
     const bool two = bs != s && switches().polar_two_streams;
+    if (two) {
+      CUDA_CHECK(cudaEventRecord(polar_in_, s));
+      CUDA_CHECK(cudaStreamWaitEvent(bs, polar_in_, 0));
+    }
     for (int g = 0; g < (two ? 2 : 1); ++g) {
       const cudaStream_t st = g == 1 ? bs : s;
-      sht::FftArgs fg = f;
-      fg.side = two ? g : -1;
-      pre(fg, st);
-      for (int pass = 0; pass < 2; ++pass) {  // forward FFTs, multiply, inverse FFTs
-        if (pass == 1) sht::launch_polar_multiply(fg, conjugate, st);
-        for (std::size_t c = 0; c < classes_.size(); ++c) {
-          if (two && classes_[c].side != g) continue;
-          p.polar[c]->set_stream(st);
-          auto* z = reinterpret_cast<cufftDoubleComplex*>(PU_.data() + classes_[c].cbase * f.ncc);
-          CUFFT_CHECK(cufftExecZ2Z(p.polar[c]->get(), z, z, pass == 0 ? CUFFT_FORWARD : CUFFT_INVERSE));
-        }
+      sht::FftArgs fg = f;  // the group's classes (k_polar_multiply reads cls only)
+      fg.nclass = 0;
+      for (std::size_t c = 0; c < classes_.size(); ++c) {
+        if (two && side_class_[c] != g) continue;
+        fg.cls[fg.nclass++] = classes_[c];
+        p.polar[c]->set_stream(st);
+        auto* z = reinterpret_cast<cufftDoubleComplex*>(PU_.data() + classes_[c].cbase * f.ncc);
+        CUFFT_CHECK(cufftExecZ2Z(p.polar[c]->get(), z, z, CUFFT_FORWARD));
       }
-      if (!two) mark("polar-bluestein");
-      post(fg, st);
+      sht::launch_polar_multiply(fg, conjugate, st);
+      for (std::size_t c = 0; c < classes_.size(); ++c) {
+        if (two && side_class_[c] != g) continue;
+        auto* z = reinterpret_cast<cufftDoubleComplex*>(PU_.data() + classes_[c].cbase * f.ncc);
+        CUFFT_CHECK(cufftExecZ2Z(p.polar[c]->get(), z, z, CUFFT_INVERSE));
+      }
     }
     if (two) {
       CUDA_CHECK(cudaEventRecord(polar_out_, bs));
       CUDA_CHECK(cudaStreamWaitEvent(s, polar_out_, 0));
     }
+    mark("polar-bluestein");
   }
 
   /// Whether a call of ncols columns in direction op takes the batched table path.
@@ -810,19 +815,13 @@ private:
       sht::launch_assemble_map(f, map_.data(), nullptr, msize_, !direct, sht::Rows::Belt, bs);
       mark("assemble-belt");
     }
-    // Polar rows on the plan's stream (and the belt stream, polar_chain).
-    polar_chain(p, f, true, bs,
-                [&](const sht::FftArgs& fg, cudaStream_t st) {
-                  sht::launch_alias_synthesis(fg, sht::Rows::Polar, st);
-                  mark("alias-polar");
-                },
-                [&](const sht::FftArgs& fg, cudaStream_t st) {
-                  if (!full_sky) return;
-                  sht::launch_assemble_map(fg, map_.data(), nullptr, msize_, !direct,
-                                           sht::Rows::Polar, st);
-                  mark("assemble-polar");
-                });
+    // Polar rows on the plan's stream.
+    sht::launch_alias_synthesis(f, sht::Rows::Polar, s);
+    mark("alias-polar");
+    polar_convolution(p, f, true, bs);
     if (full_sky) {
+      sht::launch_assemble_map(f, map_.data(), nullptr, msize_, !direct, sht::Rows::Polar, s);
+      mark("assemble-polar");
       join(bs);
     } else {
       join(bs);
@@ -865,14 +864,10 @@ private:
                                reinterpret_cast<cufftDoubleComplex*>(BH_.data())));
     }
     mark("belt-fft");
-    // Polar rows on the plan's stream (and the belt stream, polar_chain).
-    polar_chain(
-        p, f, false, bs,
-        [&](const sht::FftArgs& fg, cudaStream_t st) {
-          sht::launch_load_map(fg, src, !direct, sht::Rows::Polar, st);
-          mark("load-polar");
-        },
-        [](const sht::FftArgs&, cudaStream_t) {});
+    // Polar rows on the plan's stream.
+    sht::launch_load_map(f, src, !direct, sht::Rows::Polar, s);
+    mark("load-polar");
+    polar_convolution(p, f, false, bs);
     // The recursion adjoints read the belt rings' F_m from BH themselves
     // (Switches::belt_from_spectra): F of the polar rings alone then, which needs no belt row, and
     // none where they read the polar rings' F_m from the Bluestein rows too.
@@ -913,6 +908,7 @@ private:
   DeviceBuffer<long long> prow_;   ///< [nside - 1][3] the polar pairs' rows in PU
   DeviceBuffer<cplx> pchirp_, pphase_;  ///< polar chirp and phase tables (build_polar_tables)
   std::vector<sht::PolarClass> classes_;
+  std::vector<char> side_class_;  ///< per class: 1 where it runs on the belt stream
   long long polar_per_col_ = 0;
   DeviceBuffer<double> map_, full_, BR_;
   std::map<int, ColumnPlans> plans_;
@@ -923,7 +919,7 @@ private:
   cudaEvent_t ev0_ = nullptr, ev1_ = nullptr;
   std::unique_ptr<Stream> side_;  ///< the belt rows' stream (Switches::fork_belt_rows)
   cudaEvent_t fork_ = nullptr, join_ = nullptr;
-  cudaEvent_t polar_out_ = nullptr;  ///< the belt stream's polar rows are done (polar_chain)
+  cudaEvent_t polar_in_ = nullptr, polar_out_ = nullptr;  ///< polar_convolution's two streams
 };
 
 class Kernels final : public ShtKernels {
