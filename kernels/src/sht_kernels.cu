@@ -519,6 +519,20 @@ __device__ __forceinline__ long long polar_offset(const FftArgs& a, int q, int c
   return c.cbase * a.ncc + (static_cast<long long>(cc) * c.rows + (q - c.qlo)) * c.M;
 }
 
+/// Where polar row q of column cc starts and how many of its entries a load or alias kernel
+/// writes: in PUin its first N (the padding is zero from the plan's start), else all M of PU.
+struct PolarRowOut {
+  cplx* p;
+  int len;
+};
+__device__ __forceinline__ PolarRowOut polar_row_out(const FftArgs& a, int q, int cc) {
+  const PolarClass& c = a.cls[a.cls_of[q]];
+  if (a.PUin)
+    return {a.PUin + c.cbase * a.ncc_in + (static_cast<long long>(cc) * c.rows + (q - c.qlo)) * c.M,
+            4 * (q + 1)};
+  return {a.PU + polar_offset(a, q, cc), c.M};
+}
+
 /// Belt rows: blocks over (column, belt ring) rows in y, threads over the N/2 + 1 bins.
 __global__ void k_alias_belt(FftArgs a) {
   const int N = 4 * a.nside, nh = N / 2 + 1, nbelt = 2 * a.nside + 1, R = 4 * a.nside - 1;
@@ -544,11 +558,12 @@ __global__ void k_alias_polar(FftArgs a) {
   const int npairs = a.nside - 1, R = 4 * a.nside - 1;
   for (long long row = blockIdx.y; row < static_cast<long long>(a.ncc) * npairs; row += gridDim.y) {
     const int q = static_cast<int>(row % npairs), cc = static_cast<int>(row / npairs);
-    const int N = 4 * (q + 1), M = a.cls[a.cls_of[q]].M, mmax = a.mlim[q];
-    cplx* out = a.PU + polar_offset(a, q, cc);
+    const int N = 4 * (q + 1), mmax = a.mlim[q];
+    const PolarRowOut o = polar_row_out(a, q, cc);
+    cplx* out = o.p;
     const cplx* Fn = a.F + (static_cast<std::size_t>(cc) * R + q) * (a.lmax + 1);
     const cplx* Fs = a.F + (static_cast<std::size_t>(cc) * R + (R - 1 - q)) * (a.lmax + 1);
-    for (int j = blockIdx.x * blockDim.x + threadIdx.x; j < M; j += gridDim.x * blockDim.x) {
+    for (int j = blockIdx.x * blockDim.x + threadIdx.x; j < o.len; j += gridDim.x * blockDim.x) {
       cplx u = {0.0, 0.0};
       if (j < N) {
         // Both rings of the pair share the phase: (G_N + i G_S) = phased (sums_N + i sums_S).
@@ -652,11 +667,12 @@ __global__ void k_load_polar(FftArgs a, const double* full) {
   const int npairs = a.nside - 1;
   for (long long row = blockIdx.y; row < static_cast<long long>(a.ncc) * npairs; row += gridDim.y) {
     const int q = static_cast<int>(row % npairs), cc = static_cast<int>(row / npairs);
-    const int i = q + 1, N = 4 * i, M = a.cls[a.cls_of[q]].M;
-    cplx* out = a.PU + polar_offset(a, q, cc);
+    const int i = q + 1, N = 4 * i;
+    const PolarRowOut o = polar_row_out(a, q, cc);
+    cplx* out = o.p;
     const double* mn = full + static_cast<std::size_t>(cc) * a.npix + 2LL * i * (i - 1);
     const double* ms = full + static_cast<std::size_t>(cc) * a.npix + a.npix - 2LL * i * (i + 1);
-    for (int j = blockIdx.x * blockDim.x + threadIdx.x; j < M; j += gridDim.x * blockDim.x) {
+    for (int j = blockIdx.x * blockDim.x + threadIdx.x; j < o.len; j += gridDim.x * blockDim.x) {
       cplx v = {0.0, 0.0};
       if (j < N)
         v = cmul({mn[j], ms[j]},
@@ -784,8 +800,8 @@ void launch_legendre_synthesis(const Spin0Args& a, cudaStream_t s) {
 
 /// Grid of the polar row kernels: x over a row's longest class, y over rows.
 dim3 polar_grid(const FftArgs& a) {
-  int mmax = 1;
-  for (int c = 0; c < a.nclass; ++c) mmax = std::max(mmax, a.cls[c].M);
+  int mmax = 1;  // the longest row a kernel writes: N into PUin, M into PU
+  for (int c = 0; c < a.nclass; ++c) mmax = std::max(mmax, a.PUin ? 4 * (a.nside - 1) : a.cls[c].M);
   const long long rows = static_cast<long long>(a.ncc) * (a.nside - 1);
   return dim3((mmax + 255) / 256, static_cast<unsigned>(std::min<long long>(rows, 65535)));
 }

@@ -94,6 +94,11 @@ struct FftArgs {
   cplx* BH;                   ///< belt half spectra
   double* BR;                 ///< belt real rings
   cplx* PU;                   ///< polar Bluestein rows
+  /// Null, or the polar rows' input buffer (PolarInput): the load and alias kernels write a row's
+  /// first N entries there, whose zero padding stays from the plan's start, and the forward FFT
+  /// reads it into PU; class bases for ncc_in columns (the plan's), so one layout for every call.
+  cplx* PUin;
+  int ncc_in;
   const cplx* chirp_fft;      ///< FFT of the wrapped chirp / M per row ([class][row][M])
   const cplx* pchirp;         ///< null, or e^{i pi j^2 / N} at polar_table_index(q, j), j < N
   const cplx* pphase;         ///< null, or e^{i pi j / N} at polar_table_index(q, j)

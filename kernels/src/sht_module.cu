@@ -98,6 +98,10 @@ struct Switches {
   /// Spin-0 plans keep the chains' start values in a table (DevicePlan::build_start_table);
   /// ALMAGEST_SHT_START=compute: the kernels compute them.
   bool start_table;
+  /// The polar rows are loaded or aliased into an input buffer whose zero padding stays, and the
+  /// forward FFTs read it into PU (DevicePlan::build_polar_input); ALMAGEST_SHT_PU_IN=0: in place
+  /// in PU, the padding written by every call.
+  bool polar_input;
   /// The polar Bluestein FFTs of a call in two groups of classes on two streams (the second on
   /// the belt rows' stream once its own work is queued; DevicePlan::polar_convolution);
   /// ALMAGEST_SHT_POLAR_SPLIT=0: all on the plan's stream.
@@ -116,6 +120,7 @@ const Switches& switches() {
     w.fork_belt_rows = !is("ALMAGEST_SHT_FORK", "0");
     w.start_table = !is("ALMAGEST_SHT_START", "compute");
     w.polar_two_streams = !is("ALMAGEST_SHT_POLAR_SPLIT", "0");
+    w.polar_input = !is("ALMAGEST_SHT_PU_IN", "0");
     return w;
   }();
   return v;
@@ -341,6 +346,7 @@ public:
     // The start table and the polar tables take what the work buffers leave.
     if (d.spin == 0 && switches().start_table) build_start_table(first);
     if (npolar > 0) build_polar_tables();
+    if (npolar > 0 && switches().polar_input) build_polar_input(ncc);
     CUDA_CHECK(cudaEventCreate(&ev0_));
     CUDA_CHECK(cudaEventCreate(&ev1_));
     CUDA_CHECK(cudaEventCreateWithFlags(&fork_, cudaEventDisableTiming));
@@ -360,7 +366,8 @@ public:
   ShtWorkCounts counts() const override {
     ShtWorkCounts c = counts_;
     c.device_bytes = alm_.bytes() + map_.bytes() + full_.bytes() + F_.bytes() + BH_.bytes() +
-                     BR_.bytes() + PU_.bytes() + chirp_fft_.bytes() + fft_work_.bytes() +
+                     BR_.bytes() + PU_.bytes() + PUin_.bytes() + chirp_fft_.bytes() +
+                     fft_work_.bytes() +
                      fft_work_belt_.bytes() + soff_.bytes() + start_v_.bytes() +
                      pchirp_.bytes() + pphase_.bytes() + prow_.bytes() +
                      start_e_.bytes() + pair_z_.bytes() +
@@ -550,6 +557,20 @@ private:
   /// with them the recursion adjoints read the polar rings' F_m from the Bluestein rows
   /// (Switches::polar_from_rows). Skipped where they would take more than a quarter of the free
   /// memory (the kernels then compute the values, and the unalias kernel writes the polar F).
+  /// The polar rows' input buffer (FftArgs::PUin, as large as PU: 628 MB at nside 2048 spin 2):
+  /// zeroed once, so that the load and alias kernels write each row's N entries and not its
+  /// zero padding (about half of the rows' entries) in every call. Skipped where it does not fit.
+  void build_polar_input(std::size_t ncc) {
+    const std::size_t n = ncc * static_cast<std::size_t>(polar_per_col_);
+    if (!within_free_quarter(n * sizeof(cplx))) return;
+    try {
+      PUin_.allocate(n);
+    } catch (const DeviceOutOfMemory&) {
+      return;
+    }
+    CUDA_CHECK(cudaMemsetAsync(PUin_.data(), 0, PUin_.bytes(), *stream_));
+    pu_in_ncc_ = static_cast<int>(ncc);
+  }
   void build_polar_tables() {
     const auto n = static_cast<std::size_t>(sht::polar_table_size(ns_));
     if (!within_free_quarter(2 * n * sizeof(cplx))) return;
@@ -707,6 +728,8 @@ private:
     f.BH = BH_.data();
     f.BR = BR_.data();
     f.PU = PU_.data();
+    f.PUin = PUin_.data();  // null where the plan has none
+    f.ncc_in = pu_in_ncc_;
     f.chirp_fft = chirp_fft_.data();
     f.pchirp = pchirp_.data();  // null where the plan has no polar tables
     f.pphase = pphase_.data();
@@ -735,7 +758,10 @@ private:
         fg.cls[fg.nclass++] = classes_[c];
         p.polar[c]->set_stream(st);
         auto* z = reinterpret_cast<cufftDoubleComplex*>(PU_.data() + classes_[c].cbase * f.ncc);
-        CUFFT_CHECK(cufftExecZ2Z(p.polar[c]->get(), z, z, CUFFT_FORWARD));
+        auto* in = f.PUin ? reinterpret_cast<cufftDoubleComplex*>(f.PUin +
+                                                                  classes_[c].cbase * f.ncc_in)
+                          : z;
+        CUFFT_CHECK(cufftExecZ2Z(p.polar[c]->get(), in, z, CUFFT_FORWARD));
       }
       sht::launch_polar_multiply(fg, conjugate, st);
       for (std::size_t c = 0; c < classes_.size(); ++c) {
@@ -901,6 +927,8 @@ private:
   DeviceBuffer<short> start_e_;
   DeviceBuffer<std::int64_t> pixels_;
   DeviceBuffer<cplx> alm_, F_, BH_, PU_, chirp_fft_;
+  DeviceBuffer<cplx> PUin_;  ///< the polar rows' input (build_polar_input), or empty
+  int pu_in_ncc_ = 0;
   DeviceBuffer<char> fft_work_, fft_work_belt_;  ///< polar and belt cuFFT work areas
   DeviceBuffer<unsigned char> cls_of_;
   /// [4 nside] e^{i pi j / (4 nside)} (Switches::belt_from_spectra)
