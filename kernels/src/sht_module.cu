@@ -305,8 +305,11 @@ public:
       side_class_.assign(classes_.size(), 0);  // all on the plan's stream where not split
       std::vector<std::size_t> order(classes_.size());
       for (std::size_t c = 0; c < order.size(); ++c) order[c] = c;
-      auto size_of = [&](std::size_t c) { return static_cast<long long>(classes_[c].rows) * classes_[c].M; };
-      std::sort(order.begin(), order.end(), [&](auto x, auto y) { return size_of(x) > size_of(y); });
+      auto size_of = [&](std::size_t c) {
+        return static_cast<long long>(classes_[c].rows) * classes_[c].M;
+      };
+      std::sort(order.begin(), order.end(),
+                [&](auto x, auto y) { return size_of(x) > size_of(y); });
       long long load[2] = {0, 0};
       for (auto c : order) {
         const int g = switches().polar_two_streams && load[1] < load[0] ? 1 : 0;
