@@ -431,10 +431,11 @@ __global__ void __launch_bounds__(kThreads, MINB) k_adjoint_spin2(AdjointArgs a)
       cp_async16(&s_prev[out], dst_of(lc));
   };
 
-  const Tiles tiles = mode_tiles(a.nactive - fa, kThreads * P);
-  for (int t = 0; t < tiles.count; ++t) {
-    const int tile = fa + t * tiles.size;
-    const int tile_end = min(tile + tiles.size, a.nactive);
+  constexpr int kCap = kThreads * P;  // ring pairs per tile
+  const int ntiles = mode_tile_count(a.nactive - fa, kCap);
+  for (int t = 0; t < ntiles; ++t) {
+    const int tile = fa + t * kCap;
+    const int tile_end = min(tile + kCap, a.nactive);
     const bool first_tile = t == 0;
     double z[P], v0[P], v1[P], w0[P], w1[P];
     int e[P];
@@ -558,10 +559,11 @@ __global__ void __launch_bounds__(kThreads, MINB) k_adjoint_spin0(AdjointArgs a)
     }
     return;
   }
-  const Tiles tiles = mode_tiles(a.nactive - fa, kThreads * P);
-  for (int t = 0; t < tiles.count; ++t) {
-    const int tile = fa + t * tiles.size;
-    const int tile_end = min(tile + tiles.size, a.nactive);
+  constexpr int kCap = kThreads * P;  // ring pairs per tile
+  const int ntiles = mode_tile_count(a.nactive - fa, kCap);
+  for (int t = 0; t < ntiles; ++t) {
+    const int tile = fa + t * kCap;
+    const int tile_end = min(tile + kCap, a.nactive);
     const bool first_tile = t == 0;
     double x2[P], v0[P], v1[P];
     int e[P];

@@ -154,16 +154,14 @@ __device__ __forceinline__ void odd_rescale(int& e, double& v0, double& v1) {
   }
 }
 
-/// A mode's n active ring pairs in tiles of `cap` pairs (kThreads P for P pairs per thread), the
-/// last one holding the remainder: tile t covers [t cap, min((t + 1) cap, n)). The kernels run
-/// ceil(tile / kThreads) chains per thread (dispatch_chains), so that fewer than kThreads chain
-/// slots per mode idle. Measured on the H200 (docs/benchmarks.md): equal-size tiles idle more
-/// (1-11% of the chains against 2-6% with the remainder tile); full tiles alone idled 7-21%.
-struct Tiles {
-  int count, size;
-};
-__device__ __forceinline__ Tiles mode_tiles(int n, int cap) {
-  return {n > 0 ? (n + cap - 1) / cap : 0, cap};
+/// The tiles of a mode's n active ring pairs in tiles of `cap` pairs (kThreads P for P pairs per
+/// thread), the last one holding the remainder: tile t covers [t cap, min((t + 1) cap, n)). The
+/// kernels run ceil(tile / kThreads) chains per thread (dispatch_chains), so that fewer than
+/// kThreads chain slots per mode idle. Measured on the H200 (docs/benchmarks.md): equal-size
+/// tiles idle more (1-11% of the chains against 2-6% with the remainder tile); full tiles alone
+/// idled 7-21%.
+__device__ __forceinline__ int mode_tile_count(int n, int cap) {
+  return n > 0 ? (n + cap - 1) / cap : 0;
 }
 
 /// Chains per thread of a tile of n ring pairs (n <= kThreads P).

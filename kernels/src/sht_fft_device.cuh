@@ -28,6 +28,20 @@ __device__ __forceinline__ cplx phase(int m, int N, bool shifted) {
   return {c, s};
 }
 
+/// The chirp e^{i pi j^2 / N} of bin j of polar ring pair q (N = 4 (q + 1)): from the plan's
+/// polar table where it has one, else computed.
+__device__ __forceinline__ cplx polar_chirp(const FftArgs& a, int q, int j, int N) {
+  return a.pchirp ? a.pchirp[polar_table_index(q, j)] : chirp(j, N);
+}
+
+/// The north and south ring's spectra at bin k of a polar Bluestein row Y = Y_N + i Y_S (both
+/// Hermitian) from y = conj(c_k) Y(k) and z = conj(conj(c_k) Y(-k)): Y_N(k) = (y + z) / 2,
+/// Y_S(k) = (y - z) / (2 i).
+__device__ __forceinline__ void polar_split(cplx y, cplx z, cplx& yn, cplx& ys) {
+  yn = {0.5 * (y.re + z.re), 0.5 * (y.im + z.im)};
+  ys = {0.5 * (y.im - z.im), -0.5 * (y.re - z.re)};
+}
+
 /// F_m of belt ring pair p (nside - 1 <= p < 2 nside: north ring p, south ring R - 1 - p; fs = 0
 /// on the equator, where they are one ring) of column-component cc, for the Legendre adjoints:
 /// straight from the belt half spectra BH with the rings' phase from a table (a.belt_phase[j] =
@@ -65,10 +79,10 @@ __device__ __forceinline__ void unaliased_polar_pair(const AdjointArgs& a, int c
   if ((m / N) & 1) e = {-e.re, -e.im};
   const cplx y = cmul(c, row[k]);
   const cplx z = conjc(cmul(c, row[kk]));
-  // Y = Y_N + i Y_S with Hermitian Y_N, Y_S: Y_N(k) = (Y(k) + conj Y(-k)) / 2,
-  // Y_S(k) = (Y(k) - conj Y(-k)) / (2 i).
-  fn = cmul({0.5 * (y.re + z.re), 0.5 * (y.im + z.im)}, e);
-  fs = cmul({0.5 * (y.im - z.im), -0.5 * (y.re - z.re)}, e);
+  cplx yn, ys;
+  polar_split(y, z, yn, ys);
+  fn = cmul(yn, e);
+  fs = cmul(ys, e);
 }
 
 }  // namespace almagest::kernels::sht::dev

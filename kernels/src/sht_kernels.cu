@@ -162,10 +162,11 @@ __global__ void __launch_bounds__(kThreads) k_synthesis_spin0(Spin0Args a) {
     stage_chunk<KC, NC>(a, ko + static_cast<long long>(ch) * KC, col0, ncv, total, s_ab[b], s_w[b]);
   };
 
-  const Tiles tiles = mode_tiles(a.nactive - fa, kThreads * P);
-  for (int t = blockIdx.x; t < tiles.count; t += gridDim.x) {  // a tile per block (grid x)
-    const int tile = fa + t * tiles.size;
-    const int tile_end = min(tile + tiles.size, a.nactive);
+  constexpr int kCap = kThreads * P;  // ring pairs per tile
+  const int ntiles = mode_tile_count(a.nactive - fa, kCap);
+  for (int t = blockIdx.x; t < ntiles; t += gridDim.x) {  // a tile per block (grid x)
+    const int tile = fa + t * kCap;
+    const int tile_end = min(tile + kCap, a.nactive);
     const int kc = tile_chains(tile_end - tile);
     double x[P], x2[P], v0[P], v1[P];
     int e[P], pr[P];
@@ -573,7 +574,7 @@ __global__ void k_alias_polar(FftArgs a) {
         const long long t = polar_table_index(q, j);
         const cplx g = alias_combine({pn.re - ps.im, pn.im + ps.re}, {nn.re - ns.im, nn.im + ns.re},
                                      a.pphase ? a.pphase[t] : phase(j, N, true), true);
-        u = cmul(g, a.pchirp ? a.pchirp[t] : chirp(j, N));
+        u = cmul(g, polar_chirp(a, q, j, N));
       }
       out[j] = u;
     }
@@ -676,7 +677,7 @@ __global__ void k_load_polar(FftArgs a, const double* full) {
       cplx v = {0.0, 0.0};
       if (j < N)
         v = cmul({mn[j], ms[j]},
-                 conjc(a.pchirp ? a.pchirp[polar_table_index(q, j)] : chirp(j, N)));
+                 conjc(polar_chirp(a, q, j, N)));
       out[j] = v;
     }
   }
@@ -710,13 +711,12 @@ __global__ void k_unalias(FftArgs a) {
         const int kk = k == 0 ? 0 : L.N - k;
         // chirp(N - k) = chirp(k): (N - k)^2 = k^2 (mod 2 N) for even N.
         const int q = south ? R - 1 - r : r;
-        const cplx c = conjc(a.pchirp ? a.pchirp[polar_table_index(q, k)] : chirp(k, L.N));
+        const cplx c = conjc(polar_chirp(a, q, k, L.N));
         const cplx y = cmul(c, brow[k]);
         const cplx z = conjc(cmul(c, brow[kk]));
-        // Y = Y_N + i Y_S with Hermitian Y_N, Y_S: Y_N(k) = (Y(k) + conj Y(-k)) / 2,
-        // Y_S(k) = (Y(k) - conj Y(-k)) / (2 i).
-        G = south ? cplx{0.5 * (y.im - z.im), -0.5 * (y.re - z.re)}
-                  : cplx{0.5 * (y.re + z.re), 0.5 * (y.im + z.im)};
+        cplx yn, ys;
+        polar_split(y, z, yn, ys);
+        G = south ? ys : yn;
       }
       out[m] = cmul(G, conjc(phase(m, L.N, L.shifted)));
     }
