@@ -34,12 +34,14 @@ __device__ __forceinline__ cplx polar_chirp(const FftArgs& a, int q, int j, int 
   return a.pchirp ? a.pchirp[polar_table_index(q, j)] : chirp(j, N);
 }
 
-/// The north and south ring's spectra at bin k of a polar Bluestein row Y = Y_N + i Y_S (both
-/// Hermitian) from y = conj(c_k) Y(k) and z = conj(conj(c_k) Y(-k)): Y_N(k) = (y + z) / 2,
-/// Y_S(k) = (y - z) / (2 i).
-__device__ __forceinline__ void polar_split(cplx y, cplx z, cplx& yn, cplx& ys) {
-  yn = {0.5 * (y.re + z.re), 0.5 * (y.im + z.im)};
-  ys = {0.5 * (y.im - z.im), -0.5 * (y.re - z.re)};
+/// The north (polar_north) and south (polar_south) ring's spectra at bin k of a polar Bluestein
+/// row Y = Y_N + i Y_S (both Hermitian) from y = conj(c_k) Y(k) and z = conj(conj(c_k) Y(-k)):
+/// Y_N(k) = (y + z) / 2, Y_S(k) = (y - z) / (2 i).
+__device__ __forceinline__ cplx polar_north(cplx y, cplx z) {
+  return {0.5 * (y.re + z.re), 0.5 * (y.im + z.im)};
+}
+__device__ __forceinline__ cplx polar_south(cplx y, cplx z) {
+  return {0.5 * (y.im - z.im), -0.5 * (y.re - z.re)};
 }
 
 /// F_m of belt ring pair p (nside - 1 <= p < 2 nside: north ring p, south ring R - 1 - p; fs = 0
@@ -79,10 +81,8 @@ __device__ __forceinline__ void unaliased_polar_pair(const AdjointArgs& a, int c
   if ((m / N) & 1) e = {-e.re, -e.im};
   const cplx y = cmul(c, row[k]);
   const cplx z = conjc(cmul(c, row[kk]));
-  cplx yn, ys;
-  polar_split(y, z, yn, ys);
-  fn = cmul(yn, e);
-  fs = cmul(ys, e);
+  fn = cmul(polar_north(y, z), e);
+  fs = cmul(polar_south(y, z), e);
 }
 
 }  // namespace almagest::kernels::sht::dev

@@ -714,9 +714,7 @@ __global__ void k_unalias(FftArgs a) {
         const cplx c = conjc(polar_chirp(a, q, k, L.N));
         const cplx y = cmul(c, brow[k]);
         const cplx z = conjc(cmul(c, brow[kk]));
-        cplx yn, ys;
-        polar_split(y, z, yn, ys);
-        G = south ? ys : yn;
+        G = south ? polar_south(y, z) : polar_north(y, z);
       }
       out[m] = cmul(G, conjc(phase(m, L.N, L.shifted)));
     }
