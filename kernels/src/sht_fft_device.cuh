@@ -36,7 +36,8 @@ __device__ __forceinline__ cplx polar_chirp(const FftArgs& a, int q, int j, int 
 
 /// The north (polar_north) and south (polar_south) ring's spectra at bin k of a polar Bluestein
 /// row Y = Y_N + i Y_S (both Hermitian) from y = conj(c_k) Y(k) and z = conj(conj(c_k) Y(-k)):
-/// Y_N(k) = (y + z) / 2, Y_S(k) = (y - z) / (2 i).
+/// Y_N(k) = (y + z) / 2, Y_S(k) = (y - z) / (2 i). (k_unalias writes the same split out: through
+/// these helpers its PTX changed, and this session had no device time left to measure it.)
 __device__ __forceinline__ cplx polar_north(cplx y, cplx z) {
   return {0.5 * (y.re + z.re), 0.5 * (y.im + z.im)};
 }

@@ -714,7 +714,9 @@ __global__ void k_unalias(FftArgs a) {
         const cplx c = conjc(polar_chirp(a, q, k, L.N));
         const cplx y = cmul(c, brow[k]);
         const cplx z = conjc(cmul(c, brow[kk]));
-        G = south ? polar_south(y, z) : polar_north(y, z);
+        // polar_north / polar_south, written out (see there).
+        G = south ? cplx{0.5 * (y.im - z.im), -0.5 * (y.re - z.re)}
+                  : cplx{0.5 * (y.re + z.re), 0.5 * (y.im + z.im)};
       }
       out[m] = cmul(G, conjc(phase(m, L.N, L.shifted)));
     }
