@@ -8,6 +8,7 @@
 // Recursion (l > l0 = max(m, |s'|)): lambda_l = (alpha_l z - beta_l) lambda_{l-1} - gamma_l
 // lambda_{l-2}, with beta of the s' = -2 chain of opposite sign. Values below 2^-600 are carried
 // as (v, e) with value = v * 2^(600 e), e <= 0, and count only once e == 0 (scale tracking).
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <vector>
@@ -345,6 +346,27 @@ inline std::vector<PolarClass> polar_classes(int nside, int max_cols,
     for (int q = cls[c].qlo; q < cls[c].qlo + cls[c].rows; ++q) cls_of[q] = static_cast<unsigned char>(c);
   }
   return cls;
+}
+
+/// Two groups of polar classes for two streams: largest class first (rows M padded elements per
+/// column), each to the group with less work so far, the groups starting with `start0` and
+/// `start1` of work queued before them. Returns each class's group (0 or 1); the groups' totals
+/// then differ by at most the largest class. Host only.
+inline std::vector<char> polar_groups(const std::vector<PolarClass>& cls, long long start0,
+                                      long long start1) {
+  std::vector<std::size_t> order(cls.size());
+  for (std::size_t c = 0; c < order.size(); ++c) order[c] = c;
+  auto size_of = [&](std::size_t c) { return static_cast<long long>(cls[c].rows) * cls[c].M; };
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t x, std::size_t y) { return size_of(x) > size_of(y); });
+  long long load[2] = {start0, start1};
+  std::vector<char> group(cls.size(), 0);
+  for (std::size_t c : order) {
+    const int g = load[1] < load[0] ? 1 : 0;
+    group[c] = static_cast<char>(g);
+    load[g] += size_of(c);
+  }
+  return group;
 }
 
 }  // namespace almagest::kernels::sht

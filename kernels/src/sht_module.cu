@@ -306,21 +306,10 @@ public:
       // padded polar elements of equal time (H200, nside 2048 spin 0 adjoint: belt FFT 0.30 ms,
       // polar load 0.13 ms, the Bluestein FFTs and product 0.97 ms for 19.6 M elements).
       side_class_.assign(classes_.size(), 0);  // all on the plan's stream where not split
-      std::vector<std::size_t> order(classes_.size());
-      for (std::size_t c = 0; c < order.size(); ++c) order[c] = c;
-      auto size_of = [&](std::size_t c) {
-        return static_cast<long long>(classes_[c].rows) * classes_[c].M;
-      };
-      std::sort(order.begin(), order.end(),
-                [&](auto x, auto y) { return size_of(x) > size_of(y); });
-      long long load[2] = {
-          static_cast<long long>(0.13 / 0.97 * static_cast<double>(polar_per_col_)),
-          static_cast<long long>(0.30 / 0.97 * 19.6e6 / (4097.0 * 4097.0) * nbelt * (N / 2 + 1))};
-      for (auto c : order) {
-        const int g = switches().polar_two_streams && load[1] < load[0] ? 1 : 0;
-        side_class_[c] = static_cast<char>(g);
-        load[g] += size_of(c);
-      }
+      if (switches().polar_two_streams)
+        side_class_ = sht::polar_groups(
+            classes_, static_cast<long long>(0.13 / 0.97 * static_cast<double>(polar_per_col_)),
+            static_cast<long long>(0.30 / 0.97 * 19.6e6 / (4097.0 * 4097.0) * nbelt * (N / 2 + 1)));
       cls_of_ = DeviceBuffer<unsigned char>::from(cls_of, s);
       // Each pair's row in PU: class base (times the call's columns), rows M, (q - qlo) M.
       std::vector<long long> prow(3 * static_cast<std::size_t>(npolar / 2));

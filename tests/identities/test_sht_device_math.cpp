@@ -359,6 +359,7 @@ private slots:
   void table_path_matches_cpu_backend_data();
   void table_path_matches_cpu_backend();
   void polar_classes_cover_every_ring_pair();
+  void polar_groups_balance_the_two_streams();
 };
 
 // The odd-basis sum at +-x against a long-double direct recursion of lambda_lm, at the equator
@@ -530,6 +531,34 @@ void TestShtDeviceMath::polar_classes_cover_every_ring_pair() {
   // nside 1 has no polar ring pairs.
   std::vector<unsigned char> none;
   QVERIFY(km::polar_classes(1, 1, none).empty());
+}
+
+// The two polar class groups of the CUDA plans' two streams: every class in one group, and the
+// groups' totals (with the work queued before each) differ by at most the largest class, the
+// bound of the largest-first greedy split; a group that starts far behind takes the most.
+void TestShtDeviceMath::polar_groups_balance_the_two_streams() {
+  for (int nside : {2, 8, 128, 512, 1024, 2048, 8192})
+    for (long long start1 : {0LL, 1000LL, 5000000LL}) {
+      std::vector<unsigned char> cls_of;
+      const auto cls = km::polar_classes(nside, 1, cls_of);
+      const auto g = km::polar_groups(cls, 0, start1);
+      QCOMPARE(g.size(), cls.size());
+      long long total[2] = {0, start1}, largest = 0;
+      for (std::size_t c = 0; c < cls.size(); ++c) {
+        QVERIFY(g[c] == 0 || g[c] == 1);
+        const long long n = static_cast<long long>(cls[c].rows) * cls[c].M;
+        total[static_cast<int>(g[c])] += n;
+        largest = std::max(largest, n);
+      }
+      if (start1 <= total[0] + total[1] - start1)  // the head start can be caught up
+        QVERIFY(std::llabs(total[0] - total[1]) <= largest);
+      else  // all of it on the group without a head start
+        QCOMPARE(total[1], start1);
+    }
+  // Three equal classes and a head start of one on group 1: two go to group 0.
+  std::vector<km::PolarClass> three(3, km::PolarClass{16, 4, 0, 0});
+  const auto g = km::polar_groups(three, 0, 64);
+  QCOMPARE(std::count(g.begin(), g.end(), 0), 2L);
 }
 
 QTEST_APPLESS_MAIN(TestShtDeviceMath)
