@@ -528,7 +528,7 @@ struct PolarRowOut {
 };
 __device__ __forceinline__ PolarRowOut polar_row_out(const FftArgs& a, int q, int cc) {
   const PolarClass& c = a.cls[a.cls_of[q]];
-  if (a.PUin)
+  if (a.PUin)  // polar_offset with the plan's columns (written out: the same PTX as measured)
     return {a.PUin + c.cbase * a.ncc_in + (static_cast<long long>(cc) * c.rows + (q - c.qlo)) * c.M,
             4 * (q + 1)};
   return {a.PU + polar_offset(a, q, cc), c.M};
@@ -801,7 +801,10 @@ void launch_legendre_synthesis(const Spin0Args& a, cudaStream_t s) {
 /// Grid of the polar row kernels: x over a row's longest class, y over rows.
 dim3 polar_grid(const FftArgs& a) {
   int mmax = 1;  // the longest row a kernel writes: N into PUin, M into PU
-  for (int c = 0; c < a.nclass; ++c) mmax = std::max(mmax, a.PUin ? 4 * (a.nside - 1) : a.cls[c].M);
+  if (a.PUin)
+    mmax = std::max(mmax, 4 * (a.nside - 1));
+  else
+    for (int c = 0; c < a.nclass; ++c) mmax = std::max(mmax, a.cls[c].M);
   const long long rows = static_cast<long long>(a.ncc) * (a.nside - 1);
   return dim3((mmax + 255) / 256, static_cast<unsigned>(std::min<long long>(rows, 65535)));
 }

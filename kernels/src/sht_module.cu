@@ -566,7 +566,6 @@ private:
       return;
     }
     CUDA_CHECK(cudaMemsetAsync(PUin_.data(), 0, PUin_.bytes(), *stream_));
-    pu_in_ncc_ = static_cast<int>(ncc);
   }
   void build_polar_tables() {
     const auto n = static_cast<std::size_t>(sht::polar_table_size(ns_));
@@ -726,7 +725,7 @@ private:
     f.BR = BR_.data();
     f.PU = PU_.data();
     f.PUin = PUin_.data();  // null where the plan has none
-    f.ncc_in = pu_in_ncc_;
+    f.ncc_in = static_cast<int>(cc(d_.max_cols));  // PUin is laid out for the plan's columns
     f.chirp_fft = chirp_fft_.data();
     f.pchirp = pchirp_.data();  // null where the plan has no polar tables
     f.pphase = pphase_.data();
@@ -925,7 +924,6 @@ private:
   DeviceBuffer<std::int64_t> pixels_;
   DeviceBuffer<cplx> alm_, F_, BH_, PU_, chirp_fft_;
   DeviceBuffer<cplx> PUin_;  ///< the polar rows' input (build_polar_input), or empty
-  int pu_in_ncc_ = 0;
   DeviceBuffer<char> fft_work_, fft_work_belt_;  ///< polar and belt cuFFT work areas
   DeviceBuffer<unsigned char> cls_of_;
   /// [4 nside] e^{i pi j / (4 nside)} (Switches::belt_from_spectra)
