@@ -11,8 +11,6 @@
 namespace almagest::kernels::sht::dev {
 
 inline constexpr int kThreads = 128;
-inline constexpr double kBig = 0x1p300;     // rescale when a scaled value grows past this
-inline constexpr double kDown = 0x1p-600;   // 2^-kScaleBits
 
 __device__ __forceinline__ RingPair pair_geometry(int nside, int p) {
   const RingInfo g = ring_info(nside, p);
@@ -103,11 +101,7 @@ __device__ __forceinline__ bool compute_odd_start(const LegendreArgs& a, int m, 
   const RingPair g = pair_geometry(a.nside, p >= 0 ? p : 0);
   x = g.z;
   x2 = g.z * g.z;
-  double mu0;
-  start_spin0(m, nu, g, mu0, e);
-  mu0 *= sqrt(2.0 * m + 3.0);  // mu_0 = lambda_m / c_{m+1}
-  v0 = -mu0;
-  v1 = 0.0;
+  odd_start(m, nu, g, v0, v1, e);
   if (!on) {
     v0 = 0.0;
     e = 0;
@@ -139,19 +133,9 @@ __device__ __forceinline__ bool start_odd_chain(const Spin0Args& a, int m, doubl
   }
 }
 
-/// One odd-chain step: mu_k = (A x^2 + B) mu_{k-1} - mu_{k-2}.
+/// One odd-chain step (sht::odd_step) with the step's (A, B) as the kernels stage them.
 __device__ __forceinline__ void odd_step(double2 ab, double x2, double& v0, double& v1) {
-  const double vn = fma(fma(ab.x, x2, ab.y), v1, -v0);
-  v0 = v1;
-  v1 = vn;
-}
-
-__device__ __forceinline__ void odd_rescale(int& e, double& v0, double& v1) {
-  if (e < 0 && fabs(v1) > kBig) {
-    v0 *= kDown;
-    v1 *= kDown;
-    ++e;
-  }
+  sht::odd_step(ab.x, ab.y, x2, v0, v1);
 }
 
 /// The tiles of a mode's n active ring pairs in tiles of `cap` pairs (kThreads P for P pairs per

@@ -675,9 +675,7 @@ __global__ void k_load_polar(FftArgs a, const double* full) {
     const double* ms = full + static_cast<std::size_t>(cc) * a.npix + a.npix - 2LL * i * (i + 1);
     for (int j = blockIdx.x * blockDim.x + threadIdx.x; j < o.len; j += gridDim.x * blockDim.x) {
       cplx v = {0.0, 0.0};
-      if (j < N)
-        v = cmul({mn[j], ms[j]},
-                 conjc(polar_chirp(a, q, j, N)));
+      if (j < N) v = cmul({mn[j], ms[j]}, conjc(polar_chirp(a, q, j, N)));
       out[j] = v;
     }
   }

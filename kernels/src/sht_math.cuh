@@ -26,6 +26,8 @@ struct alignas(16) cplx {
 };
 
 inline constexpr int kScaleBits = 600;
+inline constexpr double kBig = 0x1p300;     // rescale when a scaled value grows past this
+inline constexpr double kDown = 0x1p-600;   // 2^-kScaleBits
 inline constexpr double kPi = 3.141592653589793238462643383279502884;
 
 /// 2^k for |k| <= 1000 without ldexp (device friendly).
@@ -262,6 +264,30 @@ SHT_HD void start_spin0(int m, double nu_m, const RingPair& g, double& v, int& e
   powi_scaled(g.sth, m, mant, ex);
   const double pre = ((m & 1) ? -1.0 : 1.0) * sqrt((2.0 * m + 1.0) / (4.0 * kPi)) * nu_m;
   to_scaled(mant * pre, ex, v, e);
+}
+
+/// The spin-0 odd chain of mode m on a ring pair (odd-parity basis): its start (mu_{-2},
+/// mu_{-1}) = (-mu_0, 0) with mu_0 = lambda_m / c_{m+1}, scaled; one step mu_k = (A x^2 + B)
+/// mu_{k-1} - mu_{k-2} (two FMAs); the scale check the kernels make every few steps. The CUDA
+/// kernels and the host models of them (tests, tests/bench/sht_chain_count) run these.
+SHT_HD void odd_start(int m, double nu_m, const RingPair& g, double& v0, double& v1, int& e) {
+  double mu0;
+  start_spin0(m, nu_m, g, mu0, e);
+  mu0 *= sqrt(2.0 * m + 3.0);
+  v0 = -mu0;
+  v1 = 0.0;
+}
+SHT_HD void odd_step(double A, double B, double x2, double& v0, double& v1) {
+  const double vn = fma(fma(A, x2, B), v1, -v0);
+  v0 = v1;
+  v1 = vn;
+}
+SHT_HD void odd_rescale(int& e, double& v0, double& v1) {
+  if (e < 0 && fabs(v1) > kBig) {
+    v0 *= kDown;
+    v1 *= kDown;
+    ++e;
+  }
 }
 
 SHT_HD void start_spin2(int m, double nu_m, const RingPair& g, double& vp, double& vm, int& e) {

@@ -554,6 +554,18 @@ private:
   /// with them the recursion adjoints read the polar rings' F_m from the Bluestein rows
   /// (Switches::polar_from_rows). Skipped where they would take more than a quarter of the free
   /// memory (the kernels then compute the values, and the unalias kernel writes the polar F).
+  void build_polar_tables() {
+    const auto n = static_cast<std::size_t>(sht::polar_table_size(ns_));
+    if (!within_free_quarter(2 * n * sizeof(cplx))) return;
+    try {  // both or none
+      DeviceBuffer<cplx> c(n), p(n);
+      pchirp_ = std::move(c);
+      pphase_ = std::move(p);
+    } catch (const DeviceOutOfMemory&) {
+      return;
+    }
+    sht::launch_polar_tables(ns_, pchirp_.data(), pphase_.data(), *stream_);
+  }
   /// The polar rows' input buffer (FftArgs::PUin, as large as PU: 628 MB at nside 2048 spin 2):
   /// zeroed once, so that the load and alias kernels write each row's N entries and not its
   /// zero padding (about half of the rows' entries) in every call. Skipped where it does not fit.
@@ -566,18 +578,6 @@ private:
       return;
     }
     CUDA_CHECK(cudaMemsetAsync(PUin_.data(), 0, PUin_.bytes(), *stream_));
-  }
-  void build_polar_tables() {
-    const auto n = static_cast<std::size_t>(sht::polar_table_size(ns_));
-    if (!within_free_quarter(2 * n * sizeof(cplx))) return;
-    try {  // both or none
-      DeviceBuffer<cplx> c(n), p(n);
-      pchirp_ = std::move(c);
-      pphase_ = std::move(p);
-    } catch (const DeviceOutOfMemory&) {
-      return;
-    }
-    sht::launch_polar_tables(ns_, pchirp_.data(), pphase_.data(), *stream_);
   }
   /// Whether the recursion adjoints of this plan read the polar rings' F_m from the Bluestein
   /// rows (no unalias kernel then).

@@ -244,7 +244,6 @@ inline void fill_table_column(const TableLayout& L, int m, int p, const RingPair
                               double* tables) {
   const int l0 = l0_of(L.spin, m);
   if (m > mlim_p || l0 > L.lmax) return;
-  const double big = 0x1p300, down = 0x1p-600;
   auto put = [&](int t, int l, double v) {
     const int pi = (l - m) & 1, i = (l - m) >> 1;
     tables[L.table_offset(t, m, pi) + static_cast<std::size_t>(p) * L.Lp + i] = v;
@@ -258,9 +257,9 @@ inline void fill_table_column(const TableLayout& L, int m, int p, const RingPair
         const double vn = A[l] * g.z * v1 - v0;
         v0 = v1;
         v1 = vn;
-        if (e < 0 && std::fabs(v1) > big) {
-          v0 *= down;
-          v1 *= down;
+        if (e < 0 && std::fabs(v1) > kBig) {
+          v0 *= kDown;
+          v1 *= kDown;
           ++e;
         }
       }
@@ -279,11 +278,11 @@ inline void fill_table_column(const TableLayout& L, int m, int p, const RingPair
       v1 = vn;
       w0 = w1;
       w1 = wn;
-      if (e < 0 && std::fmax(std::fabs(v1), std::fabs(w1)) > big) {
-        v0 *= down;
-        v1 *= down;
-        w0 *= down;
-        w1 *= down;
+      if (e < 0 && std::fmax(std::fabs(v1), std::fabs(w1)) > kBig) {
+        v0 *= kDown;
+        v1 *= kDown;
+        w0 *= kDown;
+        w1 *= kDown;
         ++e;
       }
     }

@@ -1,12 +1,13 @@
 // Host count of how the single-column spin-0 Legendre adjoint's chunks run at one nside
 // (docs/benchmarks.md): for every mode m, tile and warp of k_adjoint_spin0 (128 threads, eight
-// ring pairs per thread, chunks of eight odd-chain steps, rescale checks every four steps, the
-// chains' start values as start_odd_chain computes them), the warp chunks before the first one
-// in which a chain of the warp is scaled in (no chain counts: only the recursion is needed),
-// those after it that still have an underflowed chain (the general copy), the chunks before the
-// first counting chunk of the whole block, and the chunks of zero steps that the padded step
-// layout (koff, whole chunks of kObasisChunk) adds to the mode's own ceil(steps / 8). Warp chunks are weighted by the chains per thread of
-// their tile. No device needed.
+// ring pairs per thread, chunks of eight odd-chain steps, rescale checks every four steps; the
+// chains run by the kernels' own odd_start / odd_step / odd_rescale of sht_math.cuh), the warp
+// chunks before the first one in which a chain of the warp is scaled in (no chain counts: only
+// the recursion is needed), those after it that still have an underflowed chain (the general
+// copy), the chunks before the first counting chunk of the whole block, and the chunks of zero
+// steps that the padded step layout (koff, whole chunks of kObasisChunk) adds to the mode's own
+// ceil(steps / 8). Warp chunks are weighted by the chains per thread of their tile. No device
+// needed.
 // Usage: sht_chain_count [nside ...] (default 512 1024 2048)
 #include "sht_math.cuh"
 
@@ -23,7 +24,6 @@ namespace {
 constexpr int kThreads = 128;  // k_adjoint_spin0's block
 constexpr int kPairs = 8;      // ring pairs per thread (launch_legendre_adjoint, one column)
 constexpr int kChunk = 8;      // steps per reduction chunk (KA, one column)
-constexpr double kBig = 0x1p300, kDown = 0x1p-600;
 
 struct Counts {
   double total = 0, idle = 0, general = 0, block_idle = 0, padded = 0, exact = 0;
@@ -33,11 +33,9 @@ struct Counts {
 /// and the first chunk from whose start it stays scaled in; nchunk where it never does.
 void chain_onset(int m, double nu, const sht::RingPair& g, const std::vector<double>& ab,
                  int nsteps, int nchunk, int& first_counting, int& all_in_from) {
-  double mu0 = 0.0;
+  double v0 = 0.0, v1 = 0.0;
   int e = 0;
-  sht::start_spin0(m, nu, g, mu0, e);
-  mu0 *= std::sqrt(2.0 * m + 3.0);
-  double v0 = -mu0, v1 = 0.0;
+  sht::odd_start(m, nu, g, v0, v1, e);
   const double x2 = g.z * g.z;
   first_counting = e == 0 ? 0 : -1;
   all_in_from = e == 0 ? 0 : -1;
@@ -45,15 +43,9 @@ void chain_onset(int m, double nu, const sht::RingPair& g, const std::vector<dou
     for (int s = 0; s < kChunk; ++s) {
       const int st = c * kChunk + s;
       const double a = st < nsteps ? ab[2 * st] : 0.0, b = st < nsteps ? ab[2 * st + 1] : 0.0;
-      const double vn = (a * x2 + b) * v1 - v0;
-      v0 = v1;
-      v1 = vn;
+      sht::odd_step(a, b, x2, v0, v1);
       if (e == 0 && first_counting < 0) first_counting = c;
-      if ((s & 3) == 3 && e < 0 && std::fabs(v1) > kBig) {
-        v0 *= kDown;
-        v1 *= kDown;
-        ++e;
-      }
+      if ((s & 3) == 3) sht::odd_rescale(e, v0, v1);
     }
     if (e == 0) all_in_from = c + 1;
   }

@@ -47,23 +47,15 @@ Tables make_tables(int lmax) {
 /// (-mu_0, 0), scale tracking checked every four steps; returns mu_k (0 while underflowed).
 std::vector<double> odd_chain(const Tables& t, int m, const km::RingPair& g) {
   const int K = km::obasis_steps(t.lmax, m);
-  double v;
+  double v0, v1;
   int e;
-  km::start_spin0(m, km::nu_of(m), g, v, e);
-  v *= std::sqrt(2.0 * m + 3.0);
-  double v0 = -v, v1 = 0.0;
+  km::odd_start(m, km::nu_of(m), g, v0, v1, e);
   const double x2 = g.z * g.z;
   std::vector<double> mu(K);
   for (int k = 0; k < K; ++k) {
-    const double vn = std::fma(std::fma(t.ab[m][2 * k], x2, t.ab[m][2 * k + 1]), v1, -v0);
-    v0 = v1;
-    v1 = vn;
+    km::odd_step(t.ab[m][2 * k], t.ab[m][2 * k + 1], x2, v0, v1);
     mu[k] = e == 0 ? v1 : 0.0;
-    if ((k & 3) == 3 && e < 0 && std::fabs(v1) > 0x1p300) {
-      v0 *= 0x1p-600;
-      v1 *= 0x1p-600;
-      ++e;
-    }
+    if ((k & 3) == 3) km::odd_rescale(e, v0, v1);
   }
   return mu;
 }
