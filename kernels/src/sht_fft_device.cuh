@@ -28,6 +28,12 @@ __device__ __forceinline__ cplx phase(int m, int N, bool shifted) {
   return {c, s};
 }
 
+/// First element of polar row q (ring pair of size 4 (q + 1)) of column cc in PU.
+__device__ __forceinline__ long long polar_offset(const FftArgs& a, int q, int cc) {
+  const PolarClass& c = a.cls[a.cls_of[q]];
+  return c.cbase * a.ncc + (static_cast<long long>(cc) * c.rows + (q - c.qlo)) * c.M;
+}
+
 /// The chirp e^{i pi j^2 / N} of bin j of polar ring pair q (N = 4 (q + 1)): from the plan's
 /// polar table where it has one, else computed.
 __device__ __forceinline__ cplx polar_chirp(const FftArgs& a, int q, int j, int N) {

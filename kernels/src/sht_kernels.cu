@@ -514,12 +514,6 @@ __device__ __forceinline__ int pair_of_ring(int nside, int r) {
   return r < R - 1 - r ? r : R - 1 - r;
 }
 
-/// First element of polar row q (ring pair of size 4 (q + 1)) of column cc in PU.
-__device__ __forceinline__ long long polar_offset(const FftArgs& a, int q, int cc) {
-  const PolarClass& c = a.cls[a.cls_of[q]];
-  return c.cbase * a.ncc + (static_cast<long long>(cc) * c.rows + (q - c.qlo)) * c.M;
-}
-
 /// Where polar row q of column cc starts and how many of its entries a load or alias kernel
 /// writes: in PUin its first N (the padding is zero from the plan's start), else all M of PU.
 struct PolarRowOut {

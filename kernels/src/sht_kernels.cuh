@@ -134,6 +134,28 @@ void launch_load_map(const FftArgs& a, const double* full_map, bool belt, Rows r
 /// Adjoint: BH / PU -> F (modes up to each ring's mlim), of every ring or (polar_only) of the
 /// polar-cap rings alone.
 void launch_unalias_adjoint(const FftArgs& a, bool polar_only, cudaStream_t s);
+/// The adjoint's polar rows as one DFT per ring pair in a block's shared memory
+/// (sht_polar_dft.cu): its tables, built once per plan.
+struct PolarDftArgs {
+  const cplx* tw;             ///< [pdft::kTwiddles] e^{-2 pi i k / kTwiddles}
+  const cplx* chirps;         ///< [nside (nside - 1) / 2] b_t = e^{i pi t^2 / n} per n < nside
+  const cplx* spec;           ///< per ring pair q: FFT of the wrapped chirp / L (L = its length)
+  const long long* spec_off;  ///< [nside - 1] offset of pair q's chirp spectrum in spec
+  const long long* prow;      ///< [nside - 1][3] each pair's row in PU (AdjointArgs::prow)
+};
+/// Largest nside the shared-memory polar DFT takes (its longest quarter fits one buffer).
+int polar_dft_max_nside();
+/// Entries of the chirp-spectrum table of nside, and each pair's offset in it.
+long long polar_dft_spectrum_size(int nside, std::vector<long long>& spec_off);
+/// Fills the tables (tw, chirps: sizes as in PolarDftArgs; spec, spec_off from
+/// polar_dft_spectrum_size) and raises the kernels' shared-memory limit for nside (outside
+/// stream capture).
+void launch_polar_dft_tables(int nside, cplx* tw, cplx* chirps, cplx* spec,
+                             const long long* spec_off, cudaStream_t s);
+/// Adjoint: full-sky map -> the polar pairs' rows in PU (the first N entries of each, as the
+/// load and the Bluestein chain leave them), every column of the call.
+void launch_polar_dft_adjoint(const FftArgs& a, const PolarDftArgs& d, const double* full_map,
+                              cudaStream_t s);
 /// Cut sky: full[cc][pixels[i]] = map[cc][i] (full must be zeroed first).
 void launch_scatter(const double* map, const std::int64_t* pixels, std::int64_t nobs,
                     std::int64_t npix, int ncc, double* full, cudaStream_t s);

@@ -18,6 +18,7 @@
 #include "cuda_check.cuh"
 #include "device_buffer.cuh"
 #include "sht_kernels.cuh"
+#include "sht_polar_dft.cuh"
 #include "sht_tables_plan.cuh"
 
 namespace almagest::kernels {
@@ -106,6 +107,10 @@ struct Switches {
   /// the belt rows' stream once its own work is queued; DevicePlan::polar_convolution);
   /// ALMAGEST_SHT_POLAR_SPLIT=0: all on the plan's stream.
   bool polar_two_streams;
+  /// The adjoint's polar rows as one DFT per ring pair in a block's shared memory
+  /// (sht_polar_dft.cu, DevicePlan::build_polar_dft) in place of the polar load and the cuFFT
+  /// Bluestein chain: ALMAGEST_SHT_POLAR_DFT=1 (not yet measured on a device: off by default).
+  bool polar_dft;
 };
 const Switches& switches() {
   static const Switches v = [] {
@@ -121,6 +126,7 @@ const Switches& switches() {
     w.start_table = !is("ALMAGEST_SHT_START", "compute");
     w.polar_two_streams = !is("ALMAGEST_SHT_POLAR_SPLIT", "0");
     w.polar_input = !is("ALMAGEST_SHT_PU_IN", "0");
+    w.polar_dft = is("ALMAGEST_SHT_POLAR_DFT", "1");
     return w;
   }();
   return v;
@@ -343,6 +349,7 @@ public:
     // The start table and the polar tables take what the work buffers leave.
     if (d.spin == 0 && switches().start_table) build_start_table(first);
     if (npolar > 0) build_polar_tables();
+    if (npolar > 0) build_polar_dft();
     if (npolar > 0 && switches().polar_input) build_polar_input(ncc);
     CUDA_CHECK(cudaEventCreate(&ev0_));
     CUDA_CHECK(cudaEventCreate(&ev1_));
@@ -366,7 +373,8 @@ public:
                      BR_.bytes() + PU_.bytes() + PUin_.bytes() + chirp_fft_.bytes() +
                      fft_work_.bytes() +
                      fft_work_belt_.bytes() + soff_.bytes() + start_v_.bytes() +
-                     pchirp_.bytes() + pphase_.bytes() + prow_.bytes() +
+                     pchirp_.bytes() + pphase_.bytes() + prow_.bytes() + pd_tw_.bytes() +
+                     pd_chirps_.bytes() + pd_spec_.bytes() + pd_off_.bytes() +
                      start_e_.bytes() + pair_z_.bytes() +
                      W_.bytes() + ab_.bytes() + norm_.bytes() + tabA_.bytes() + tabB_.bytes() +
                      tabN_.bytes() + (tables_ ? tables_->bytes() : 0);
@@ -565,6 +573,34 @@ private:
       return;
     }
     sht::launch_polar_tables(ns_, pchirp_.data(), pphase_.data(), *stream_);
+  }
+  /// The tables of the adjoint's shared-memory polar DFT (PolarDftArgs: 34 + 73 MB at nside
+  /// 2048), where nside is within its reach (polar_dft_max_nside) and they fit in a quarter of
+  /// the free memory; else the adjoint takes the Bluestein chain.
+  void build_polar_dft() {
+    if (!switches().polar_dft || ns_ > sht::polar_dft_max_nside()) return;
+    std::vector<long long> off;
+    const auto nspec = static_cast<std::size_t>(sht::polar_dft_spectrum_size(ns_, off));
+    const auto nchirp = static_cast<std::size_t>(sht::pdft::chirp_offset(ns_));
+    const std::size_t ntw = sht::pdft::kTwiddles;
+    if (!within_free_quarter((nspec + nchirp + ntw) * sizeof(cplx) + off.size() * sizeof(long long)))
+      return;
+    try {
+      DeviceBuffer<cplx> tw(ntw), ch(nchirp), sp(nspec);
+      auto o = DeviceBuffer<long long>::from(off, *stream_);
+      pd_tw_ = std::move(tw);
+      pd_chirps_ = std::move(ch);
+      pd_spec_ = std::move(sp);
+      pd_off_ = std::move(o);
+    } catch (const DeviceOutOfMemory&) {
+      return;
+    }
+    sht::launch_polar_dft_tables(ns_, pd_tw_.data(), pd_chirps_.data(), pd_spec_.data(),
+                                 pd_off_.data(), *stream_);
+  }
+  bool polar_dft() const { return !pd_spec_.empty(); }
+  sht::PolarDftArgs polar_dft_args() const {
+    return {pd_tw_.data(), pd_chirps_.data(), pd_spec_.data(), pd_off_.data(), prow_.data()};
   }
   /// The polar rows' input buffer (FftArgs::PUin, as large as PU: 628 MB at nside 2048 spin 2):
   /// zeroed once, so that the load and alias kernels write each row's N entries and not its
@@ -887,9 +923,14 @@ private:
     }
     mark("belt-fft");
     // Polar rows on the plan's stream.
-    sht::launch_load_map(f, src, !direct, sht::Rows::Polar, s);
-    mark("load-polar");
-    polar_convolution(p, f, false, bs);
+    if (polar_dft()) {
+      sht::launch_polar_dft_adjoint(f, polar_dft_args(), src, s);
+      mark("polar-dft");
+    } else {
+      sht::launch_load_map(f, src, !direct, sht::Rows::Polar, s);
+      mark("load-polar");
+      polar_convolution(p, f, false, bs);
+    }
     // The recursion adjoints read the belt rings' F_m from BH themselves
     // (Switches::belt_from_spectra): F of the polar rings alone then, which needs no belt row, and
     // none where they read the polar rings' F_m from the Bluestein rows too.
@@ -930,6 +971,8 @@ private:
   DeviceBuffer<cplx> belt_phase_;
   DeviceBuffer<long long> prow_;   ///< [nside - 1][3] the polar pairs' rows in PU
   DeviceBuffer<cplx> pchirp_, pphase_;  ///< polar chirp and phase tables (build_polar_tables)
+  DeviceBuffer<cplx> pd_tw_, pd_chirps_, pd_spec_;  ///< the polar DFT's tables (build_polar_dft)
+  DeviceBuffer<long long> pd_off_;
   std::vector<sht::PolarClass> classes_;
   std::vector<char> side_class_;  ///< per class: 1 where it runs on the belt stream
   long long polar_per_col_ = 0;
