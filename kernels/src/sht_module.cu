@@ -109,9 +109,16 @@ struct Switches {
   bool polar_two_streams;
   /// The adjoint's polar rows as one DFT per ring pair in a block's shared memory
   /// (sht_polar_dft.cu, DevicePlan::build_polar_dft) in place of the polar load and the cuFFT
-  /// Bluestein chain: ALMAGEST_SHT_POLAR_DFT=1 (not yet measured on a device: off by default).
-  bool polar_dft;
+  /// Bluestein chain: from nside kPolarDftMinNside (measured on the H200, docs/benchmarks.md:
+  /// faster from 1024, slower at 512 and below for spin 0); ALMAGEST_SHT_POLAR_DFT=0: never,
+  /// =1: at every nside it reaches (polar_dft_max_nside).
+  int polar_dft;  ///< -1 by nside, 0 never, 1 always
 };
+/// Smallest nside whose adjoint takes the shared-memory polar DFT (Switches::polar_dft): the
+/// spin-0 adjoint at nside 2048 / 1024 / 512 / 128 in 21.41 / 3.098 / 0.507 / 0.064 ms against
+/// 21.70 / 3.114 / 0.494 / 0.045 through the Bluestein chain (H200, two rounds each).
+constexpr int kPolarDftMinNside = 1024;
+
 const Switches& switches() {
   static const Switches v = [] {
     auto is = [](const char* name, const char* value) {
@@ -126,7 +133,7 @@ const Switches& switches() {
     w.start_table = !is("ALMAGEST_SHT_START", "compute");
     w.polar_two_streams = !is("ALMAGEST_SHT_POLAR_SPLIT", "0");
     w.polar_input = !is("ALMAGEST_SHT_PU_IN", "0");
-    w.polar_dft = is("ALMAGEST_SHT_POLAR_DFT", "1");
+    w.polar_dft = is("ALMAGEST_SHT_POLAR_DFT", "0") ? 0 : is("ALMAGEST_SHT_POLAR_DFT", "1") ? 1 : -1;
     return w;
   }();
   return v;
@@ -578,7 +585,9 @@ private:
   /// 2048), where nside is within its reach (polar_dft_max_nside) and they fit in a quarter of
   /// the free memory; else the adjoint takes the Bluestein chain.
   void build_polar_dft() {
-    if (!switches().polar_dft || ns_ > sht::polar_dft_max_nside()) return;
+    const int sw = switches().polar_dft;
+    if (sw == 0 || (sw < 0 && ns_ < kPolarDftMinNside) || ns_ > sht::polar_dft_max_nside())
+      return;
     std::vector<long long> off;
     const auto nspec = static_cast<std::size_t>(sht::polar_dft_spectrum_size(ns_, off));
     const auto nchirp = static_cast<std::size_t>(sht::pdft::chirp_offset(ns_));

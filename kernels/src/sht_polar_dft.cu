@@ -19,58 +19,73 @@ namespace {
 using namespace dev;
 using namespace pdft;
 
-/// One Stockham pass of radix R (pass_radix), out of place: each butterfly reads its R inputs
-/// (from `load` on the first pass, else src), and writes its R outputs (to `store` on the last
-/// pass, else dst); a barrier. (In place, with every butterfly's values held over a barrier
-/// between the reads and the writes, ptxas took 128 registers and spilled.)
+/// Shared-memory index of buffer entry i: one unused entry after every 8, so that the radix-8
+/// passes' scattered writes fall in distinct banks (measured on the H200: 0.95 against 1.14 ms
+/// for the polar rows at nside 2048, with the twiddle powers below).
+__device__ __forceinline__ int sidx(int i) { return i + (i >> 3); }
+/// Entries of a padded buffer of L.
+__host__ __device__ __forceinline__ int padded(int L) { return L + L / 8; }
+
+/// One Stockham pass of radix R (pass_radix) from buffer src to buffer dst: each butterfly reads
+/// its R inputs (from `load` on the first pass) and writes its R outputs (to `store` on the last
+/// pass), one butterfly after another; a barrier. (In place, with every butterfly's values held
+/// over a barrier between the reads and the writes, ptxas spilled at 64 to 128 registers, and
+/// the kernel ran 1.5 times as long.)
 template <int R, int T, class Load, class Store>
-__device__ __forceinline__ void pass(const cplx* src, cplx* dst, int L, int Ns, int sign,
-                                     bool first, bool last, const cplx* tw, Load& load,
+__device__ __forceinline__ void pass(const cplx* src, cplx* dst, int L, int lg, int sign,
+                                     bool first, bool last, const cplx* tws, Load& load,
                                      Store& store) {
   const int nb = L / R;
 #pragma unroll 1
   for (int j = static_cast<int>(threadIdx.x); j < nb; j += T) {
     cplx v[R];
 #pragma unroll
-    for (int r = 0; r < R; ++r) v[r] = first ? load(j + r * nb) : src[j + r * nb];
-    butterfly<R>(v, j, Ns, sign, tw);
+    for (int r = 0; r < R; ++r) v[r] = first ? load(j + r * nb) : src[sidx(j + r * nb)];
+    butterfly<R>(v, j, lg, sign, tws, L);
 #pragma unroll
     for (int r = 0; r < R; ++r) {
-      const int i = out_index(j, Ns, R, r);
+      const int i = out_index(j, lg, R, r);
       if (last)
         store(i, v[r]);
       else
-        dst[i] = v[r];
+        dst[sidx(i)] = v[r];
     }
   }
   __syncthreads();
 }
 
-/// FFT of length L (sign -1 forward, +1 inverse) through the block's two buffers a and b of L
-/// entries: the first pass reads load(i), the last writes store(i, v), the passes between go
-/// from one buffer to the other. Returns the buffer the last pass would have written.
+/// FFT of length L (sign -1 forward, +1 inverse) through the block's buffers a and b: the first
+/// pass reads load(i), the last writes store(i, v), the passes between alternate between the
+/// buffers (a pass writes the buffer it does not read); tws: the block's twiddle table.
 template <int T, class Load, class Store>
-__device__ __forceinline__ cplx* block_fft(cplx* a, cplx* b, int L, int sign, const cplx* tw,
-                                           Load load, Store store) {
+__device__ __forceinline__ void block_fft(cplx* a, cplx* b, int L, int sign, const cplx* tws,
+                                          Load load, Store store) {
   const int np = pass_count(L);
 #pragma unroll 1
-  for (int p = 0, Ns = 1; p < np; ++p) {
+  for (int p = 0, lg = 0; p < np; ++p) {
     const int R = pass_radix(L, p);
     const bool first = p == 0, last = p == np - 1;
     if (R == 8)
-      pass<8, T>(a, b, L, Ns, sign, first, last, tw, load, store);
+      pass<8, T>(a, b, L, lg, sign, first, last, tws, load, store);
     else if (R == 4)
-      pass<4, T>(a, b, L, Ns, sign, first, last, tw, load, store);
+      pass<4, T>(a, b, L, lg, sign, first, last, tws, load, store);
     else if (R == 3)
-      pass<3, T>(a, b, L, Ns, sign, first, last, tw, load, store);
+      pass<3, T>(a, b, L, lg, sign, first, last, tws, load, store);
     else
-      pass<2, T>(a, b, L, Ns, sign, first, last, tw, load, store);
-    Ns *= R;
+      pass<2, T>(a, b, L, lg, sign, first, last, tws, load, store);
+    lg += R == 8 ? 3 : R == 4 ? 2 : 1;  // (no pass follows a 3)
     cplx* t = a;
     a = b;
     b = t;
   }
-  return a;
+}
+
+/// The block's twiddle table for length L (tws[m] = e^{-2 pi i m / L}, m < L / 4) from the
+/// plan's, then a barrier.
+template <int T>
+__device__ __forceinline__ void fill_twiddles(cplx* tws, int L, const cplx* tw) {
+  for (int m = static_cast<int>(threadIdx.x); m < L / 4; m += T) tws[m] = tw[m * (kTwiddles / L)];
+  __syncthreads();
 }
 
 /// tw[k] = e^{-2 pi i k / kTwiddles}; chirps b_t = e^{i pi t^2 / n} of every quarter size n <
@@ -110,6 +125,8 @@ __global__ void __launch_bounds__(kThreads) k_pdft_spectra(const cplx* tw, const
   const int q = blockIdx.x, n = q + 1, L = quarter_length(n);
   const cplx* b = chirps + chirp_offset(n);
   cplx* out = spec + spec_off[q];
+  cplx* tws = buf + 2 * padded(L);
+  fill_twiddles<kThreads>(tws, L, tw);
   const double inv = 1.0 / L;
   auto load = [&](int i) -> cplx {
     if (i < n) return b[i];
@@ -117,7 +134,7 @@ __global__ void __launch_bounds__(kThreads) k_pdft_spectra(const cplx* tw, const
     return {0.0, 0.0};
   };
   auto store = [&](int i, cplx v) { out[i] = {v.re * inv, v.im * inv}; };
-  block_fft<kThreads>(buf, buf + L, L, -1, tw, load, store);
+  block_fft<kThreads>(buf, buf + padded(L), L, -1, tws, load, store);
 }
 
 /// What k_pdft_adjoint reads of a call's FftArgs (the kernel takes no FftArgs: a run-time index
@@ -126,51 +143,52 @@ struct PdftCall {
   int nside, ncc;
   std::int64_t npix;
   cplx* PU;
-  const cplx* pchirp;
-  const cplx* pphase;
 };
 
 /// The adjoint's polar rows: block (x, cc) takes ring pair q = q0 - x (longest first) of
 /// column-component cc and writes c_k Y(k), k < N = 4 (q + 1), to its row in PU. Dynamic shared
-/// memory: two buffers of the launch's longest quarter length.
+/// memory (pdft_smem): two padded buffers of the launch's longest quarter length and the block's
+/// twiddle table. (G blocks taking every G-th pair, which leave SMs to the belt FFT beside them,
+/// measured no faster at G = 132 and slower at 120 and 100: 21.38 / 21.41 / 21.55 against 21.42
+/// ms for the spin-0 adjoint at nside 2048.)
 template <int T>
 __global__ void __launch_bounds__(T) k_pdft_adjoint(PdftCall a, PolarDftArgs d, int q0,
                                                     const double* full) {
   extern __shared__ cplx buf[];
   const int q = q0 - static_cast<int>(blockIdx.x), cc = blockIdx.y;
-  const int n = q + 1, N = 4 * n, L = quarter_length(n);
+  const int n = q + 1, N = 4 * n, L = quarter_length(n), Lmax = quarter_length(q0 + 1);
+  cplx* const b0 = buf;
+  cplx* const b1 = buf + padded(Lmax);
+  cplx* const tws = buf + 2 * padded(Lmax);
   const double* mn = full + static_cast<std::size_t>(cc) * a.npix + 2LL * n * (n - 1);
   const double* ms = full + static_cast<std::size_t>(cc) * a.npix + a.npix - 2LL * n * (n + 1);
-  const cplx* ph = a.pphase ? a.pphase + polar_table_index(q, 0) : nullptr;
   const cplx* b = d.chirps + chirp_offset(n);
   const cplx* H = d.spec + d.spec_off[q];
   const long long* pr = d.prow + 3 * q;
   cplx* row = a.PU + pr[0] * a.ncc + cc * pr[1] + pr[2];
-  const cplx* pc = a.pchirp;
-  cplx* const b0 = buf;
-  cplx* const b1 = buf + L;
+  fill_twiddles<T>(tws, L, d.tw);
+  // Where the forward FFT's last pass writes (and the inverse's first reads).
+  cplx* const prod = pass_count(L) % 2 == 0 ? b0 : b1;
+  cplx* const other = prod == b0 ? b1 : b0;
 #pragma unroll 1
   for (int rho = 0; rho < 4; ++rho) {
     // The forward FFT: the first pass reads the quarter's input from the map, the last writes
     // its product with the chirp spectrum.
     auto input = [&](int t) -> cplx {
       if (t >= n) return {0.0, 0.0};
-      return quarter_input(mn, ms, n, rho, t, quarter_twiddle(ph, n, rho, t), b[t]);
+      return quarter_input(mn, ms, n, rho, t, quarter_twiddle(n, rho, t), b[t]);
     };
-    cplx* const prod = pass_count(L) % 2 == 1 ? b1 : b0;  // where the last pass writes
-    auto times_h = [&](int i, cplx v) { prod[i] = mul(v, H[i]); };
-    block_fft<T>(b0, b1, L, -1, d.tw, input, times_h);
+    auto times_h = [&](int i, cplx v) { prod[sidx(i)] = mul(v, H[i]); };
+    block_fft<T>(b0, b1, L, -1, tws, input, times_h);
     // The inverse FFT from there: its last pass writes Y(4 s + rho) = conj(b_s) v, s < n, as the
-    // row's c_k Y(k) (the chirp of polar_chirp).
-    auto from_prod = [&](int i) { return prod[i]; };
+    // row's c_k Y(k) (c_k = chirp(k, N): the values of the polar chirp table).
+    auto from_prod = [&](int i) { return prod[sidx(i)]; };
     auto to_row = [&](int s, cplx v) {
       if (s >= n) return;
       const int k = 4 * s + rho;
-      const cplx c = pc ? pc[polar_table_index(q, k)] : chirp(k, N);
-      row[k] = mul(c, mulc(v, b[s]));
+      row[k] = mul(chirp(k, N), mulc(v, b[s]));
     };
-    cplx* const other = prod == b0 ? b1 : b0;  // the first inverse pass writes here
-    block_fft<T>(prod, other, L, 1, d.tw, from_prod, to_row);
+    block_fft<T>(prod, other, L, 1, tws, from_prod, to_row);
   }
 }
 
@@ -190,8 +208,9 @@ long long polar_dft_spectrum_size(int nside, std::vector<long long>& spec_off) {
 
 namespace {
 
-/// Dynamic shared memory of the kernels for quarters up to length L: two buffers.
-int pdft_smem(int L) { return 2 * L * static_cast<int>(sizeof(cplx)); }
+/// Dynamic shared memory of the kernels for quarters up to length L: two padded buffers and
+/// the twiddle table.
+int pdft_smem(int L) { return (2 * padded(L) + L / 4) * static_cast<int>(sizeof(cplx)); }
 
 /// Last ring pair q of the short launch (quarter length <= kShortLength), -1 where none.
 int short_pairs_end(int nside) {
@@ -206,10 +225,9 @@ void launch_polar_dft_tables(int nside, cplx* tw, cplx* chirps, cplx* spec,
                              const long long* spec_off, cudaStream_t s) {
   if (nside < 2) return;
   const int smem = pdft_smem(quarter_length(nside - 1));
-  CUDA_CHECK(cudaFuncSetAttribute(k_pdft_spectra, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                  smem));
-  CUDA_CHECK(cudaFuncSetAttribute(k_pdft_adjoint<kThreads>,
-                                  cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  for (const void* k : {reinterpret_cast<const void*>(k_pdft_spectra),
+                        reinterpret_cast<const void*>(k_pdft_adjoint<kThreads>)})
+    CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   CUDA_CHECK(cudaFuncSetAttribute(k_pdft_adjoint<kShortThreads>,
                                   cudaFuncAttributeMaxDynamicSharedMemorySize,
                                   pdft_smem(kShortLength)));
@@ -222,9 +240,10 @@ void launch_polar_dft_tables(int nside, cplx* tw, cplx* chirps, cplx* spec,
 void launch_polar_dft_adjoint(const FftArgs& a, const PolarDftArgs& d, const double* full_map,
                               cudaStream_t s) {
   if (a.nside < 2) return;
-  const PdftCall c{a.nside, a.ncc, a.npix, a.PU, a.pchirp, a.pphase};
-  // The longer quarters first (one block per SM at nside 2048: 128 KB), then the short ones
-  // (their own launch, with less shared memory and smaller blocks, so that several share an SM).
+  const PdftCall c{a.nside, a.ncc, a.npix, a.PU};
+  // The longer quarters first (at nside 2048 their blocks take most of an SM's shared memory),
+  // then the short ones (their own launch, with less shared memory and smaller blocks, so that
+  // several share an SM).
   const int qs = short_pairs_end(a.nside), qlast = a.nside - 2;
   if (qlast > qs) {
     k_pdft_adjoint<kThreads><<<dim3(qlast - qs, a.ncc), kThreads,

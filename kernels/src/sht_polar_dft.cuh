@@ -8,9 +8,10 @@
 //   DFT_n(z)(s) = conj(b_s) [(z conj(b)) (*) h](s),  h_j = b_j, h_{L - j} = b_j (0 < j < n),
 // a cyclic convolution of length L >= 2 n - 1 (2^a or 3 * 2^a) through an FFT of length L, the
 // FFT of h / L taken from a table built once per plan. The FFT is a self-sorting (Stockham)
-// mixed-radix one (radix 3 first where L has that factor, then 8, then 4 or 2), each pass a set
-// of independent butterflies that read L / R strided inputs and write R outputs; the kernel runs
-// a pass as all reads, a barrier, all writes, in place in one buffer of L entries. The functions
+// mixed-radix one (radix 8, then a 4 or a 2, then a 3 where L has that factor), each pass a set
+// of independent butterflies that read R strided inputs and write R outputs; the kernel runs the
+// passes from one shared buffer to another, with the twiddles from a table of L / 4 entries in
+// shared memory. The functions
 // here are the pieces of that kernel (sht_polar_dft.cu) and of its CPU twin
 // (tests/identities/test_sht_polar_dft.cpp), which runs them over the same butterflies.
 #include "sht_math.cuh"
@@ -51,8 +52,9 @@ SHT_HD cplx sub(cplx a, cplx b) { return {a.re - b.re, a.im - b.im}; }
 /// sign i x (sign = +-1).
 SHT_HD cplx rot(cplx x, int sign) { return sign > 0 ? cplx{-x.im, x.re} : cplx{x.im, -x.re}; }
 
-/// Radix of FFT pass p of length L (radix 3 first where 3 divides L, then 8s, then a 4 or a 2)
-/// and the number of passes.
+/// Radix of FFT pass p of length L (8s first, then a 4 or a 2, then a 3 where 3 divides L: every
+/// pass's Ns, the product of the radices before it, is then a power of two) and the number of
+/// passes.
 SHT_HD constexpr int pass_count(int L) {
   int p = L % 3 == 0 ? 1 : 0;
   int m = L % 3 == 0 ? L / 3 : L;
@@ -63,14 +65,15 @@ SHT_HD constexpr int pass_count(int L) {
   return m > 1 ? p + 1 : p;
 }
 SHT_HD constexpr int pass_radix(int L, int p) {
-  if (L % 3 == 0) {
-    if (p == 0) return 3;
-    --p;
-    L /= 3;
+  int m = L % 3 == 0 ? L / 3 : L;  // the power of two
+  int eights = 0;
+  while (m >= 8) {
+    m /= 8;
+    ++eights;
   }
-  int m = L;
-  for (int i = 0; i < p; ++i) m /= 8;
-  return m >= 8 ? 8 : m;
+  if (p < eights) return 8;
+  if (p == eights && m > 1) return m;
+  return 3;
 }
 
 /// In-place DFT of R points, y_k = sum_r v_r e^{sign 2 pi i r k / R}.
@@ -105,7 +108,7 @@ SHT_HD void small_dft(cplx (&v)[R], int sign) {
     o[1] = {h * (o[1].re - sign * o[1].im), h * (o[1].im + sign * o[1].re)};
     o[2] = rot(o[2], sign);
     o[3] = {h * (-o[3].re - sign * o[3].im), h * (-o[3].im + sign * o[3].re)};
-PDFT_UNROLL
+    PDFT_UNROLL
     for (int k = 0; k < 4; ++k) {
       v[k] = add(e[k], o[k]);
       v[k + 4] = sub(e[k], o[k]);
@@ -113,34 +116,58 @@ PDFT_UNROLL
   }
 }
 
-/// Butterfly j (< L / R) of a Stockham pass with Ns = the product of the earlier passes' radices:
-/// its inputs x_{j + r L / R} (given in v) times the twiddles e^{sign 2 pi i r (j mod Ns) /
-/// (Ns R)} (tw[k] = e^{-2 pi i k / kTwiddles}), then their DFT.
-template <int R>
-SHT_HD void butterfly(cplx (&v)[R], int j, int Ns, int sign, const cplx* tw) {
-  const int k = j % Ns;
+/// e^{-2 pi i x / L} for 0 <= x < L from the block's table tws[m] = e^{-2 pi i m / L}, m < L / 4
+/// (filled from tw: tws[m] = tw[m kTwiddles / L]), times (-i)^q for the quarter q of x.
+SHT_HD cplx twiddle(const cplx* tws, int L, int x) {
+  const int Q = L / 4;
+  const int q = (x >= Q) + (x >= 2 * Q) + (x >= 3 * Q);
+  const cplx w = tws[x - q * Q];
+  switch (q) {
+    case 0: return w;
+    case 1: return {w.im, -w.re};   // -i w
+    case 2: return {-w.re, -w.im};  // -w
+    default: return {-w.im, w.re};  // i w
+  }
+}
+
+/// Butterfly j (< L / R) of a Stockham pass with Ns = 2^lg (the product of the earlier passes'
+/// radices): its inputs x_{j + r L / R} (given in v) times the twiddles w^r, w = e^{sign 2 pi i
+/// (j mod Ns) / (Ns R)} (from the block's table, twiddle), then their DFT. POW: w^r as powers of
+/// w (one table read instead of R - 1; products of at most three factors).
+template <int R, bool POW = true>
+SHT_HD void butterfly(cplx (&v)[R], int j, int lg, int sign, const cplx* tws, int L) {
+  const int k = j & ((1 << lg) - 1);
   if (k != 0) {
-    const int step = kTwiddles / (Ns * R) * k;
-PDFT_UNROLL
-    for (int r = 1; r < R; ++r) {
-      const cplx w = tw[r * step];
-      v[r] = sign < 0 ? mul(v[r], w) : mulc(v[r], w);
+    const int x = k * ((L / R) >> lg);  // w = e^{sign 2 pi i x / L}
+    cplx w[R];
+    if constexpr (POW) {
+      w[1] = twiddle(tws, L, x);
+      if constexpr (R >= 3) w[2] = mul(w[1], w[1]);
+      if constexpr (R >= 4) w[3] = mul(w[2], w[1]);
+      if constexpr (R == 8) {
+        w[4] = mul(w[2], w[2]);
+        w[5] = mul(w[4], w[1]);
+        w[6] = mul(w[3], w[3]);
+        w[7] = mul(w[4], w[3]);
+      }
+    } else {
+      PDFT_UNROLL
+      for (int r = 1; r < R; ++r) w[r] = twiddle(tws, L, r * x);
     }
+    PDFT_UNROLL
+    for (int r = 1; r < R; ++r) v[r] = sign < 0 ? mul(v[r], w[r]) : mulc(v[r], w[r]);
   }
   small_dft<R>(v, sign);
 }
-/// Where butterfly j's output r goes: (j div Ns) Ns R + j mod Ns + r Ns.
-SHT_HD int out_index(int j, int Ns, int R, int r) { return (j / Ns) * Ns * R + j % Ns + r * Ns; }
+/// Where butterfly j's output r goes: (j div Ns) Ns R + j mod Ns + r Ns, Ns = 2^lg.
+SHT_HD int out_index(int j, int lg, int R, int r) {
+  return (((j >> lg) * R) << lg) + (j & ((1 << lg) - 1)) + (r << lg);
+}
 
-/// e^{-2 pi i t rho / N} (N = 4 n, t < n, rho < 4) from the pair's phase row ph[j] =
-/// e^{i pi j / N} (j < N; the plan's polar phase table), or computed where ph is null.
-SHT_HD cplx quarter_twiddle(const cplx* ph, int n, int rho, int t) {
+/// e^{-2 pi i t rho / N} (N = 4 n, t < n, rho < 4), the argument reduced exactly in integers.
+SHT_HD cplx quarter_twiddle(int n, int rho, int t) {
   const int N = 4 * n;
   const int j = (2 * t * rho) % (2 * N);  // e^{-i pi j / N}
-  if (ph) {
-    const cplx p = j < N ? ph[j] : cplx{-ph[j - N].re, -ph[j - N].im};
-    return {p.re, -p.im};
-  }
   double s, c;
 #ifdef __CUDA_ARCH__
   sincospi(static_cast<double>(j) / N, &s, &c);
