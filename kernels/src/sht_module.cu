@@ -585,7 +585,7 @@ private:
   /// 2048), where nside is within its reach (polar_dft_max_nside) and they fit in a quarter of
   /// the free memory; else the adjoint takes the Bluestein chain.
   void build_polar_dft() {
-    const int sw = switches().polar_dft;
+    const int sw = d_.polar_dft >= 0 ? d_.polar_dft : switches().polar_dft;
     if (sw == 0 || (sw < 0 && ns_ < kPolarDftMinNside) || ns_ > sht::polar_dft_max_nside())
       return;
     std::vector<long long> off;

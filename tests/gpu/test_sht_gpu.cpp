@@ -1,7 +1,8 @@
 // CUDA SHT backend vs the CPU backend (healpix_cxx), through the engine's SHT self-test
 // (sht/selftest.hpp): synthesis and adjoint max relative error < 1e-10 for nside 8..256
 // (8..1024 with ALMAGEST_SLOW_TESTS=1), adjointness on the GPU, batched == single to 1e-12,
-// repeated calls, inverse recovery, cut sky, coexisting plans. Exits 77 (skipped) without a GPU.
+// repeated calls, inverse recovery, cut sky, coexisting plans, the adjoint's shared-memory polar
+// DFT against the Bluestein chain. Exits 77 (skipped) without a GPU.
 #include <QtTest>
 
 #include "almagest/core/gpu.hpp"
@@ -17,10 +18,12 @@ private slots:
     o.max_nside = qEnvironmentVariableIsSet("ALMAGEST_SLOW_TESTS") ? 1024 : 256;
     const SelftestReport r = sht::run_sht_gpu_selftest(o, JobContext{});
     QVERIFY(r.gpu_available);
-    // nside 8..max for two spins, two batched, two inverse, two cut-sky, one coexistence check.
+    // nside 8..max for two spins, two batched, two inverse, four cut-sky (two masks, two
+    // spins), one coexistence check, four polar-DFT-vs-Bluestein-chain checks (two nside, two
+    // spins).
     int sizes = 0;
     for (int n = 8; n <= o.max_nside; n *= 2) ++sizes;
-    QCOMPARE(static_cast<int>(r.checks.size()), 2 * sizes + 7);
+    QCOMPARE(static_cast<int>(r.checks.size()), 2 * sizes + 13);
     for (const SelftestCheck& c : r.checks) {
       qInfo("%s %s: %s", c.passed ? "PASS" : "FAIL", c.name.c_str(), c.detail.c_str());
       QVERIFY2(c.passed, qPrintable(QString::fromStdString(c.name + ": " + c.detail)));

@@ -4,7 +4,8 @@
 // error < tolerance (1e-10) for nside 8..max_nside, spin 0 and 2; adjointness
 // <Y a, m> = <a, Y^T m> on the GPU to 1e-12 (nside <= 64); batched (B = 8) == single to 1e-12;
 // repeated calls identical to 1e-13; CGLS inverse recovery (nside 16, lmax 32) to 2e-9; a cut
-// sky against the CPU; plans of different nside coexisting. Usable without Qt:
+// sky against the CPU; plans of different nside coexisting; the adjoint's polar-cap rows through
+// the shared-memory DFT against the Bluestein chain to 1e-12 (nside 64 and 520). Usable without Qt:
 // `almagest-cli selftest` and the `sht_gpu_check` program print SelftestReport::text().
 #include <cstdint>
 

@@ -20,6 +20,10 @@ struct ShtDeviceDesc {
   int spin = 0;                ///< 0 or 2
   int max_cols = 1;            ///< the most columns one call transforms
   std::vector<std::int64_t> observed_pixels;  ///< empty = full sky; else increasing RING indices
+  /// The adjoint's polar-cap rows: -1 as measured fastest (the shared-memory DFT from nside
+  /// 1024, unless ALMAGEST_SHT_POLAR_DFT says otherwise), 0 the Bluestein chain, 1 the
+  /// shared-memory DFT wherever it reaches (nside <= 2049). For checks of one against the other.
+  int polar_dft = -1;
 };
 
 enum class ShtOp { Synthesis, Adjoint };
