@@ -7,10 +7,6 @@
 
 namespace almagest::kernels::sht::dev {
 
-__device__ __forceinline__ cplx cmul(cplx a, cplx b) {
-  return {a.re * b.re - a.im * b.im, a.re * b.im + a.im * b.re};
-}
-__device__ __forceinline__ cplx conjc(cplx a) { return {a.re, -a.im}; }
 
 /// e^{i pi t^2 / N}, argument reduced exactly in integers. (A 32-bit reduction, (t mod 2N)^2
 /// mod 2N, measured no faster on the H200.)

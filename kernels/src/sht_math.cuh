@@ -24,6 +24,8 @@ namespace almagest::kernels::sht {
 struct alignas(16) cplx {
   double re, im;
 };
+SHT_HD cplx cmul(cplx a, cplx b) { return {a.re * b.re - a.im * b.im, a.re * b.im + a.im * b.re}; }
+SHT_HD cplx conjc(cplx a) { return {a.re, -a.im}; }
 
 inline constexpr int kScaleBits = 600;
 inline constexpr double kBig = 0x1p300;     // rescale when a scaled value grows past this

@@ -88,25 +88,16 @@ __device__ __forceinline__ void fill_twiddles(cplx* tws, int L, const cplx* tw) 
   __syncthreads();
 }
 
-/// tw[k] = e^{-2 pi i k / kTwiddles}; chirps b_t = e^{i pi t^2 / n} of every quarter size n <
-/// nside (chirp_offset(n) + t).
+/// tw[k] = e^{-2 pi i k / kTwiddles} (grid-stride), and the chirps b_t = e^{i pi t^2 / n} of
+/// every quarter size n < nside at chirp_offset(n) + t (blocks over n, threads over t).
 __global__ void k_pdft_twiddles_chirps(int nside, cplx* tw, cplx* chirps) {
-  const long long nch = chirp_offset(nside);
-  for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
-       i < kTwiddles + nch; i += static_cast<long long>(gridDim.x) * blockDim.x) {
-    if (i < kTwiddles) {
-      double s, c;
-      sincospi(2.0 * static_cast<double>(i) / kTwiddles, &s, &c);
-      tw[i] = {c, -s};
-    } else {
-      const long long e = i - kTwiddles;
-      // n (n - 1) / 2 <= e < n (n + 1) / 2
-      int n = static_cast<int>((1.0 + sqrt(1.0 + 8.0 * static_cast<double>(e))) / 2.0);
-      while (chirp_offset(n) > e) --n;
-      while (chirp_offset(n + 1) <= e) ++n;
-      chirps[e] = chirp(e - chirp_offset(n), n);
-    }
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < kTwiddles; i += gridDim.x * blockDim.x) {
+    double s, c;
+    sincospi(2.0 * static_cast<double>(i) / kTwiddles, &s, &c);
+    tw[i] = {c, -s};
   }
+  for (int n = blockIdx.x + 1; n < nside; n += gridDim.x)
+    for (int t = threadIdx.x; t < n; t += blockDim.x) chirps[chirp_offset(n) + t] = chirp(t, n);
 }
 
 /// Threads per block of the table kernel and of the adjoint kernel for the longer quarters (one
@@ -164,7 +155,7 @@ __global__ void __launch_bounds__(T) k_pdft_adjoint(PdftCall a, PolarDftArgs d, 
   const double* ms = full + static_cast<std::size_t>(cc) * a.npix + a.npix - 2LL * n * (n + 1);
   const cplx* b = d.chirps + chirp_offset(n);
   const cplx* H = d.spec + d.spec_off[q];
-  const long long* pr = d.prow + 3 * q;
+  const long long* pr = d.prow + 3 * q;  // (the row offsets unaliased_polar_pair reads)
   cplx* row = a.PU + pr[0] * a.ncc + cc * pr[1] + pr[2];
   fill_twiddles<T>(tws, L, d.tw);
   // Where the forward FFT's last pass writes (and the inverse's first reads).
@@ -178,7 +169,7 @@ __global__ void __launch_bounds__(T) k_pdft_adjoint(PdftCall a, PolarDftArgs d, 
       if (t >= n) return {0.0, 0.0};
       return quarter_input(mn, ms, n, rho, t, quarter_twiddle(n, rho, t), b[t]);
     };
-    auto times_h = [&](int i, cplx v) { prod[sidx(i)] = mul(v, H[i]); };
+    auto times_h = [&](int i, cplx v) { prod[sidx(i)] = cmul(v, H[i]); };
     block_fft<T>(b0, b1, L, -1, tws, input, times_h);
     // The inverse FFT from there: its last pass writes Y(4 s + rho) = conj(b_s) v, s < n, as the
     // row's c_k Y(k) (c_k = chirp(k, N): the values of the polar chirp table).
@@ -186,7 +177,7 @@ __global__ void __launch_bounds__(T) k_pdft_adjoint(PdftCall a, PolarDftArgs d, 
     auto to_row = [&](int s, cplx v) {
       if (s >= n) return;
       const int k = 4 * s + rho;
-      row[k] = mul(chirp(k, N), mulc(v, b[s]));
+      row[k] = cmul(chirp(k, N), mulc(v, b[s]));
     };
     block_fft<T>(prod, other, L, 1, tws, from_prod, to_row);
   }
@@ -231,7 +222,7 @@ void launch_polar_dft_tables(int nside, cplx* tw, cplx* chirps, cplx* spec,
   CUDA_CHECK(cudaFuncSetAttribute(k_pdft_adjoint<kShortThreads>,
                                   cudaFuncAttributeMaxDynamicSharedMemorySize,
                                   pdft_smem(kShortLength)));
-  k_pdft_twiddles_chirps<<<1024, 256, 0, s>>>(nside, tw, chirps);
+  k_pdft_twiddles_chirps<<<std::min(nside - 1, 4096), 256, 0, s>>>(nside, tw, chirps);
   CUDA_CHECK_LAUNCH();
   k_pdft_spectra<<<nside - 1, kThreads, smem, s>>>(tw, chirps, spec, spec_off);
   CUDA_CHECK_LAUNCH();

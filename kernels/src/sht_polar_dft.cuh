@@ -11,9 +11,8 @@
 // mixed-radix one (radix 8, then a 4 or a 2, then a 3 where L has that factor), each pass a set
 // of independent butterflies that read R strided inputs and write R outputs; the kernel runs the
 // passes from one shared buffer to another, with the twiddles from a table of L / 4 entries in
-// shared memory. The functions
-// here are the pieces of that kernel (sht_polar_dft.cu) and of its CPU twin
-// (tests/identities/test_sht_polar_dft.cpp), which runs them over the same butterflies.
+// shared memory. The functions here are the pieces of that kernel (sht_polar_dft.cu) and of its
+// CPU twin (tests/identities/test_sht_polar_dft.cpp), which runs them over the same butterflies.
 #include "sht_math.cuh"
 
 #ifdef __CUDACC__
@@ -24,7 +23,7 @@
 
 namespace almagest::kernels::sht::pdft {
 
-/// Largest Bluestein length of the device path (one buffer of it per block: 64 KB).
+/// Largest Bluestein length of the device path (two padded buffers of it per block: 147 KB).
 inline constexpr int kMaxLength = 4096;
 /// Twiddle table size: every length 2^a or 3 * 2^a <= kMaxLength divides it.
 inline constexpr int kTwiddles = 3 * kMaxLength;
@@ -43,8 +42,7 @@ SHT_HD constexpr int quarter_length(int n) {
 /// Offset of quarter size n's chirp b_t (t < n) in the chirp table: n (n - 1) / 2.
 SHT_HD long long chirp_offset(int n) { return static_cast<long long>(n) * (n - 1) / 2; }
 
-SHT_HD cplx mul(cplx a, cplx b) { return {a.re * b.re - a.im * b.im, a.re * b.im + a.im * b.re}; }
-SHT_HD cplx mulc(cplx a, cplx b) {  // a conj(b)
+SHT_HD cplx mulc(cplx a, cplx b) {  // a conj(b) (cmul, conjc: sht_math.cuh)
   return {a.re * b.re + a.im * b.im, a.im * b.re - a.re * b.im};
 }
 SHT_HD cplx add(cplx a, cplx b) { return {a.re + b.re, a.im + b.im}; }
@@ -132,30 +130,25 @@ SHT_HD cplx twiddle(const cplx* tws, int L, int x) {
 
 /// Butterfly j (< L / R) of a Stockham pass with Ns = 2^lg (the product of the earlier passes'
 /// radices): its inputs x_{j + r L / R} (given in v) times the twiddles w^r, w = e^{sign 2 pi i
-/// (j mod Ns) / (Ns R)} (from the block's table, twiddle), then their DFT. POW: w^r as powers of
-/// w (one table read instead of R - 1; products of at most three factors).
-template <int R, bool POW = true>
+/// (j mod Ns) / (Ns R)}, then their DFT. w from the block's table (twiddle), its powers as
+/// products of at most three factors (one table read instead of R - 1).
+template <int R>
 SHT_HD void butterfly(cplx (&v)[R], int j, int lg, int sign, const cplx* tws, int L) {
   const int k = j & ((1 << lg) - 1);
   if (k != 0) {
     const int x = k * ((L / R) >> lg);  // w = e^{sign 2 pi i x / L}
     cplx w[R];
-    if constexpr (POW) {
-      w[1] = twiddle(tws, L, x);
-      if constexpr (R >= 3) w[2] = mul(w[1], w[1]);
-      if constexpr (R >= 4) w[3] = mul(w[2], w[1]);
-      if constexpr (R == 8) {
-        w[4] = mul(w[2], w[2]);
-        w[5] = mul(w[4], w[1]);
-        w[6] = mul(w[3], w[3]);
-        w[7] = mul(w[4], w[3]);
-      }
-    } else {
-      PDFT_UNROLL
-      for (int r = 1; r < R; ++r) w[r] = twiddle(tws, L, r * x);
+    w[1] = twiddle(tws, L, x);
+    if constexpr (R >= 3) w[2] = cmul(w[1], w[1]);
+    if constexpr (R >= 4) w[3] = cmul(w[2], w[1]);
+    if constexpr (R == 8) {
+      w[4] = cmul(w[2], w[2]);
+      w[5] = cmul(w[4], w[1]);
+      w[6] = cmul(w[3], w[3]);
+      w[7] = cmul(w[4], w[3]);
     }
     PDFT_UNROLL
-    for (int r = 1; r < R; ++r) v[r] = sign < 0 ? mul(v[r], w[r]) : mulc(v[r], w[r]);
+    for (int r = 1; r < R; ++r) v[r] = sign < 0 ? cmul(v[r], w[r]) : mulc(v[r], w[r]);
   }
   small_dft<R>(v, sign);
 }
@@ -193,7 +186,7 @@ SHT_HD cplx quarter_input(const double* mn, const double* ms, int n, int rho, in
   } else {  // rho = 1: y0 - i y1 - y2 + i y3; rho = 3: y0 + i y1 - y2 - i y3
     z = add(sub(y0, y2), rot(sub(y1, y3), rho == 1 ? -1 : 1));
   }
-  if (rho != 0) z = mul(z, w);
+  if (rho != 0) z = cmul(z, w);
   return mulc(z, bt);
 }
 
