@@ -2,6 +2,8 @@
 // batched columns): per step each thread sums its ring pairs in registers and the block reduces
 // those sums through shared memory. Helpers shared with the synthesis are in sht_device.cuh;
 // docs/sht.md describes the kernels and the batched table path that large batches take instead.
+#include <stdexcept>
+
 #include "cuda_check.cuh"
 #include "sht_device.cuh"
 #include "sht_fft_device.cuh"
@@ -312,6 +314,12 @@ __device__ __forceinline__ void adjoint0_tile(const AdjointArgs& a, int m, doubl
     double x;
     const bool on = start_odd_chain<TAB>(a, m, nu, i - a.first_active[m], p, x, x2[k], v0[k],
                                          v1[k], e[k]);
+    if (TAB && a.skip_c0 && on) {  // the chain at the tile's first live chunk (skip table)
+      const long long t = a.soff[m] + i - a.first_active[m];
+      v0[k] = a.skip_v0[t];
+      v1[k] = a.skip_v1[t];
+      e[k] = a.skip_e[t];
+    }
 #pragma unroll
     for (int c = 0; c < NC; ++c) {
       const bool cv = on && c < ncv;
@@ -330,19 +338,21 @@ __device__ __forceinline__ void adjoint0_tile(const AdjointArgs& a, int m, doubl
   }
 }
 
-/// Starts a tile of the spin-0 adjoint (adjoint0_tile) and stages the first chunk's KA step
-/// coefficients into buffer 0 once the previous tile's reductions are done.
+/// Starts a tile of the spin-0 adjoint (adjoint0_tile) and stages the KA step coefficients of
+/// its first chunk ch0 (0, or the first live one of the skip table) into buffer ch0 & 1 once the
+/// previous tile's reductions are done.
 template <int P, int NC, int KA, bool TAB>
 __device__ __forceinline__ void adjoint0_begin_tile(const AdjointArgs& a, int m, double nu,
                                                     int tile, int tile_end, int col0, int ncv,
-                                                    long long ko,
+                                                    long long ko, int ch0, int nchunk,
                                                     double (&x2)[P], double (&v0)[P],
                                                     double (&v1)[P], int (&e)[P],
                                                     cplx (&E)[P][NC], cplx (&X)[P][NC],
                                                     double2 (&s_ab)[2][KA]) {
   adjoint0_tile<P, NC, TAB>(a, m, nu, tile, tile_end, col0, ncv, x2, v0, v1, e, E, X);
   __syncthreads();  // the previous tile's reductions are done
-  if (threadIdx.x < KA) s_ab[0][threadIdx.x] = a.ab[ko + threadIdx.x];
+  if (threadIdx.x < KA && ch0 < nchunk)
+    s_ab[ch0 & 1][threadIdx.x] = a.ab[ko + ch0 * KA + threadIdx.x];
   __syncthreads();
 }
 
@@ -568,15 +578,20 @@ __global__ void __launch_bounds__(kThreads, MINB) k_adjoint_spin0(AdjointArgs a)
     double x2[P], v0[P], v1[P];
     int e[P];
     cplx E[P][NC], X[P][NC];  // F_N + F_S and x (F_N - F_S)
-    adjoint0_begin_tile<P, NC, KA, TAB>(a, m, nu, tile, tile_end, col0, ncv, ko, x2, v0, v1, e,
-                                        E, X, s_ab);
+    // Leading chunks of the tile in which every chain is dead (skip table): not run; the first
+    // tile writes their outputs as zeros.
+    const int ch0 = TAB && a.skip_c0 ? min(a.skip_c0[m * a.skip_ntiles + t], nchunk) : 0;
+    if (writer && first_tile)
+      for (int c = 0; c < ch0; ++c) *dst_of(c) = {0.0, 0.0};
+    adjoint0_begin_tile<P, NC, KA, TAB>(a, m, nu, tile, tile_end, col0, ncv, ko, ch0, nchunk, x2,
+                                        v0, v1, e, E, X, s_ab);
     dispatch_chains<P>(tile_chains(tile_end - tile), [&](auto kc_) {
     constexpr int K = decltype(kc_)::value;  // chains per thread in this tile
-    for (int ch = 0; ch < nchunk; ++ch) {
+    for (int ch = ch0; ch < nchunk; ++ch) {
       const int b = ch & 1;
       cplx (*red)[kThreads] = buffer(ch);
       // The block sums of the previous chunk are read in this one.
-      const bool pend = ch > 0;
+      const bool pend = ch > ch0;
       const int och = ch - 1;  // the chunk whose outputs this iteration writes
       const cplx (*redp)[kThreads] = buffer(och);
       // Global reads of the chunk go to shared memory by cp.async (no registers held): the next
@@ -646,7 +661,7 @@ __global__ void __launch_bounds__(kThreads, MINB) k_adjoint_spin0(AdjointArgs a)
       }
       __syncthreads();  // this chunk's sums are in red; the previous buffer is free again
     }
-    if (nchunk > 0) {  // the tile's last chunk (complete: the loop ended on a barrier)
+    if (nchunk > ch0) {  // the tile's last chunk (complete: the loop ended on a barrier)
       const int lch = nchunk - 1;
       if (writer && !first_tile) cp_async16(&s_prev[out], dst_of(lch));
       cp_async_commit();
@@ -667,6 +682,63 @@ __global__ void __launch_bounds__(kThreads, MINB) k_adjoint_spin0(AdjointArgs a)
     __syncthreads();
     for (int c = 0; c < ncv; ++c) obasis_finish_mode(a, m, col0 + c);
   }
+}
+
+/// The spin-0 adjoint's skip table (AdjointArgs::skip_c0 ...): a block per mode. Each chain
+/// first runs from its start (the start table) until the chunk at whose start it is live
+/// (chain_dead false); the tile's first live chunk is the least over its chains; each chain then
+/// runs again to that chunk and stores its values and scale. The steps and the rescale checks
+/// are those of k_adjoint_spin0 (after the 4th and 8th step of a chunk; no-ops at scale 0, so
+/// that its fast copy, which has none, gives the same values), so the kernel continues exactly
+/// where its own recursion would have been.
+__global__ void k_adjoint_skip_table(AdjointArgs a, int* c0, double* sv0, double* sv1,
+                                     short* se) {
+  constexpr int KA = 8;  // steps per chunk of the single-column shape (NC = 1)
+  constexpr int kCap = kThreads * kAdjSkipPairs;
+  static_assert(kThreads == 128, "adjoint_skip_tiles assumes 128 threads");
+  __shared__ int s_c0[64];
+  const int m = blockIdx.x;
+  const int fa = a.first_active[m];
+  const long long ko = a.koff[m];
+  const int nchunk = static_cast<int>((a.koff[m + 1] - ko) / KA);
+  const int ntiles = a.skip_ntiles;
+  for (int i = threadIdx.x; i < ntiles; i += blockDim.x) s_c0[i] = nchunk;
+  __syncthreads();
+  auto run = [&](long long t, int p, int chunks, double& v0, double& v1, int& e) {
+    const double x = a.pair_z[p];
+    const double x2 = x * x;
+    v0 = a.start_v[t];
+    v1 = 0.0;
+    e = a.start_e[t];
+    int ch = 0;
+    for (; ch < chunks; ++ch) {
+      if (chunks == nchunk + 1 && !chain_dead(e, v0, v1)) break;  // phase 1: own live chunk
+      for (int kk = 0; kk < KA; ++kk) {
+        odd_step(a.ab[ko + ch * KA + kk], x2, v0, v1);
+        if ((kk & 3) == 3 || kk == KA - 1) odd_rescale(e, v0, v1);
+      }
+    }
+    return ch;
+  };
+  for (int i = fa + threadIdx.x; i < a.nactive; i += blockDim.x) {
+    const long long t = a.soff[m] + i - fa;
+    double v0, v1;
+    int e;
+    const int own = run(t, a.active[i], nchunk + 1, v0, v1, e);
+    atomicMin(&s_c0[(i - fa) / kCap], min(own, nchunk));
+  }
+  __syncthreads();
+  for (int i = fa + threadIdx.x; i < a.nactive; i += blockDim.x) {
+    const long long t = a.soff[m] + i - fa;
+    double v0, v1;
+    int e;
+    run(t, a.active[i], s_c0[(i - fa) / kCap], v0, v1, e);
+    sv0[t] = v0;
+    sv1[t] = v1;
+    se[t] = static_cast<short>(e);
+  }
+  for (int i = threadIdx.x; i < ntiles; i += blockDim.x)
+    c0[static_cast<long long>(m) * ntiles + i] = s_c0[i];
 }
 
 /// Dynamic shared memory of the adjoint kernels: two reduction buffers of 16 outputs x kThreads,
@@ -722,7 +794,20 @@ void launch_adjoint2_zero(const LegendreArgs& a, cudaStream_t s) {
   k_adjoint2_zero<<<dim3(a.lmax + 1, 2 * a.ncols), 64, 0, s>>>(a);
   CUDA_CHECK_LAUNCH();
 }
-void launch_legendre_adjoint(const AdjointArgs& a, cudaStream_t s) {
+bool adjoint_takes_skip_shape(const AdjointArgs& a) {
+  const int po = adjoint_pairs_override();
+  return a.spin == 0 && a.ncols < 2 && po != 4 && po != 2 && a.nactive > kThreads * 2;
+}
+void launch_adjoint_skip_table(const AdjointArgs& a, int* c0, double* v0, double* v1, short* e,
+                               cudaStream_t s) {
+  if (a.skip_ntiles > 64) throw std::invalid_argument("adjoint skip table: more than 64 tiles");
+  k_adjoint_skip_table<<<a.lmax + 1, kThreads, 0, s>>>(a, c0, v0, v1, e);
+  CUDA_CHECK_LAUNCH();
+}
+void launch_legendre_adjoint(const AdjointArgs& a0, cudaStream_t s) {
+  // The skip table describes the tiles of the kAdjSkipPairs shape only.
+  AdjointArgs a = a0;
+  if (!adjoint_takes_skip_shape(a)) a.skip_c0 = nullptr;
   // The adjoint reduces over the block's threads for every step through shared memory, 16
   // outputs per barrier, so more ring pairs per thread mean less of that traffic per FP64
   // operation. Measured on the H200 (docs/benchmarks.md): batched columns go best two (spin 0)
@@ -741,7 +826,7 @@ void launch_legendre_adjoint(const AdjointArgs& a, cudaStream_t s) {
     else if (po == 2 || (po == 0 && a.nactive <= kThreads * 2))
       launch_adj0_t<2, 1>(a, s);
     else
-      launch_adj0_t<8, 1, 3>(a, s);
+      launch_adj0_t<kAdjSkipPairs, 1, 3>(a, s);
     if (!a.finish_in_block) {
       k_obasis_finish<<<dim3(a.lmax + 1, a.ncols), 128, 0, s>>>(
           static_cast<const LegendreArgs&>(a));

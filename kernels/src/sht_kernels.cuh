@@ -63,7 +63,25 @@ struct AdjointArgs : Spin0Args {
   const cplx* pphase;         ///< polar_table_index(q, j): e^{i pi j / N}
   /// Spin 0: each block turns its mode's sums into alm at its end (no finish kernel).
   bool finish_in_block;
+  /// Spin 0, single column, kAdjSkipPairs pairs per thread (launch_legendre_adjoint clears them
+  /// for other shapes): the leading chunks of each tile in which every chain is dead are
+  /// skipped (launch_adjoint_skip_table). skip_c0[m * skip_ntiles + tile] is the tile's first
+  /// live chunk; skip_v0, skip_v1, skip_e (entry soff[m] + i - first_active[m], as the start
+  /// table) are the chain's values and scale there. Null where the plan has no such table.
+  const int* skip_c0;
+  int skip_ntiles;
+  const double* skip_v0;
+  const double* skip_v1;
+  const short* skip_e;
 };
+
+/// Ring pairs per thread of the adjoint shape whose tiles the skip table describes.
+inline constexpr int kAdjSkipPairs = 8;
+/// Tiles per mode of that shape for nactive active pairs.
+inline int adjoint_skip_tiles(int nactive) {
+  constexpr int cap = 128 * kAdjSkipPairs;  // kThreads * kAdjSkipPairs
+  return (nactive + cap - 1) / cap;
+}
 
 /// Steps per staged chunk of the spin-0 synthesis; the tables are padded to a multiple of it.
 inline constexpr int kObasisChunk = 32;
@@ -75,6 +93,13 @@ void launch_legendre_synthesis(const Spin0Args& a, cudaStream_t s);
 void launch_start_table(const LegendreArgs& a, const long long* soff, double* start_v,
                         short* start_e, double* pair_z, cudaStream_t s);
 void launch_legendre_adjoint(const AdjointArgs& a, cudaStream_t s);
+/// Whether launch_legendre_adjoint takes the kAdjSkipPairs shape for a (so reads a.skip_*).
+bool adjoint_takes_skip_shape(const AdjointArgs& a);
+/// Fills the skip table of the spin-0 adjoint (AdjointArgs::skip_c0 ..., with a.soff and the
+/// start table given): per mode and tile the first chunk in which a chain is live, and each
+/// chain's values there, as the kernel's own recursion gives them.
+void launch_adjoint_skip_table(const AdjointArgs& a, int* c0, double* v0, double* v1, short* e,
+                               cudaStream_t s);
 /// Zeroes the spin-2 alm entries that the recursion adjoint (launch_legendre_adjoint) does not
 /// write: l < 2 and modes no active ring pair reaches. Independent of the glue, so it may run on
 /// another stream before the adjoint.

@@ -99,6 +99,11 @@ struct Switches {
   /// Spin-0 plans keep the chains' start values in a table (DevicePlan::build_start_table);
   /// ALMAGEST_SHT_START=compute: the kernels compute them.
   bool start_table;
+  /// Spin-0 plans with a start table also keep the adjoint's skip table (DevicePlan::
+  /// build_skip_table: the leading dead chunks of each tile not run) where it skips at least
+  /// kAdjSkipMinShare of the chunks; ALMAGEST_SHT_ADJ_SKIP=0: never (every chunk run), =1:
+  /// whatever it skips (for checks at small nside).
+  int adjoint_skip;  ///< -1 by share, 0 never, 1 always
   /// The polar rows are loaded or aliased into an input buffer whose zero padding stays, and the
   /// forward FFTs read it into PU (DevicePlan::build_polar_input); ALMAGEST_SHT_PU_IN=0: in place
   /// in PU, the padding written by every call.
@@ -118,6 +123,11 @@ struct Switches {
 /// spin-0 adjoint at nside 2048 / 1024 / 512 / 128 in 21.41 / 3.098 / 0.507 / 0.064 ms against
 /// 21.70 / 3.114 / 0.494 / 0.045 through the Bluestein chain (H200, two rounds each).
 constexpr int kPolarDftMinNside = 1024;
+/// Least share of the spin-0 adjoint's tile chunks that its skip table must skip to be kept
+/// (Switches::adjoint_skip). Measured on the H200 (docs/benchmarks.md): at nside 2048 it skips
+/// 3.6% and the adjoint takes 20.83 against 21.41 ms; at 1024 it skips almost none and costs
+/// 1% (3.132 against 3.103 ms), so it is dropped there.
+constexpr double kAdjSkipMinShare = 0.01;
 
 const Switches& switches() {
   static const Switches v = [] {
@@ -131,6 +141,9 @@ const Switches& switches() {
     w.finish_in_block = !is("ALMAGEST_SHT_FINISH", "kernel");
     w.fork_belt_rows = !is("ALMAGEST_SHT_FORK", "0");
     w.start_table = !is("ALMAGEST_SHT_START", "compute");
+    w.adjoint_skip = !w.start_table || is("ALMAGEST_SHT_ADJ_SKIP", "0") ? 0
+                     : is("ALMAGEST_SHT_ADJ_SKIP", "1")                   ? 1
+                                                                          : -1;
     w.polar_two_streams = !is("ALMAGEST_SHT_POLAR_SPLIT", "0");
     w.polar_input = !is("ALMAGEST_SHT_PU_IN", "0");
     w.polar_dft = is("ALMAGEST_SHT_POLAR_DFT", "0") ? 0 : is("ALMAGEST_SHT_POLAR_DFT", "1") ? 1 : -1;
@@ -266,6 +279,7 @@ public:
     nactive_ = static_cast<int>(active.size());
     active_ = DeviceBuffer<int>::from(active.empty() ? std::vector<int>{0} : active, s);
     first_ = DeviceBuffer<int>::from(first, s);
+    first_host_ = first;
     mlim_ = DeviceBuffer<int>::from(mlim, s);
     nu_ = DeviceBuffer<double>::from(nu, s);
     if (!d.observed_pixels.empty()) pixels_ = DeviceBuffer<std::int64_t>::from(d.observed_pixels, s);
@@ -355,6 +369,7 @@ public:
     plans(d.max_cols);
     // The start table and the polar tables take what the work buffers leave.
     if (d.spin == 0 && switches().start_table) build_start_table(first);
+    if (d.spin == 0 && switches().adjoint_skip != 0 && !start_v_.empty()) build_skip_table();
     if (npolar > 0) build_polar_tables();
     if (npolar > 0) build_polar_dft();
     if (npolar > 0 && switches().polar_input) build_polar_input(ncc);
@@ -376,13 +391,15 @@ public:
   std::string device_name() const override { return name_; }
   ShtWorkCounts counts() const override {
     ShtWorkCounts c = counts_;
+    c.adjoint_skipped_share = skip_c0_.empty() ? 0.0 : skip_share_;
     c.device_bytes = alm_.bytes() + map_.bytes() + full_.bytes() + F_.bytes() + BH_.bytes() +
                      BR_.bytes() + PU_.bytes() + PUin_.bytes() + chirp_fft_.bytes() +
                      fft_work_.bytes() +
                      fft_work_belt_.bytes() + soff_.bytes() + start_v_.bytes() +
                      pchirp_.bytes() + pphase_.bytes() + prow_.bytes() + pd_tw_.bytes() +
                      pd_chirps_.bytes() + pd_spec_.bytes() + pd_off_.bytes() +
-                     start_e_.bytes() + pair_z_.bytes() +
+                     start_e_.bytes() + pair_z_.bytes() + skip_c0_.bytes() + skip_v0_.bytes() +
+                     skip_v1_.bytes() + skip_e_.bytes() +
                      W_.bytes() + ab_.bytes() + norm_.bytes() + tabA_.bytes() + tabB_.bytes() +
                      tabN_.bytes() + (tables_ ? tables_->bytes() : 0);
     return c;
@@ -563,6 +580,55 @@ private:
     }
     sht::launch_start_table(legendre_args(1), soff_.data(), start_v_.data(), start_e_.data(),
                             pair_z_.data(), *stream_);
+  }
+  /// The spin-0 adjoint's skip table (AdjointArgs::skip_c0 ...): per mode and tile of the
+  /// single-column shape the first chunk in which a chain is live, and the chains' values there
+  /// (18 bytes per start-table entry: 304 MB at nside 2048 full sky). Skipped where it would
+  /// take more than a quarter of the free memory (every chunk is then run).
+  void build_skip_table() {
+    const std::size_t n = start_v_.size();
+    const int ntiles = sht::adjoint_skip_tiles(nactive_);
+    const std::size_t nc = static_cast<std::size_t>(lmax_ + 1) * ntiles;
+    if (ntiles < 1 || ntiles > 64 ||
+        !within_free_quarter(n * (2 * sizeof(double) + sizeof(short)) + nc * sizeof(int)))
+      return;
+    try {  // all four or none
+      DeviceBuffer<int> c0(nc);
+      DeviceBuffer<double> v0(n), v1(n);
+      DeviceBuffer<short> e(n);
+      skip_c0_ = std::move(c0);
+      skip_v0_ = std::move(v0);
+      skip_v1_ = std::move(v1);
+      skip_e_ = std::move(e);
+    } catch (const DeviceOutOfMemory&) {
+      return;
+    }
+    sht::AdjointArgs a = adjoint_args(1);
+    a.skip_ntiles = ntiles;
+    sht::launch_adjoint_skip_table(a, skip_c0_.data(), skip_v0_.data(), skip_v1_.data(),
+                                   skip_e_.data(), *stream_);
+    // The share of the tiles' chunks it skips; below kAdjSkipMinShare the table is dropped.
+    std::vector<int> c0(nc);
+    std::vector<long long> koff(static_cast<std::size_t>(lmax_) + 2);
+    skip_c0_.download(c0.data(), nc, *stream_);
+    koff_.download(koff.data(), koff.size(), *stream_);
+    CUDA_CHECK(cudaStreamSynchronize(*stream_));
+    double all = 0.0, skipped = 0.0;
+    for (int m = 0; m <= lmax_; ++m) {
+      const double nchunk = static_cast<double>(koff[m + 1] - koff[m]) / 8.0;
+      const int tiles = sht::adjoint_skip_tiles(nactive_ - first_host_[m]);
+      for (int t = 0; t < tiles; ++t) {
+        all += nchunk;
+        skipped += c0[static_cast<std::size_t>(m) * ntiles + t];
+      }
+    }
+    skip_share_ = all > 0.0 ? skipped / all : 0.0;
+    if (switches().adjoint_skip < 0 && skip_share_ < kAdjSkipMinShare) {
+      skip_c0_ = {};
+      skip_v0_ = {};
+      skip_v1_ = {};
+      skip_e_ = {};
+    }
   }
   /// The polar chirp and phase tables (FftArgs::pchirp, pphase; 32 bytes per polar bin: 67 / 268
   /// MB at nside 1024 / 2048): the polar glue kernels read their chirps and phases from them, and
@@ -753,6 +819,13 @@ private:
     a.pchirp = pchirp_.data();
     a.pphase = pphase_.data();
     a.finish_in_block = switches().finish_in_block;
+    if (!skip_c0_.empty()) {
+      a.skip_c0 = skip_c0_.data();
+      a.skip_ntiles = sht::adjoint_skip_tiles(nactive_);
+      a.skip_v0 = skip_v0_.data();
+      a.skip_v1 = skip_v1_.data();
+      a.skip_e = skip_e_.data();
+    }
     return a;
   }
   sht::FftArgs fft_args(int ncols) {
@@ -971,6 +1044,11 @@ private:
   DeviceBuffer<long long> soff_;  ///< the spin-0 start table (build_start_table)
   DeviceBuffer<double> start_v_, pair_z_;
   DeviceBuffer<short> start_e_;
+  DeviceBuffer<int> skip_c0_;  ///< the spin-0 adjoint's skip table (build_skip_table)
+  DeviceBuffer<double> skip_v0_, skip_v1_;
+  DeviceBuffer<short> skip_e_;
+  double skip_share_ = 0.0;  ///< the chunks the skip table skips (build_skip_table)
+  std::vector<int> first_host_;  ///< first_active per mode (host copy)
   DeviceBuffer<std::int64_t> pixels_;
   DeviceBuffer<cplx> alm_, F_, BH_, PU_, chirp_fft_;
   DeviceBuffer<cplx> PUin_;  ///< the polar rows' input (build_polar_input), or empty

@@ -92,6 +92,9 @@ int run_gpu(int max_nside, int only, bool adjoint_only, bool sweep) {
       plan->upload_alm(alm.data(), c.batch);
       plan->upload_map(map.data(), c.batch);
       const auto cnt = plan->counts();
+      if (cnt.adjoint_skipped_share > 0)
+        std::fprintf(stderr, "adjoint skip table nside %d: %.2f%% of the tile chunks skipped\n",
+                     c.nside, 100.0 * cnt.adjoint_skipped_share);
       for (auto op : {kernels::ShtOp::Synthesis, kernels::ShtOp::Adjoint}) {
         if (adjoint_only && op == kernels::ShtOp::Synthesis) continue;
         plan->time(op, c.batch, 3);  // warm-up

@@ -36,6 +36,9 @@ struct ShtWorkCounts {
   double legendre_flops_synthesis = 0;
   double legendre_flops_adjoint = 0;
   std::size_t device_bytes = 0;         ///< device memory the plan holds
+  /// Share of the single-column spin-0 adjoint's tile chunks that its skip table leaves out
+  /// (every chain of the tile dead; 0 where the plan keeps no skip table).
+  double adjoint_skipped_share = 0;
 };
 
 /// One persistent device plan: tables, cuFFT plans, device buffers and a stream of its own.
