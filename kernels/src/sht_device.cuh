@@ -69,10 +69,10 @@ __device__ __forceinline__ bool warp_all_scaled_in(const int (&e)[P]) {
 
 /// Magnitude below which a spin-0 adjoint chain at scale 0 counts as dead for a reduction chunk
 /// (chain_dead), as the high word of |v|: biased exponent below 1023 - 150, |v| < 2^-150.
-/// Measured on the host over the modes and ring pairs of nside 256 to 2048 (the normalized
-/// recursion): a value below 2^-150 at a chunk's start stays below 2^-106 over the chunk's 16
-/// degrees (the largest growth over 16 degrees after any crossing is 2^44), so what a skipped
-/// chunk drops is under 1e-32 of a unit-normalized Legendre value.
+/// Scanned on the host over the modes and ring pairs of nside 256, 1024 and 2048 (the normalized
+/// recursion, every 7th pair): a value below 2^-150 at a chunk's start stays below 2^-106 over
+/// the chunk's 16 degrees (the largest growth over 16 degrees after any crossing is 2^44), so
+/// what a skipped chunk drops is under 1e-32 of a unit-normalized Legendre value.
 inline constexpr int kDeadHi = (1023 - 150) << 20;
 
 /// True when an odd chain is dead for the coming chunk: underflowed (e < 0), or at scale 0 with

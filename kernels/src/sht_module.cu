@@ -125,7 +125,7 @@ struct Switches {
 constexpr int kPolarDftMinNside = 1024;
 /// Least share of the spin-0 adjoint's tile chunks that its skip table must skip to be kept
 /// (Switches::adjoint_skip). Measured on the H200 (docs/benchmarks.md): at nside 2048 it skips
-/// 3.6% and the adjoint takes 20.83 against 21.41 ms; at 1024 it skips almost none and costs
+/// 3.09% and the adjoint takes 20.84 against 21.41 ms; at 1024 it skips almost none and costs
 /// 1% (3.132 against 3.103 ms), so it is dropped there.
 constexpr double kAdjSkipMinShare = 0.01;
 

@@ -352,6 +352,7 @@ private slots:
   void table_path_matches_cpu_backend();
   void polar_classes_cover_every_ring_pair();
   void polar_groups_balance_the_two_streams();
+  void skipped_adjoint_chunks_drop_only_dead_values();
 };
 
 // The odd-basis sum at +-x against a long-double direct recursion of lambda_lm, at the equator
@@ -551,6 +552,59 @@ void TestShtDeviceMath::polar_groups_balance_the_two_streams() {
   std::vector<km::PolarClass> three(3, km::PolarClass{16, 4, 0, 0});
   const auto g = km::polar_groups(three, 0, 64);
   QCOMPARE(std::count(g.begin(), g.end(), 0), 2L);
+}
+
+// The spin-0 adjoint's skip table (k_adjoint_skip_table) leaves out the chunks (eight steps of
+// the odd chain, rescale checks after the fourth and eighth) at whose start every chain of a tile
+// is dead: underflowed (e < 0) or both values below 2^-150 (chain_dead in sht_device.cuh). What
+// such a chunk drops is the chain's own values over the chunk: for every mode and ring pair, here
+// each dead chunk of each chain (a superset of those the table skips) must stay below 2^-100
+// (sht_device.cuh claims 2^-106), and the scan must meet both kinds of dead chunk.
+void TestShtDeviceMath::skipped_adjoint_chunks_drop_only_dead_values() {
+  constexpr int KA = 8;
+  const double below = 0x1p-150;
+  for (int nside : {128, 512}) {
+    const int lmax = 3 * nside - 1;
+    const Tables t = make_tables(lmax);
+    const auto mlim = pair_mlims(nside, lmax, 0);
+    double worst = -2000.0;  // largest |value| over a dead chunk, as log2
+    long long dead_under = 0, dead_small = 0, crossings = 0, chunks = 0;
+    for (int p = 0; p < 2 * nside; ++p) {
+      const km::RingInfo g = km::ring_info(nside, p);
+      const km::RingPair rp{g.z, g.omz, 1.0 + g.z, g.sth};
+      const double x2 = g.z * g.z;
+      for (int m = 0; m <= mlim[p]; ++m) {
+        const int K = km::obasis_steps(lmax, m);
+        double v0, v1;
+        int e;
+        km::odd_start(m, km::nu_of(m), rp, v0, v1, e);
+        for (int c0 = 0; c0 < K; c0 += KA) {
+          ++chunks;
+          const bool dead = e < 0 || std::max(std::fabs(v0), std::fabs(v1)) < below;
+          if (dead) ++(e < 0 ? dead_under : dead_small);
+          bool crossed = false;
+          for (int kk = 0; kk < KA && c0 + kk < K; ++kk) {
+            km::odd_step(t.ab[m][2 * (c0 + kk)], t.ab[m][2 * (c0 + kk) + 1], x2, v0, v1);
+            if (dead) {
+              const double mag = std::fabs(v1);
+              const double lg = mag > 0 ? std::log2(mag) + km::kScaleBits * e : -2000.0;
+              worst = std::max(worst, lg);
+              crossed = crossed || (e == 0 && mag >= below);
+            }
+            if ((kk & 3) == 3 || kk == KA - 1) km::odd_rescale(e, v0, v1);
+          }
+          crossings += crossed;
+        }
+      }
+    }
+    qInfo("nside %d: %lld chunks, dead %lld underflowed + %lld small, %lld crossing 2^-150 "
+          "inside; largest dropped value 2^%.1f",
+          nside, chunks, dead_under, dead_small, crossings, worst);
+    QVERIFY(dead_under > 0);
+    QVERIFY(dead_small > 0);
+    QVERIFY(crossings > 0);
+    QVERIFY(worst < -100.0);
+  }
 }
 
 QTEST_APPLESS_MAIN(TestShtDeviceMath)
