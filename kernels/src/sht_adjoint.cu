@@ -704,7 +704,10 @@ __global__ void k_adjoint_skip_table(AdjointArgs a, int* c0, double* sv0, double
   const int ntiles = a.skip_ntiles;
   for (int i = threadIdx.x; i < ntiles; i += blockDim.x) s_c0[i] = nchunk;
   __syncthreads();
-  auto run = [&](long long t, int p, int chunks, double& v0, double& v1, int& e) {
+  // Runs chain t (pair p) from its start over `chunks` chunks, or, with find_live, until the
+  // first chunk at whose start it is live (nchunk if none); returns the chunks run.
+  auto run = [&](long long t, int p, int chunks, bool find_live, double& v0, double& v1,
+                 int& e) {
     const double x = a.pair_z[p];
     const double x2 = x * x;
     v0 = a.start_v[t];
@@ -712,7 +715,7 @@ __global__ void k_adjoint_skip_table(AdjointArgs a, int* c0, double* sv0, double
     e = a.start_e[t];
     int ch = 0;
     for (; ch < chunks; ++ch) {
-      if (chunks == nchunk + 1 && !chain_dead(e, v0, v1)) break;  // phase 1: own live chunk
+      if (find_live && !chain_dead(e, v0, v1)) break;
       for (int kk = 0; kk < KA; ++kk) {
         odd_step(a.ab[ko + ch * KA + kk], x2, v0, v1);
         if ((kk & 3) == 3 || kk == KA - 1) odd_rescale(e, v0, v1);
@@ -724,15 +727,15 @@ __global__ void k_adjoint_skip_table(AdjointArgs a, int* c0, double* sv0, double
     const long long t = a.soff[m] + i - fa;
     double v0, v1;
     int e;
-    const int own = run(t, a.active[i], nchunk + 1, v0, v1, e);
-    atomicMin(&s_c0[(i - fa) / kCap], min(own, nchunk));
+    const int own = run(t, a.active[i], nchunk, true, v0, v1, e);
+    atomicMin(&s_c0[(i - fa) / kCap], own);
   }
   __syncthreads();
   for (int i = fa + threadIdx.x; i < a.nactive; i += blockDim.x) {
     const long long t = a.soff[m] + i - fa;
     double v0, v1;
     int e;
-    run(t, a.active[i], s_c0[(i - fa) / kCap], v0, v1, e);
+    run(t, a.active[i], s_c0[(i - fa) / kCap], false, v0, v1, e);
     sv0[t] = v0;
     sv1[t] = v1;
     se[t] = static_cast<short>(e);
@@ -794,7 +797,9 @@ void launch_adjoint2_zero(const LegendreArgs& a, cudaStream_t s) {
   k_adjoint2_zero<<<dim3(a.lmax + 1, 2 * a.ncols), 64, 0, s>>>(a);
   CUDA_CHECK_LAUNCH();
 }
-bool adjoint_takes_skip_shape(const AdjointArgs& a) {
+/// Whether launch_legendre_adjoint takes the kAdjSkipPairs shape for a (the shape whose tiles
+/// the skip table describes).
+static bool adjoint_takes_skip_shape(const AdjointArgs& a) {
   const int po = adjoint_pairs_override();
   return a.spin == 0 && a.ncols < 2 && po != 4 && po != 2 && a.nactive > kThreads * 2;
 }

@@ -93,8 +93,6 @@ void launch_legendre_synthesis(const Spin0Args& a, cudaStream_t s);
 void launch_start_table(const LegendreArgs& a, const long long* soff, double* start_v,
                         short* start_e, double* pair_z, cudaStream_t s);
 void launch_legendre_adjoint(const AdjointArgs& a, cudaStream_t s);
-/// Whether launch_legendre_adjoint takes the kAdjSkipPairs shape for a (so reads a.skip_*).
-bool adjoint_takes_skip_shape(const AdjointArgs& a);
 /// Fills the skip table of the spin-0 adjoint (AdjointArgs::skip_c0 ..., with a.soff and the
 /// start table given): per mode and tile the first chunk in which a chain is live, and each
 /// chain's values there, as the kernel's own recursion gives them.
