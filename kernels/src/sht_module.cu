@@ -369,7 +369,7 @@ public:
     plans(d.max_cols);
     // The start table and the polar tables take what the work buffers leave.
     if (d.spin == 0 && switches().start_table) build_start_table(first);
-    if (d.spin == 0 && switches().adjoint_skip != 0 && !start_v_.empty()) build_skip_table();
+    if (d.spin == 0 && adjoint_skip_switch() != 0 && !start_v_.empty()) build_skip_table();
     if (npolar > 0) build_polar_tables();
     if (npolar > 0) build_polar_dft();
     if (npolar > 0 && switches().polar_input) build_polar_input(ncc);
@@ -585,6 +585,12 @@ private:
   /// single-column shape the first chunk in which a chain is live, and the chains' values there
   /// (18 bytes per start-table entry: 304 MB at nside 2048 full sky). Skipped where it would
   /// take more than a quarter of the free memory (every chunk is then run).
+  /// The plan's skip-table rule: its descriptor's (ShtDeviceDesc::adjoint_skip), else the
+  /// environment's (Switches::adjoint_skip); never without a start table.
+  int adjoint_skip_switch() const {
+    if (!switches().start_table) return 0;
+    return d_.adjoint_skip >= 0 ? d_.adjoint_skip : switches().adjoint_skip;
+  }
   void build_skip_table() {
     const std::size_t n = start_v_.size();
     const int ntiles = sht::adjoint_skip_tiles(nactive_);
@@ -623,7 +629,7 @@ private:
       }
     }
     skip_share_ = all > 0.0 ? skipped / all : 0.0;
-    if (switches().adjoint_skip < 0 && skip_share_ < kAdjSkipMinShare) {
+    if (adjoint_skip_switch() < 0 && skip_share_ < kAdjSkipMinShare) {
       skip_c0_ = {};
       skip_v0_ = {};
       skip_v1_ = {};

@@ -2,7 +2,8 @@
 // (sht/selftest.hpp): synthesis and adjoint max relative error < 1e-10 for nside 8..256
 // (8..1024 with ALMAGEST_SLOW_TESTS=1), adjointness on the GPU, batched == single to 1e-12,
 // repeated calls, inverse recovery, cut sky, coexisting plans, the adjoint's shared-memory polar
-// DFT against the Bluestein chain. Exits 77 (skipped) without a GPU.
+// DFT against the Bluestein chain, the spin-0 adjoint's skip table against every chunk run.
+// Exits 77 (skipped) without a GPU.
 #include <QtTest>
 
 #include "almagest/core/gpu.hpp"
@@ -20,10 +21,10 @@ private slots:
     QVERIFY(r.gpu_available);
     // nside 8..max for two spins, two batched, two inverse, four cut-sky (two masks, two
     // spins), one coexistence check, four polar-DFT-vs-Bluestein-chain checks (two nside, two
-    // spins).
+    // spins), one skip-table-vs-every-chunk check.
     int sizes = 0;
     for (int n = 8; n <= o.max_nside; n *= 2) ++sizes;
-    QCOMPARE(static_cast<int>(r.checks.size()), 2 * sizes + 13);
+    QCOMPARE(static_cast<int>(r.checks.size()), 2 * sizes + 14);
     for (const SelftestCheck& c : r.checks) {
       qInfo("%s %s: %s", c.passed ? "PASS" : "FAIL", c.name.c_str(), c.detail.c_str());
       QVERIFY2(c.passed, qPrintable(QString::fromStdString(c.name + ": " + c.detail)));

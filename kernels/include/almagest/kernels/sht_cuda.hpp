@@ -24,6 +24,10 @@ struct ShtDeviceDesc {
   /// 1024, unless ALMAGEST_SHT_POLAR_DFT says otherwise), 0 the Bluestein chain, 1 the
   /// shared-memory DFT wherever it reaches (nside <= 2049). For checks of one against the other.
   int polar_dft = -1;
+  /// The spin-0 adjoint's skip table (dead leading chunks of each tile not run): -1 where it
+  /// skips at least 1% of the chunks (unless ALMAGEST_SHT_ADJ_SKIP says otherwise), 0 never,
+  /// 1 whatever it skips. For checks of one against the other.
+  int adjoint_skip = -1;
 };
 
 enum class ShtOp { Synthesis, Adjoint };
