@@ -538,6 +538,7 @@ template <int P, int NC, int MINB, bool TAB>
 __global__ void __launch_bounds__(kThreads, MINB) k_adjoint_spin0(AdjointArgs a) {
   constexpr int KA = 8 / NC;  // steps per reduction chunk: 2 NC outputs each, 16 in all
   static_assert(KA >= 1 && 16 % (2 * NC) == 0, "chunk");
+  static_assert(NC != 1 || KA == kAdjSkipChunk, "the skip table's chunks are this shape's");
   constexpr int RPS = (kThreads / 8 + KA - 1) / KA;  // partials read per step
   const int m = blockIdx.x;
   const int col0 = blockIdx.y * NC;
@@ -693,10 +694,10 @@ __global__ void __launch_bounds__(kThreads, MINB) k_adjoint_spin0(AdjointArgs a)
 /// where its own recursion would have been.
 __global__ void k_adjoint_skip_table(AdjointArgs a, int* c0, double* sv0, double* sv1,
                                      short* se) {
-  constexpr int KA = 8;  // steps per chunk of the single-column shape (NC = 1)
+  constexpr int KA = kAdjSkipChunk;  // steps per chunk of the single-column shape (NC = 1)
   constexpr int kCap = kThreads * kAdjSkipPairs;
   static_assert(kThreads == 128, "adjoint_skip_tiles assumes 128 threads");
-  __shared__ int s_c0[64];
+  __shared__ int s_c0[kAdjSkipMaxTiles];
   const int m = blockIdx.x;
   const int fa = a.first_active[m];
   const long long ko = a.koff[m];
@@ -797,22 +798,14 @@ void launch_adjoint2_zero(const LegendreArgs& a, cudaStream_t s) {
   k_adjoint2_zero<<<dim3(a.lmax + 1, 2 * a.ncols), 64, 0, s>>>(a);
   CUDA_CHECK_LAUNCH();
 }
-/// Whether launch_legendre_adjoint takes the kAdjSkipPairs shape for a (the shape whose tiles
-/// the skip table describes).
-static bool adjoint_takes_skip_shape(const AdjointArgs& a) {
-  const int po = adjoint_pairs_override();
-  return a.spin == 0 && a.ncols < 2 && po != 4 && po != 2 && a.nactive > kThreads * 2;
-}
 void launch_adjoint_skip_table(const AdjointArgs& a, int* c0, double* v0, double* v1, short* e,
                                cudaStream_t s) {
-  if (a.skip_ntiles > 64) throw std::invalid_argument("adjoint skip table: more than 64 tiles");
+  if (a.skip_ntiles > kAdjSkipMaxTiles)
+    throw std::invalid_argument("adjoint skip table: more than kAdjSkipMaxTiles tiles per mode");
   k_adjoint_skip_table<<<a.lmax + 1, kThreads, 0, s>>>(a, c0, v0, v1, e);
   CUDA_CHECK_LAUNCH();
 }
-void launch_legendre_adjoint(const AdjointArgs& a0, cudaStream_t s) {
-  // The skip table describes the tiles of the kAdjSkipPairs shape only.
-  AdjointArgs a = a0;
-  if (!adjoint_takes_skip_shape(a)) a.skip_c0 = nullptr;
+void launch_legendre_adjoint(const AdjointArgs& a, cudaStream_t s) {
   // The adjoint reduces over the block's threads for every step through shared memory, 16
   // outputs per barrier, so more ring pairs per thread mean less of that traffic per FP64
   // operation. Measured on the H200 (docs/benchmarks.md): batched columns go best two (spin 0)
@@ -824,12 +817,15 @@ void launch_legendre_adjoint(const AdjointArgs& a0, cudaStream_t s) {
   // against 98.3 ms).
   if (a.spin == 0) {
     const int po = adjoint_pairs_override();
+    // The skip table describes the tiles of the kAdjSkipPairs shape only.
+    AdjointArgs other = a;
+    other.skip_c0 = nullptr;
     if (a.ncols >= 2)
-      launch_adj0_t<2, 2>(a, s);
+      launch_adj0_t<2, 2>(other, s);
     else if (po == 4)
-      launch_adj0_t<4, 1>(a, s);
+      launch_adj0_t<4, 1>(other, s);
     else if (po == 2 || (po == 0 && a.nactive <= kThreads * 2))
-      launch_adj0_t<2, 1>(a, s);
+      launch_adj0_t<2, 1>(other, s);
     else
       launch_adj0_t<kAdjSkipPairs, 1, 3>(a, s);
     if (!a.finish_in_block) {

@@ -77,6 +77,10 @@ struct AdjointArgs : Spin0Args {
 
 /// Ring pairs per thread of the adjoint shape whose tiles the skip table describes.
 inline constexpr int kAdjSkipPairs = 8;
+/// Odd-chain steps per reduction chunk of that shape (one column: KA of k_adjoint_spin0).
+inline constexpr int kAdjSkipChunk = 8;
+/// Most tiles per mode the skip table takes (nside up to 16384 full sky).
+inline constexpr int kAdjSkipMaxTiles = 64;
 /// Tiles per mode of that shape for nactive active pairs.
 inline int adjoint_skip_tiles(int nactive) {
   constexpr int cap = 128 * kAdjSkipPairs;  // kThreads * kAdjSkipPairs

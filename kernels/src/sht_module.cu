@@ -279,7 +279,6 @@ public:
     nactive_ = static_cast<int>(active.size());
     active_ = DeviceBuffer<int>::from(active.empty() ? std::vector<int>{0} : active, s);
     first_ = DeviceBuffer<int>::from(first, s);
-    first_host_ = first;
     mlim_ = DeviceBuffer<int>::from(mlim, s);
     nu_ = DeviceBuffer<double>::from(nu, s);
     if (!d.observed_pixels.empty()) pixels_ = DeviceBuffer<std::int64_t>::from(d.observed_pixels, s);
@@ -369,7 +368,7 @@ public:
     plans(d.max_cols);
     // The start table and the polar tables take what the work buffers leave.
     if (d.spin == 0 && switches().start_table) build_start_table(first);
-    if (d.spin == 0 && adjoint_skip_switch() != 0 && !start_v_.empty()) build_skip_table();
+    if (d.spin == 0 && adjoint_skip_switch() != 0 && !start_v_.empty()) build_skip_table(first);
     if (npolar > 0) build_polar_tables();
     if (npolar > 0) build_polar_dft();
     if (npolar > 0 && switches().polar_input) build_polar_input(ncc);
@@ -591,11 +590,11 @@ private:
     if (!switches().start_table) return 0;
     return d_.adjoint_skip >= 0 ? d_.adjoint_skip : switches().adjoint_skip;
   }
-  void build_skip_table() {
+  void build_skip_table(const std::vector<int>& first) {
     const std::size_t n = start_v_.size();
     const int ntiles = sht::adjoint_skip_tiles(nactive_);
     const std::size_t nc = static_cast<std::size_t>(lmax_ + 1) * ntiles;
-    if (ntiles < 1 || ntiles > 64 ||
+    if (ntiles < 1 || ntiles > sht::kAdjSkipMaxTiles ||
         !within_free_quarter(n * (2 * sizeof(double) + sizeof(short)) + nc * sizeof(int)))
       return;
     try {  // all four or none
@@ -615,14 +614,15 @@ private:
                                    skip_e_.data(), *stream_);
     // The share of the tiles' chunks it skips; below kAdjSkipMinShare the table is dropped.
     std::vector<int> c0(nc);
-    std::vector<long long> koff(static_cast<std::size_t>(lmax_) + 2);
     skip_c0_.download(c0.data(), nc, *stream_);
-    koff_.download(koff.data(), koff.size(), *stream_);
     CUDA_CHECK(cudaStreamSynchronize(*stream_));
+    // koff_ as the constructor laid it out (the same ktotal_ again).
+    const auto koff =
+        padded_offsets(sht::kObasisChunk, [&](int m) { return sht::obasis_steps(lmax_, m); });
     double all = 0.0, skipped = 0.0;
     for (int m = 0; m <= lmax_; ++m) {
-      const double nchunk = static_cast<double>(koff[m + 1] - koff[m]) / 8.0;
-      const int tiles = sht::adjoint_skip_tiles(nactive_ - first_host_[m]);
+      const double nchunk = static_cast<double>(koff[m + 1] - koff[m]) / sht::kAdjSkipChunk;
+      const int tiles = sht::adjoint_skip_tiles(nactive_ - first[m]);
       for (int t = 0; t < tiles; ++t) {
         all += nchunk;
         skipped += c0[static_cast<std::size_t>(m) * ntiles + t];
@@ -1054,7 +1054,6 @@ private:
   DeviceBuffer<double> skip_v0_, skip_v1_;
   DeviceBuffer<short> skip_e_;
   double skip_share_ = 0.0;  ///< the chunks the skip table skips (build_skip_table)
-  std::vector<int> first_host_;  ///< first_active per mode (host copy)
   DeviceBuffer<std::int64_t> pixels_;
   DeviceBuffer<cplx> alm_, F_, BH_, PU_, chirp_fft_;
   DeviceBuffer<cplx> PUin_;  ///< the polar rows' input (build_polar_input), or empty
