@@ -1,10 +1,14 @@
 // almagest-cli: the headless front end. Parses the command line, dispatches to a subcommand and
 // maps every failure to one line on stderr and a documented exit code (docs/cli.md).
 #include <CLI/CLI.hpp>
+#include <atomic>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
+#include <exception>
 #include <new>
 
+#include "almagest/core/atomic_file.hpp"
 #include "almagest/core/error.hpp"
 #include "almagest/core/provenance.hpp"
 #include "options.hpp"
@@ -15,12 +19,27 @@ namespace almagest::cli {
 
 namespace {
 
-CancelToken g_interrupt;  // cancelled by SIGINT; read by every job of this process
+CancelToken g_interrupt;         // cancelled by SIGINT, SIGTERM or SIGHUP; read by every job
+std::atomic<int> g_signal{0};    // the first of those signals received (0: none)
+static_assert(std::atomic<int>::is_always_lock_free);
 
-extern "C" void on_sigint(int) {
-  // CancelToken::cancel() is a lock-free atomic store: async-signal-safe. SA_RESETHAND restores
-  // the default action, so a second Ctrl-C terminates at once.
-  g_interrupt.cancel();
+extern "C" void on_cancel_signal(int sig) {
+  // Async-signal-safe only: lock-free atomics, unlink/rmdir through remove_temp_files_now,
+  // signal/raise. The first signal cancels the job, which unwinds and removes its temporaries;
+  // a second one removes every live temporary at once and ends the process by that signal.
+  int expected = 0;
+  if (g_signal.compare_exchange_strong(expected, sig)) {
+    g_interrupt.cancel();
+    return;
+  }
+  almagest::remove_temp_files_now();
+  std::signal(sig, SIG_DFL);
+  std::raise(sig);
+}
+
+[[noreturn]] void on_terminate() {
+  almagest::remove_temp_files_now();
+  std::abort();
 }
 
 std::string one_line(std::string s) {
@@ -34,12 +53,18 @@ std::string one_line(std::string s) {
 
 const CancelToken& interrupt_token() { return g_interrupt; }
 
+int cancelled_exit_code() {
+  const int sig = g_signal.load();
+  return sig > 0 ? 128 + sig : kExitCancelled;
+}
+
 void install_interrupt_handler() {
   struct sigaction sa {};
-  sa.sa_handler = on_sigint;
+  sa.sa_handler = on_cancel_signal;
   sigemptyset(&sa.sa_mask);
-  sa.sa_flags = SA_RESETHAND;
-  sigaction(SIGINT, &sa, nullptr);
+  sa.sa_flags = SA_RESTART;  // reads and writes resume; the job sees the token at its next check
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaction(sig, &sa, nullptr);
+  std::set_terminate(on_terminate);
 }
 
 std::string exit_code_help() {
@@ -50,7 +75,8 @@ std::string exit_code_help() {
          "  3    input I/O error (missing file or column, NaN/inf values, empty catalogue)\n"
          "  4    backend unavailable (e.g. --backend cuda without a usable GPU)\n"
          "  5    output I/O error (output directory missing or not writable, disk full)\n"
-         "  130  cancelled with Ctrl-C (no output is left behind)\n";
+         "  130  cancelled with Ctrl-C (SIGINT); no output is left behind\n"
+         "  143  cancelled by SIGTERM (what batch schedulers send); 129 by SIGHUP\n";
 }
 
 std::string wrap_text(const std::string& text, std::size_t width) {
@@ -85,8 +111,11 @@ int exit_code_of(std::exception_ptr e, std::string& message) {
     message = x.what();
     return x.code();
   } catch (const Cancelled&) {
-    message = "cancelled; no output was written";
-    return kExitCancelled;
+    const int code = cancelled_exit_code();
+    message = std::string("cancelled") +
+              (code == 143 ? " (SIGTERM)" : code == 129 ? " (SIGHUP)" : "") +
+              "; no output was written";
+    return code;
   } catch (const ConfigError& x) {
     message = x.what();
     return kExitUsage;

@@ -28,7 +28,7 @@ enum ExitCode : int {
   kExitInputIo = 3,     ///< an input file is missing, unreadable or has invalid content
   kExitBackend = 4,     ///< the requested backend cannot run here (or failed on the device)
   kExitOutputIo = 5,    ///< the output cannot be written (directory missing, disk full, ...)
-  kExitCancelled = 130  ///< interrupted (Ctrl-C); no output was written
+  kExitCancelled = 130  ///< interrupted (Ctrl-C); no output was written (SIGTERM: 143, SIGHUP: 129)
 };
 
 /// The exit-code table as text (help footer).
@@ -75,9 +75,12 @@ struct JobOutcome {
 JobOutcome run_npcf_job(const npcf::NpcfJob& job, const RunOptions& options,
                         const std::string& label = "");
 
-/// The token SIGINT cancels (installed by main).
+/// The token SIGINT, SIGTERM and SIGHUP cancel (installed by main).
 const CancelToken& interrupt_token();
 void install_interrupt_handler();
+/// Exit code of a cancelled run: 128 + the signal that cancelled it (130 for SIGINT, 143 for
+/// SIGTERM, 129 for SIGHUP), 130 when cancelled otherwise.
+int cancelled_exit_code();
 
 /// Word-wraps `text` to `width` columns (help texts).
 std::string wrap_text(const std::string& text, std::size_t width);
