@@ -218,6 +218,8 @@ CandidateTable read_candidates_hdf5(const std::string& path) {
   attr_d("digest_max_z", t.digest.max_z);
   double count = 0;
   attr_d("digest_count_above", count);
+  if (!(count >= 0 && count < 1.8e19))  // a cast outside the range is undefined
+    throw IoError(path, "attribute 'digest_count_above' of '/'", fmt::format("must be a count >= 0, found {}", count));
   t.digest.count_above = std::uint64_t(count);
   if (h.has_attr("/", "backend")) t.backend = h.read_attr_string("/", "backend");
   if (h.has_attr("/", "provenance")) t.provenance_json = h.read_attr_string("/", "provenance");

@@ -1,7 +1,5 @@
 #include "almagest/stack/candidates.hpp"
 
-#include <hdf5.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -9,6 +7,7 @@
 
 #include "almagest/core/atomic_file.hpp"
 #include "almagest/core/error.hpp"
+#include "almagest/io/hdf5_file.hpp"
 #include "almagest/stack/wcs.hpp"
 #include "parallel.hpp"
 
@@ -140,105 +139,61 @@ void write_candidates_ecsv(const std::string& path, const SearchResult& r, const
   write_text_atomic(path, o.str());
 }
 
-namespace {
-template <class T>
-void h5w(hid_t loc, const std::string& file, const std::string& name, hid_t type, const std::vector<T>& v,
-         std::vector<hsize_t> dims) {
-  if (dims.empty()) dims = {v.size()};
-  const hid_t sp = H5Screate_simple(int(dims.size()), dims.data(), nullptr);
-  const hid_t ds = H5Dcreate2(loc, name.c_str(), type, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-  const herr_t st = ds < 0 ? -1 : H5Dwrite(ds, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.empty() ? nullptr : v.data());
-  if (ds >= 0) H5Dclose(ds);
-  H5Sclose(sp);
-  if (st < 0) throw IoError(file, name, "cannot write dataset");
-}
-void h5a(hid_t loc, const char* name, double v) {
-  const hid_t sp = H5Screate(H5S_SCALAR);
-  const hid_t a = H5Acreate2(loc, name, H5T_NATIVE_DOUBLE, sp, H5P_DEFAULT, H5P_DEFAULT);
-  H5Awrite(a, H5T_NATIVE_DOUBLE, &v);
-  H5Aclose(a);
-  H5Sclose(sp);
-}
-void h5s(hid_t loc, const char* name, const std::string& v) {
-  const hid_t t = H5Tcopy(H5T_C_S1);
-  H5Tset_size(t, std::max<std::size_t>(1, v.size()));
-  const hid_t sp = H5Screate(H5S_SCALAR);
-  const hid_t a = H5Acreate2(loc, name, t, sp, H5P_DEFAULT, H5P_DEFAULT);
-  H5Awrite(a, t, v.c_str());
-  H5Aclose(a);
-  H5Sclose(sp);
-  H5Tclose(t);
-}
-}  // namespace
-
 void write_result_hdf5(const std::string& path, const SearchResult& r, const std::vector<CandidateDetail>& details) {
-  AtomicFile af(path);
-  {
-    const hid_t f = H5Fcreate(af.temp_path().c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-    if (f < 0) throw IoError(path, "", "cannot create HDF5 file");
-    try {
-      const hid_t g = H5Gcreate2(f, "candidates", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-      std::vector<std::int32_t> x, y, v, obs, mem;
-      std::vector<double> vx, vy, z, flux;
-      std::vector<float> a, b;
-      for (const auto& c : r.candidates) {
-        x.push_back(c.x); y.push_back(c.y); v.push_back(c.v); obs.push_back(c.obs); mem.push_back(c.members);
-        vx.push_back(c.vx); vy.push_back(c.vy); z.push_back(c.z); flux.push_back(c.flux); a.push_back(c.a); b.push_back(c.b);
-      }
-      h5w(g, path, "x", H5T_NATIVE_INT32, x, {}); h5w(g, path, "y", H5T_NATIVE_INT32, y, {});
-      h5w(g, path, "v", H5T_NATIVE_INT32, v, {}); h5w(g, path, "obs", H5T_NATIVE_INT32, obs, {});
-      h5w(g, path, "members", H5T_NATIVE_INT32, mem, {}); h5w(g, path, "vx", H5T_NATIVE_DOUBLE, vx, {});
-      h5w(g, path, "vy", H5T_NATIVE_DOUBLE, vy, {}); h5w(g, path, "z", H5T_NATIVE_DOUBLE, z, {});
-      h5w(g, path, "flux", H5T_NATIVE_DOUBLE, flux, {}); h5w(g, path, "a", H5T_NATIVE_FLOAT, a, {});
-      h5w(g, path, "b", H5T_NATIVE_FLOAT, b, {});
-      H5Gclose(g);
-      h5a(f, "threshold_z", r.threshold_z);
-      h5a(f, "digest_sum_a", r.digest.sum_a);
-      h5a(f, "digest_sum_b", r.digest.sum_b);
-      h5a(f, "digest_max_z", r.digest.max_z);
-      h5a(f, "digest_count_above", double(r.digest.count_above));
-      h5s(f, "backend", r.backend);
-      h5s(f, "provenance", r.provenance.to_json());
-      if (!details.empty()) {
-        const hsize_t nc = details.size(), ne = details[0].t.size(), side = details[0].stamp_size;
-        std::vector<float> psi, phi, ss, sm, smed, sw;
-        std::vector<std::uint8_t> valid;
-        std::vector<std::int32_t> tx, ty;
-        std::vector<double> ra, dec;
-        for (const auto& d : details) {
-          if (d.t.size() != ne || hsize_t(d.stamp_size) != side) throw IoError(path, "details", "candidate details differ in shape");
-          psi.insert(psi.end(), d.psi.begin(), d.psi.end()); phi.insert(phi.end(), d.phi.begin(), d.phi.end());
-          valid.insert(valid.end(), d.valid.begin(), d.valid.end());
-          tx.insert(tx.end(), d.px.begin(), d.px.end()); ty.insert(ty.end(), d.py.begin(), d.py.end());
-          ra.insert(ra.end(), d.ra.begin(), d.ra.end()); dec.insert(dec.end(), d.dec.begin(), d.dec.end());
-          ss.insert(ss.end(), d.stamp_sum.begin(), d.stamp_sum.end()); sm.insert(sm.end(), d.stamp_mean.begin(), d.stamp_mean.end());
-          smed.insert(smed.end(), d.stamp_median.begin(), d.stamp_median.end());
-          sw.insert(sw.end(), d.stamp_weighted.begin(), d.stamp_weighted.end());
-        }
-        const hid_t gc = H5Gcreate2(f, "curves", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-        h5w(gc, path, "psi", H5T_NATIVE_FLOAT, psi, {nc, ne}); h5w(gc, path, "phi", H5T_NATIVE_FLOAT, phi, {nc, ne});
-        h5w(gc, path, "valid", H5T_NATIVE_UINT8, valid, {nc, ne}); h5w(gc, path, "t", H5T_NATIVE_DOUBLE, details[0].t, {ne});
-        H5Gclose(gc);
-        const hid_t gt = H5Gcreate2(f, "tracks", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-        h5w(gt, path, "x", H5T_NATIVE_INT32, tx, {nc, ne}); h5w(gt, path, "y", H5T_NATIVE_INT32, ty, {nc, ne});
-        if (ra.size() == nc * ne) {
-          h5w(gt, path, "ra", H5T_NATIVE_DOUBLE, ra, {nc, ne});
-          h5w(gt, path, "dec", H5T_NATIVE_DOUBLE, dec, {nc, ne});
-        }
-        H5Gclose(gt);
-        const hid_t gs = H5Gcreate2(f, "stamps", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-        h5w(gs, path, "sum", H5T_NATIVE_FLOAT, ss, {nc, side, side}); h5w(gs, path, "mean", H5T_NATIVE_FLOAT, sm, {nc, side, side});
-        h5w(gs, path, "median", H5T_NATIVE_FLOAT, smed, {nc, side, side});
-        h5w(gs, path, "weighted", H5T_NATIVE_FLOAT, sw, {nc, side, side});
-        H5Gclose(gs);
-      }
-    } catch (...) {
-      H5Fclose(f);
-      throw;
-    }
-    if (H5Fclose(f) < 0) throw IoError(path, "", "cannot close HDF5 file");
+  // Through io::Hdf5Writer (atomic, built in memory: a full disk is one IoError and no file).
+  io::Hdf5Writer w(path);
+  std::vector<std::int32_t> x, y, v, obs, mem;
+  std::vector<double> vx, vy, z, flux;
+  std::vector<float> a, b;
+  for (const auto& c : r.candidates) {
+    x.push_back(c.x); y.push_back(c.y); v.push_back(c.v); obs.push_back(c.obs); mem.push_back(c.members);
+    vx.push_back(c.vx); vy.push_back(c.vy); z.push_back(c.z); flux.push_back(c.flux); a.push_back(c.a); b.push_back(c.b);
   }
-  af.commit();
+  w.create_group("/candidates");
+  w.write("/candidates/x", x); w.write("/candidates/y", y);
+  w.write("/candidates/v", v); w.write("/candidates/obs", obs);
+  w.write("/candidates/members", mem); w.write("/candidates/vx", vx);
+  w.write("/candidates/vy", vy); w.write("/candidates/z", z);
+  w.write("/candidates/flux", flux); w.write("/candidates/a", a);
+  w.write("/candidates/b", b);
+  w.attr("/", "threshold_z", r.threshold_z);
+  w.attr("/", "digest_sum_a", r.digest.sum_a);
+  w.attr("/", "digest_sum_b", r.digest.sum_b);
+  w.attr("/", "digest_max_z", r.digest.max_z);
+  w.attr("/", "digest_count_above", double(r.digest.count_above));
+  w.attr_fixed("/", "backend", r.backend);
+  w.attr_fixed("/", "provenance", r.provenance.to_json());
+  if (!details.empty()) {
+    const std::uint64_t nc = details.size(), ne = details[0].t.size(), side = std::uint64_t(details[0].stamp_size);
+    std::vector<float> psi, phi, ss, sm, smed, sw;
+    std::vector<std::uint8_t> valid;
+    std::vector<std::int32_t> tx, ty;
+    std::vector<double> ra, dec;
+    for (const auto& d : details) {
+      if (d.t.size() != ne || std::uint64_t(d.stamp_size) != side) throw IoError(path, "details", "candidate details differ in shape");
+      psi.insert(psi.end(), d.psi.begin(), d.psi.end()); phi.insert(phi.end(), d.phi.begin(), d.phi.end());
+      valid.insert(valid.end(), d.valid.begin(), d.valid.end());
+      tx.insert(tx.end(), d.px.begin(), d.px.end()); ty.insert(ty.end(), d.py.begin(), d.py.end());
+      ra.insert(ra.end(), d.ra.begin(), d.ra.end()); dec.insert(dec.end(), d.dec.begin(), d.dec.end());
+      ss.insert(ss.end(), d.stamp_sum.begin(), d.stamp_sum.end()); sm.insert(sm.end(), d.stamp_mean.begin(), d.stamp_mean.end());
+      smed.insert(smed.end(), d.stamp_median.begin(), d.stamp_median.end());
+      sw.insert(sw.end(), d.stamp_weighted.begin(), d.stamp_weighted.end());
+    }
+    w.create_group("/curves");
+    w.write("/curves/psi", psi, {nc, ne}); w.write("/curves/phi", phi, {nc, ne});
+    w.write("/curves/valid", valid, {nc, ne}); w.write("/curves/t", details[0].t, {ne});
+    w.create_group("/tracks");
+    w.write("/tracks/x", tx, {nc, ne}); w.write("/tracks/y", ty, {nc, ne});
+    if (ra.size() == nc * ne) {
+      w.write("/tracks/ra", ra, {nc, ne});
+      w.write("/tracks/dec", dec, {nc, ne});
+    }
+    w.create_group("/stamps");
+    w.write("/stamps/sum", ss, {nc, side, side}); w.write("/stamps/mean", sm, {nc, side, side});
+    w.write("/stamps/median", smed, {nc, side, side});
+    w.write("/stamps/weighted", sw, {nc, side, side});
+  }
+  w.commit();
 }
 
 }  // namespace almagest::stack

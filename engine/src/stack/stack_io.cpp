@@ -3,7 +3,6 @@
 #include "almagest/stack/stack_io.hpp"
 
 #include <fitsio.h>
-#include <hdf5.h>
 
 #include <algorithm>
 #include <cmath>
@@ -12,6 +11,7 @@
 
 #include "almagest/core/atomic_file.hpp"
 #include "almagest/core/error.hpp"
+#include "almagest/io/hdf5_file.hpp"
 
 namespace almagest::stack {
 namespace fs = std::filesystem;
@@ -220,124 +220,72 @@ ExposureStack read_exposure_folder(const std::string& folder, const StackReadOpt
 }
 
 // ---------------------------------------------------------------------------------------------
+// HDF5 cube: through io::Hdf5Writer / io::Hdf5Reader, which own every libhdf5 rule (no stderr
+// dumps, one IoError per failure, sizes bounded by the file, clean close on a full disk).
 namespace {
-struct H5 {
-  hid_t id = -1;
-  explicit H5(hid_t i) : id(i) {}
-  ~H5() {
-    if (id >= 0) {
-      const H5I_type_t t = H5Iget_type(id);
-      if (t == H5I_FILE) H5Fclose(id);
-      else if (t == H5I_DATASET) H5Dclose(id);
-      else if (t == H5I_DATASPACE) H5Sclose(id);
-      else if (t == H5I_ATTR) H5Aclose(id);
-      else if (t == H5I_DATATYPE) H5Tclose(id);
-    }
-  }
-};
-
-template <class T>
-void h5_write(hid_t file, const std::string& path, const std::string& name, hid_t type, const std::vector<T>& v,
-              std::vector<hsize_t> dims) {
-  H5 sp(H5Screate_simple(int(dims.size()), dims.data(), nullptr));
-  H5 ds(H5Dcreate2(file, name.c_str(), type, sp.id, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
-  if (ds.id < 0 || H5Dwrite(ds.id, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data()) < 0) throw IoError(path, name, "cannot write dataset");
-}
-
-template <class T>
-std::vector<T> h5_read(hid_t file, const std::string& path, const std::string& name, hid_t type, std::vector<hsize_t>& dims) {
-  if (H5Lexists(file, name.c_str(), H5P_DEFAULT) <= 0) throw IoError(path, name, "dataset missing");
-  H5 ds(H5Dopen2(file, name.c_str(), H5P_DEFAULT));
-  H5 sp(H5Dget_space(ds.id));
-  const int nd = H5Sget_simple_extent_ndims(sp.id);
-  dims.assign(std::max(nd, 0), 0);
-  H5Sget_simple_extent_dims(sp.id, dims.data(), nullptr);
-  hsize_t total = 1;
-  for (auto d : dims) total *= d;
-  std::vector<T> v(total);
-  if (H5Dread(ds.id, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data()) < 0) throw IoError(path, name, "cannot read dataset");
-  return v;
-}
-
-void h5_attr_string(hid_t obj, const std::string& path, const char* name, const std::string& value) {
-  H5 t(H5Tcopy(H5T_C_S1));
-  H5Tset_size(t.id, std::max<std::size_t>(1, value.size()));
-  H5 sp(H5Screate(H5S_SCALAR));
-  H5 a(H5Acreate2(obj, name, t.id, sp.id, H5P_DEFAULT, H5P_DEFAULT));
-  if (a.id < 0 || H5Awrite(a.id, t.id, value.empty() ? "" : value.c_str()) < 0) throw IoError(path, name, "cannot write attribute");
-}
-
-std::string h5_read_attr_string(hid_t obj, const char* name) {
-  if (H5Aexists(obj, name) <= 0) return {};
-  H5 a(H5Aopen(obj, name, H5P_DEFAULT));
-  H5 t(H5Aget_type(a.id));
-  if (H5Tis_variable_str(t.id) > 0) {
-    char* s = nullptr;
-    H5 mt(H5Tcopy(H5T_C_S1));
-    H5Tset_size(mt.id, H5T_VARIABLE);
-    H5Aread(a.id, mt.id, &s);
-    std::string r = s ? s : "";
-    H5free_memory(s);
-    return r;
-  }
-  const std::size_t n = H5Tget_size(t.id);
-  std::string r(n, '\0');
-  H5Aread(a.id, t.id, r.data());
-  r.erase(std::find(r.begin(), r.end(), '\0'), r.end());
-  return r;
-}
+/// Largest image or PSF side read from a cube (keeps width and height far inside int).
+constexpr int kMaxStackSide = 1 << 20;
 }  // namespace
 
 void write_stack_hdf5(const std::string& path, const ExposureStack& s) {
   s.validate();
-  AtomicFile af(path);
-  {
-    H5 f(H5Fcreate(af.temp_path().c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT));
-    if (f.id < 0) throw IoError(path, "", "cannot create HDF5 file");
-    const hsize_t n = s.size(), H = s.height, W = s.width;
-    h5_write(f.id, path, "sci", H5T_NATIVE_FLOAT, s.sci, {n, H, W});
-    h5_write(f.id, path, "var", H5T_NATIVE_FLOAT, s.var, {n, H, W});
-    h5_write(f.id, path, "mask", H5T_NATIVE_UINT8, s.mask, {n, H, W});
-    h5_write(f.id, path, "mjd", H5T_NATIVE_DOUBLE, s.mjd, {n});
-    int K = 1;
-    for (const auto& p : s.psf) K = std::max(K, p.size);
-    std::vector<float> psf(std::size_t(n) * K * K, 0.0f);
-    for (std::size_t e = 0; e < n; ++e) {
-      const int o = (K - s.psf[e].size) / 2;
-      for (int v = 0; v < s.psf[e].size; ++v)
-        for (int u = 0; u < s.psf[e].size; ++u)
-          psf[(e * K + v + o) * K + u + o] = s.psf[e].kernel[std::size_t(v) * s.psf[e].size + u];
-    }
-    h5_write(f.id, path, "psf", H5T_NATIVE_FLOAT, psf, {n, hsize_t(K), hsize_t(K)});
-    if (!s.weight.empty()) h5_write(f.id, path, "weight", H5T_NATIVE_DOUBLE, s.weight, {n});
-    h5_attr_string(f.id, path, "format", "almagest-stack-cube-1");
-    if (!s.wcs_header.empty()) h5_attr_string(f.id, path, "wcs_header", s.wcs_header);
+  io::Hdf5Writer w(path);
+  const std::uint64_t n = s.size(), H = std::uint64_t(s.height), W = std::uint64_t(s.width);
+  w.write("/sci", s.sci, {n, H, W});
+  w.write("/var", s.var, {n, H, W});
+  w.write("/mask", s.mask, {n, H, W});
+  w.write("/mjd", s.mjd, {n});
+  int K = 1;
+  for (const auto& p : s.psf) K = std::max(K, p.size);
+  std::vector<float> psf(std::size_t(n) * K * K, 0.0f);
+  for (std::size_t e = 0; e < n; ++e) {
+    const int o = (K - s.psf[e].size) / 2;
+    for (int v = 0; v < s.psf[e].size; ++v)
+      for (int u = 0; u < s.psf[e].size; ++u)
+        psf[(e * K + v + o) * K + u + o] = s.psf[e].kernel[std::size_t(v) * s.psf[e].size + u];
   }
-  af.commit();
+  w.write("/psf", psf, {n, std::uint64_t(K), std::uint64_t(K)});
+  if (!s.weight.empty()) w.write("/weight", s.weight, {n});
+  w.attr_fixed("/", "format", "almagest-stack-cube-1");
+  if (!s.wcs_header.empty()) w.attr_fixed("/", "wcs_header", s.wcs_header);
+  w.commit();
 }
 
 ExposureStack read_stack_hdf5(const std::string& path, const StackReadOptions& opt) {
-  H5 f(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
-  if (f.id < 0) throw IoError(path, "", "cannot open HDF5 file");
+  io::Hdf5Reader r(path);
   ExposureStack s;
   s.source = path;
-  std::vector<hsize_t> d, dv, dm, dt, dp;
-  s.sci = h5_read<float>(f.id, path, "sci", H5T_NATIVE_FLOAT, d);
-  if (d.size() != 3) throw IoError(path, "sci", "expected a [n][height][width] dataset");
-  s.var = h5_read<float>(f.id, path, "var", H5T_NATIVE_FLOAT, dv);
-  if (dv != d) throw IoError(path, "var", "shape differs from /sci");
-  s.mask = h5_read<std::uint8_t>(f.id, path, "mask", H5T_NATIVE_UINT8, dm);
-  if (dm != d) throw IoError(path, "mask", "shape differs from /sci");
-  s.mjd = h5_read<double>(f.id, path, "mjd", H5T_NATIVE_DOUBLE, dt);
-  if (dt.size() != 1 || dt[0] != d[0]) throw IoError(path, "mjd", "expected one MJD per exposure");
+  for (const char* name : {"/sci", "/var", "/mask", "/mjd"})
+    if (!r.exists(name)) throw IoError(path, name, "dataset missing");
+  // Every shape is checked before any plane is read (and each read is bounded by the file size).
+  const io::Shape d = r.shape("/sci", 3);
+  if (d[0] < 1) throw IoError(path, "/sci", "holds no exposure");
+  if (d[1] < 1 || d[2] < 1 || d[1] > std::uint64_t(kMaxStackSide) || d[2] > std::uint64_t(kMaxStackSide))
+    throw IoError(path, "/sci", "image of " + std::to_string(d[2]) + " x " + std::to_string(d[1]) +
+                                    " pixels is outside 1.." + std::to_string(kMaxStackSide) + " per side");
+  if (r.shape("/var") != d) throw IoError(path, "/var", "shape differs from /sci");
+  if (r.shape("/mask") != d) throw IoError(path, "/mask", "shape differs from /sci");
+  if (r.shape("/mjd") != io::Shape{d[0]}) throw IoError(path, "/mjd", "expected one MJD per exposure");
+  const bool has_psf = opt.psf_sigma <= 0 && r.exists("/psf");
+  io::Shape dp;
+  if (has_psf) {
+    dp = r.shape("/psf");
+    if (dp.size() != 3 || dp[0] != d[0] || dp[1] != dp[2] || dp[1] % 2 == 0 || dp[1] > std::uint64_t(kMaxStackSide))
+      throw IoError(path, "/psf", "expected [n][K][K] with odd K");
+  }
+  if (r.exists("/weight") && r.shape("/weight") != io::Shape{d[0]})
+    throw IoError(path, "/weight", "expected one weight per exposure");
+  s.sci = r.read_float("/sci");
+  s.var = r.read_float("/var");
+  s.mask = r.read_uint8("/mask");
+  s.mjd = r.read_double("/mjd");
   s.width = int(d[2]);
   s.height = int(d[1]);
   if (opt.psf_sigma > 0) {
     s.psf.assign(d[0], Psf::gaussian(opt.psf_sigma));
-  } else if (H5Lexists(f.id, "psf", H5P_DEFAULT) > 0) {
-    const auto k = h5_read<float>(f.id, path, "psf", H5T_NATIVE_FLOAT, dp);
-    if (dp.size() != 3 || dp[0] != d[0] || dp[1] != dp[2] || dp[1] % 2 == 0) throw IoError(path, "psf", "expected [n][K][K] with odd K");
-    for (hsize_t e = 0; e < d[0]; ++e) {
+  } else if (has_psf) {
+    const auto k = r.read_float("/psf");
+    for (std::uint64_t e = 0; e < d[0]; ++e) {
       Psf p;
       p.size = int(dp[1]);
       p.kernel.assign(k.begin() + e * dp[1] * dp[1], k.begin() + (e + 1) * dp[1] * dp[1]);
@@ -348,8 +296,8 @@ ExposureStack read_stack_hdf5(const std::string& path, const StackReadOptions& o
   } else {
     throw IoError(path, "psf", "dataset missing and no PSF sigma given");
   }
-  if (H5Lexists(f.id, "weight", H5P_DEFAULT) > 0) s.weight = h5_read<double>(f.id, path, "weight", H5T_NATIVE_DOUBLE, dt);
-  s.wcs_header = h5_read_attr_string(f.id, "wcs_header");
+  if (r.exists("/weight")) s.weight = r.read_double("/weight");
+  if (r.has_attr("/", "wcs_header")) s.wcs_header = r.read_attr_string("/", "wcs_header");
   s.validate();
   return s;
 }

@@ -18,8 +18,16 @@ constexpr std::size_t alm_index(int lmax, int l, int m) noexcept {
   return static_cast<std::size_t>(m) * static_cast<std::size_t>(2 * lmax + 1 - m) / 2 +
          static_cast<std::size_t>(l);
 }
-constexpr std::int64_t npix_of(int nside) noexcept {
-  return 12 * static_cast<std::int64_t>(nside) * nside;
+/// Largest NSIDE HEALPix defines (npix = 12 * 2^58 still fits in 64 bits).
+constexpr std::int64_t kMaxHealpixNside = std::int64_t{1} << 29;
+/// True for 1 <= nside <= 2^29, and a power of two when `power_of_two` (NESTED ordering).
+constexpr bool valid_nside(std::int64_t nside, bool power_of_two = false) noexcept {
+  return nside >= 1 && nside <= kMaxHealpixNside && (!power_of_two || (nside & (nside - 1)) == 0);
+}
+/// 12 nside^2; -1 for an nside outside 0..2^29 (never overflows, whatever a file holds).
+constexpr std::int64_t npix_of(std::int64_t nside) noexcept {
+  if (nside < 0 || nside > kMaxHealpixNside) return -1;
+  return 12 * nside * nside;
 }
 /// nside with 12 nside^2 == npix, or -1 if npix is not a HEALPix map size.
 int nside_of_npix(std::int64_t npix) noexcept;
