@@ -26,4 +26,12 @@ struct JobFile {
 /// with line and column, unknown extension, wrong structure, value of an unsupported type).
 JobFile read_job_file(const std::string& path);
 
+/// Builds and checks every job of a file before the first runs: each job's values
+/// (npcf::make_npcf_job), each input catalogue (exists, is a regular file, is readable), and
+/// that no two jobs (or statistics) write the same output file (paths compared absolute and
+/// normalised, through symbolic links, and by file identity where the file exists). Throws
+/// ConfigError listing every problem, each with its job label; IoError when the only problems
+/// are inputs that cannot be read.
+std::vector<npcf::NpcfJob> validate_jobs(const JobFile& jf);
+
 }  // namespace almagest::cli

@@ -21,6 +21,7 @@
 #include "almagest/core/atomic_file.hpp"
 #include "almagest/core/error.hpp"
 #include "almagest/io/catalogue.hpp"
+#include "almagest/io/text_file.hpp"
 #include "io/catalogue_internal.hpp"
 #include "io/cosmology_table.hpp"
 
@@ -114,19 +115,6 @@ bool all_non_numeric(const std::vector<std::string_view>& fields) {
   return true;
 }
 
-std::string read_whole_file(const std::string& path) {
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (!f) throw IoError(path, "", std::string("cannot open file: ") + std::strerror(errno));
-  std::string data;
-  char buf[1 << 16];
-  std::size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) data.append(buf, n);
-  bool bad = std::ferror(f) != 0;
-  std::fclose(f);
-  if (bad) throw IoError(path, "", "read error");
-  return data;
-}
-
 struct TextColumn {
   std::size_t index;  // 0-based
   std::string label;  // "column 3 (z)"
@@ -186,7 +174,8 @@ std::vector<std::string> default_named_columns(bool sky) {
 
 RawColumns read_text_columns(const CatalogueSpec& spec) {
   const std::string& file = spec.path;
-  const std::string data = read_whole_file(file);
+  // Bounded by kMaxTextFileBytes and refused unless a regular file (--data /dev/zero).
+  const std::string data = read_text_file(file, "catalogue");
   const std::string_view all(data);
 
   std::vector<std::string_view> fields;
@@ -233,13 +222,11 @@ RawColumns read_text_columns(const CatalogueSpec& spec) {
     resolved = true;
   };
 
-  std::size_t pos = 0, lineno = 0;
-  while (pos < all.size()) {
-    std::size_t end = all.find('\n', pos);
-    if (end == std::string_view::npos) end = all.size();
-    std::string_view line = all.substr(pos, end - pos);
-    pos = end + 1;
-    ++lineno;
+  TextLines lines(all);
+  std::string_view line;
+  std::size_t lineno = 0;
+  while (lines.next(line)) {
+    lineno = lines.number();
     line = trim(line);
     if (line.empty()) continue;
     if (line.front() == '#') {
@@ -253,6 +240,8 @@ RawColumns read_text_columns(const CatalogueSpec& spec) {
     }
     if (std::size_t hash = line.find('#'); hash != std::string_view::npos)
       line = trim(line.substr(0, hash));
+    // A data row cut short (a truncated file) would parse as a damaged last value.
+    lines.require_terminated(file);
     split_fields(line, fields);
     if (!resolved) {
       if (all_non_numeric(fields)) {  // bare header row ("x,y,z,w")
@@ -338,6 +327,11 @@ Catalogue finish_catalogue(const CatalogueSpec& spec, RawColumns&& raw) {
     if (red[i] < 0.0)
       throw IoError(file, row_field(raw, i, raw.coord_label[2]),
                     "redshift " + num(red[i]) + " is negative");
+    // The comoving table spans [0, zmax]: an absurd redshift would size it (1e6: 7 GB).
+    if (red[i] > kMaxRedshift)
+      throw IoError(file, row_field(raw, i, raw.coord_label[2]),
+                    "redshift " + num(red[i]) + " is above the supported maximum " +
+                        num(kMaxRedshift));
     zmax = std::max(zmax, red[i]);
   }
   ComovingTable table(spec.cosmology, zmax, 1e-10);
@@ -357,6 +351,9 @@ Catalogue load_catalogue(const CatalogueSpec& spec) {
   std::error_code ec;
   if (!std::filesystem::exists(file, ec)) throw IoError(file, "", "file does not exist");
   if (std::filesystem::is_directory(file, ec)) throw IoError(file, "", "is a directory, not a file");
+  // A device, FIFO or socket (--data /dev/zero) has no size to bound the read by.
+  if (!std::filesystem::is_regular_file(file, ec))
+    throw IoError(file, "", "is not a regular file (a device, FIFO or socket); a catalogue must be a regular file");
   CatalogueFormat format =
       spec.format == CatalogueFormat::Auto ? detail::detect_format(file) : spec.format;
   detail::RawColumns raw;

@@ -125,6 +125,10 @@ ComovingTable::ComovingTable(const Cosmology& cosmo, double zmax, double rel_tol
     : cosmo_(cosmo), zmax_(zmax) {
   check_cosmology(cosmo);
   check_redshift(zmax);
+  if (zmax > kMaxRedshift)
+    throw ConfigError("redshift", "largest redshift " + std::to_string(zmax) +
+                                      " is above the supported maximum " +
+                                      std::to_string(static_cast<int>(kMaxRedshift)));
   const double om = cosmo.omega_m;
   // Start at spacing 1/256 in redshift (at least 8 intervals) and halve until verified.
   std::size_t n = std::max<std::size_t>(8, static_cast<std::size_t>(std::ceil(zmax * 256.0)));

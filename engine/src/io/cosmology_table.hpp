@@ -7,11 +7,16 @@
 
 namespace almagest::io::detail {
 
+/// Largest redshift a sky catalogue may hold (documented with --sky): the comoving table is
+/// built over [0, zmax] at a spacing of 1/256 or finer, so zmax bounds its memory (z = 100:
+/// under 1 MB at the first spacing, 160 MB at the finest it may reach).
+inline constexpr double kMaxRedshift = 100.0;
+
 /// Comoving distance on [0, zmax] by quintic Hermite interpolation (D, D', D'' known exactly at
 /// the nodes; node values integrated interval by interval with Gauss-Kronrod). The spacing is
 /// halved until the interpolation error, measured against direct integration at every interval
 /// midpoint (where it peaks), is below `rel_tol` relative. Throws ConfigError on a bad
-/// cosmology, NotConverged if the tolerance cannot be met.
+/// cosmology or a zmax outside [0, kMaxRedshift], NotConverged if the tolerance cannot be met.
 class ComovingTable {
 public:
   ComovingTable(const Cosmology& cosmo, double zmax, double rel_tol = 1e-10);

@@ -55,12 +55,13 @@ std::vector<JobOption> build_schema() {
       "else text.",
       {"auto", "text", "fits", "hdf5"});
   add("fits-hdu", "", K::Integer, "N", "Input",
-      "FITS HDU number (1-based, the primary HDU is 1). Default 0: the first binary table.");
+      "FITS HDU number (1-based, the primary HDU is 1), 0..100000. Default 0: the first binary "
+      "table.");
   add("hdf5-group", "", K::Text, "GROUP", "Input",
       "HDF5 group holding the column datasets. Default /.");
   add("sky", "", K::Flag, "", "Input",
       "Columns are RA [deg], Dec [deg] and redshift, converted to comoving Cartesian Mpc/h with a "
-      "flat LCDM cosmology (see --omega-m).");
+      "flat LCDM cosmology (see --omega-m). Redshifts must be in [0, 100].");
   add("omega-m", "", K::Number, "OM", "Input",
       "Matter density of the fiducial flat LCDM cosmology used with --sky. Default 0.31, range "
       "(0, 1].");
@@ -87,10 +88,11 @@ std::vector<JobOption> build_schema() {
       "per edge) or exact (from the coordinates). Default pixel.",
       {"pixel", "exact"});
   add("pixel-grid", "", K::Text, "NTxNP", "Geometry",
-      "Direction pixel grid, theta x phi pixels. Default 8x32; ntheta*nphi <= 65536, nphi even.");
+      "Direction pixel grid, theta x phi pixels. Default 8x32; ntheta >= 1, nphi >= 2 and even, "
+      "ntheta*nphi <= 65536.");
 
   add("threads", "", K::Integer, "N", "Execution",
-      "Worker threads. Default 0 = all hardware threads; results do not depend on it.");
+      "Worker threads, 0..4096. Default 0 = all hardware threads; results do not depend on it.");
   add("backend", "", K::Choice, "NAME", "Execution",
       "Compute backend: cpu, cuda (an error if no usable GPU) or auto (cuda when available). "
       "Default cpu.",
@@ -155,6 +157,15 @@ public:
     problems_.push_back(prefix_ + key + ": " + what);
   }
   bool has(const std::string& key) const { return v_.count(key) != 0; }
+
+  /// The value as the user wrote it (strings unquoted): what range messages echo, so that a
+  /// value is never reported clipped or converted.
+  std::string original(const std::string& key) const {
+    auto it = v_.find(key);
+    if (it == v_.end()) return {};
+    if (auto s = std::get_if<std::string>(&it->second)) return trim(*s);
+    return describe(it->second);
+  }
 
   std::optional<std::string> text(const std::string& key) {
     auto it = v_.find(key);
@@ -238,6 +249,10 @@ public:
       const char* b = t.data() + (t.size() > 1 && t[0] == '+' ? 1 : 0);
       auto r = std::from_chars(b, t.data() + t.size(), i);
       if (!t.empty() && r.ec == std::errc() && r.ptr == t.data() + t.size()) return i;
+      if (!t.empty() && r.ec == std::errc::result_out_of_range && r.ptr == t.data() + t.size()) {
+        problem(key, "'" + t + "' is out of range (a 64-bit integer)");
+        return std::nullopt;
+      }
     }
     problem(key, describe(it->second) + " is not an integer");
     return std::nullopt;
@@ -400,8 +415,8 @@ NpcfJob make_npcf_job(const JobValues& values, const std::string& base_dir,
   if (auto f = r.choice("format-in")) base.format = catalogue_format_from(*f);
   if (auto h = r.integer("fits-hdu")) {
     if (*h < 0 || *h > 100000)
-      r.problem("fits-hdu", "must be 0 (first binary table) or a 1-based HDU number, got " +
-                                std::to_string(*h));
+      r.problem("fits-hdu", "must be 0 (first binary table) or a 1-based HDU number up to "
+                            "100000, got " + r.original("fits-hdu"));
     else
       base.fits_hdu = static_cast<int>(*h);
   }
@@ -444,8 +459,12 @@ NpcfJob make_npcf_job(const JobValues& values, const std::string& base_dir,
   if (auto v = r.number("rmin")) c.bins.rmin = *v;
   if (auto v = r.number("rmax")) c.bins.rmax = *v;
   if (auto v = r.integer("nbins")) {
-    // Range checked by NpcfConfig::validate() (1..255, 4pCF 1..16).
-    c.bins.nbins = static_cast<int>(std::clamp<std::int64_t>(*v, -1, 100000));
+    // The schema's range on the 64-bit value, echoed as written; within it NpcfConfig::validate()
+    // adds the 4pCF limit (1..16) with the same exact value.
+    if (*v < 1 || *v > 255)
+      r.problem("nbins", "must be in 1..255 (4pcf and 4pcf-parity: 1..16), got " + r.original("nbins"));
+    else
+      c.bins.nbins = static_cast<int>(*v);
   }
   c.bins.scale = r.flag("log-bins") ? BinScale::Log : BinScale::Linear;
   c.periodic = r.flag("periodic");
@@ -459,7 +478,7 @@ NpcfJob make_npcf_job(const JobValues& values, const std::string& base_dir,
     c.directions = *d == "exact" ? DirectionMode::Exact : DirectionMode::Pixel;
   if (auto g = r.text("pixel-grid")) {
     auto x = g->find_first_of("xX");
-    int nt = 0, np = 0;
+    std::int64_t nt = 0, np = 0;
     bool ok = x != std::string::npos;
     if (ok) {
       auto a = std::from_chars(g->data(), g->data() + x, nt);
@@ -469,9 +488,11 @@ NpcfJob make_npcf_job(const JobValues& values, const std::string& base_dir,
     }
     if (!ok)
       r.problem("pixel-grid", "'" + *g + "' is not of the form NTHETAxNPHI (e.g. 8x32)");
+    else if (nt < 1 || nt > 65536 || np < 1 || np > 65536)
+      r.problem("pixel-grid", "'" + *g + "': ntheta and nphi must be in 1..65536 (ntheta*nphi <= 65536)");
     else {
-      c.pixel_ntheta = nt;
-      c.pixel_nphi = np;
+      c.pixel_ntheta = static_cast<int>(nt);
+      c.pixel_nphi = static_cast<int>(np);
     }
   }
   c.store_pixels = c.directions == DirectionMode::Pixel &&
@@ -480,10 +501,10 @@ NpcfJob make_npcf_job(const JobValues& values, const std::string& base_dir,
 
   // Execution and output.
   if (auto t = r.integer("threads")) {
-    if (*t > 4096)
-      r.problem("threads", "must be in 0..4096 (0 = all hardware threads), got " + std::to_string(*t));
+    if (*t < 0 || *t > 4096)
+      r.problem("threads", "must be in 0..4096 (0 = all hardware threads), got " + r.original("threads"));
     else
-      c.threads = static_cast<int>(std::max<std::int64_t>(*t, -1));  // < 0: NpcfConfig::validate()
+      c.threads = static_cast<int>(*t);
   }
   if (auto b = r.choice("backend"))
     c.backend = *b == "cuda" ? Backend::Cuda : *b == "auto" ? Backend::Auto : Backend::Cpu;

@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <utility>
 
 #include "almagest/core/error.hpp"
@@ -75,9 +76,13 @@ std::string ShtConfig::to_json() const {
 
 int nside_of_npix(std::int64_t npix) noexcept {
   if (npix < 12 || npix % 12 != 0) return -1;
-  std::int64_t n2 = npix / 12;
-  std::int64_t n = 1;
-  while (n * n < n2) ++n;
+  const std::int64_t n2 = npix / 12;
+  // A corrupt header may give any npix: a square root, not a loop of sqrt(npix) steps, and no
+  // NSIDE beyond HEALPix's 2^29 (whose square cannot overflow).
+  if (n2 > (std::int64_t{1} << 58)) return -1;
+  auto n = static_cast<std::int64_t>(std::sqrt(static_cast<double>(n2)));
+  while (n * n > n2) --n;
+  while ((n + 1) * (n + 1) <= n2) ++n;
   return n * n == n2 ? static_cast<int>(n) : -1;
 }
 

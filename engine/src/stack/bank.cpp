@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "almagest/core/error.hpp"
+#include "almagest/stack/search.hpp"  // kMaxShiftEntries
 
 namespace almagest::stack {
 
@@ -92,6 +93,10 @@ ShiftTable compute_shifts(const TrajectoryBank& bank, const std::vector<double>&
       throw ConfigError(field, "predicted shift " + std::to_string(x) + " px at exposure " + std::to_string(e) + " is out of range");
     return nearest_pixel(x);
   };
+  if (std::uint64_t(bank.size()) * std::uint64_t(n) > kMaxShiftEntries)
+    throw ConfigError("bank", std::to_string(bank.size()) + " velocities x " + std::to_string(n) +
+                                  " exposures is more than the " + std::to_string(kMaxShiftEntries) +
+                                  " shift-table entries a search accepts");
   s.sx.resize(std::size_t(s.n_vel) * n);
   s.sy.resize(std::size_t(s.n_vel) * n);
   for (int v = 0; v < s.n_vel; ++v)

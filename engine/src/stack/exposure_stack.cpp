@@ -7,9 +7,9 @@
 namespace almagest::stack {
 
 Psf Psf::gaussian(double sigma) {
-  if (!(sigma > 0) || !std::isfinite(sigma))
-    throw ConfigError("psf.sigma", "Gaussian PSF sigma must be a positive number of pixels, got " +
-                                       std::to_string(sigma));
+  if (!(sigma > 0) || !std::isfinite(sigma) || sigma > kMaxPsfSigma)
+    throw ConfigError("psf.sigma", "Gaussian PSF sigma must be a positive number of pixels up to " +
+                                       std::to_string(int(kMaxPsfSigma)) + ", got " + std::to_string(sigma));
   const int r = static_cast<int>(std::ceil(3.0 * sigma));
   Psf p;
   p.size = 2 * r + 1;

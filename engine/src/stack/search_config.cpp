@@ -41,6 +41,9 @@ std::vector<std::string> SearchConfig::validate() const {
   std::vector<std::string> out;
   auto bad = [&](const std::string& f, const std::string& m) { out.push_back(f + ": " + m); };
   if (bank.size() == 0) bad("bank", "the trajectory bank is empty");
+  if (bank.size() > kMaxBankVelocities)
+    bad("bank", "the trajectory bank holds " + std::to_string(bank.size()) + " velocities, more than the " +
+                    std::to_string(kMaxBankVelocities) + " a search accepts");
   if (bank.vx.size() != bank.vy.size()) bad("bank", "vx and vy lists differ in length");
   for (std::size_t i = 0; i < bank.vx.size() && i < bank.vy.size(); ++i)
     if (!std::isfinite(bank.vx[i]) || !std::isfinite(bank.vy[i])) {

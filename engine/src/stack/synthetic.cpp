@@ -34,7 +34,17 @@ SyntheticStack make_synthetic(const SyntheticConfig& cfg) {
   if (!(cfg.baseline_days > 0)) throw ConfigError("synthetic.baseline_days", "must be positive");
   if (!(cfg.noise_sigma > 0)) throw ConfigError("synthetic.noise_sigma", "must be positive");
   if (!(cfg.noise_variation >= 0 && cfg.noise_variation < 0.9)) throw ConfigError("synthetic.noise_variation", "must be in [0, 0.9)");
-  if (!(cfg.seeing_min > 0 && cfg.seeing_max >= cfg.seeing_min)) throw ConfigError("synthetic.seeing", "need 0 < seeing_min <= seeing_max");
+  if (!(cfg.seeing_min > 0 && cfg.seeing_max >= cfg.seeing_min && cfg.seeing_max <= kMaxPsfSigma))
+    throw ConfigError("synthetic.seeing", "need 0 < seeing_min <= seeing_max <= " + std::to_string(int(kMaxPsfSigma)) + " pixels");
+  // Sizes bounded before any allocation (kMaxSyntheticSamples documents the limits).
+  if (cfg.n_exp > kMaxSyntheticExposures) throw ConfigError("synthetic.n_exp", "must be at most " + std::to_string(kMaxSyntheticExposures));
+  if (cfg.width > kMaxSyntheticSide || cfg.height > kMaxSyntheticSide)
+    throw ConfigError("synthetic.size", "image sides must be at most " + std::to_string(kMaxSyntheticSide) + " pixels");
+  if (std::uint64_t(cfg.n_exp) * std::uint64_t(cfg.width) * std::uint64_t(cfg.height) > kMaxSyntheticSamples)
+    throw ConfigError("synthetic.size", "exposures x width x height = " +
+                                            std::to_string(std::uint64_t(cfg.n_exp) * std::uint64_t(cfg.width) * std::uint64_t(cfg.height)) +
+                                            " pixels is more than the " + std::to_string(kMaxSyntheticSamples) + " a synthetic stack may hold");
+  if (cfg.holes < 0 || cfg.holes > 100000) throw ConfigError("synthetic.holes", "must be in 0..100000");
   const int n = cfg.n_exp, W = cfg.width, H = cfg.height;
   const std::size_t np = std::size_t(W) * H;
   std::mt19937_64 rng(cfg.seed);

@@ -11,13 +11,17 @@
 
 namespace almagest::stack {
 
+/// Largest Gaussian PSF sigma [pixels] accepted (options, synthetic seeing): the kernel's side is
+/// 2 ceil(3 sigma) + 1 (50: 301 x 301), and psi/phi cost grows with its area.
+inline constexpr double kMaxPsfSigma = 50.0;
+
 /// Odd square PSF kernel, row-major, size x size. Normalised to sum 1 when psi/phi are computed.
 struct Psf {
   int size = 0;
   std::vector<float> kernel;
 
   /// Sampled circular Gaussian of standard deviation `sigma_px`, radius ceil(3 sigma), sum 1.
-  /// Throws ConfigError (field "psf.sigma") for sigma <= 0 or non-finite.
+  /// Throws ConfigError (field "psf.sigma") for sigma <= 0, non-finite or above kMaxPsfSigma.
   static Psf gaussian(double sigma_px);
 };
 

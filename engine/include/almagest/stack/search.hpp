@@ -43,6 +43,12 @@ struct ClusterConfig {
   double radius_px = 2.0;
 };
 
+/// Largest trajectory bank a search accepts (validate()): 2^22 = 4,194,304 velocities. The shift
+/// tables hold n_vel x n_exp entries of each axis besides.
+inline constexpr std::size_t kMaxBankVelocities = std::size_t{1} << 22;
+/// Largest n_vel x n_exp of the shift tables (2^30 entries per axis: 4 GiB each).
+inline constexpr std::uint64_t kMaxShiftEntries = std::uint64_t{1} << 30;
+
 struct SearchConfig {
   TrajectoryBank bank;
   double reference_mjd = std::numeric_limits<double>::quiet_NaN();  ///< NaN: MJD of exposure 0

@@ -18,6 +18,12 @@ struct Mover {
   double flux = 0;        ///< total flux per exposure; filled in by the generator
 };
 
+/// Limits of make_synthetic(): exposures, image side, and exposures x width x height (2^30
+/// pixels: 9 GiB of science, variance and mask planes).
+inline constexpr int kMaxSyntheticExposures = 100000;
+inline constexpr int kMaxSyntheticSide = 65536;
+inline constexpr std::uint64_t kMaxSyntheticSamples = std::uint64_t{1} << 30;
+
 struct SyntheticConfig {
   int n_exp = 64, width = 64, height = 64;
   std::uint64_t seed = 1;
