@@ -293,9 +293,8 @@ Command add_run_command(CLI::App& parent) {
               "  [[job]]\n  stat = [\"3pcf\", \"4pcf\"]\n  nbins = 5\n  output = \"npcf.h5\"\n");
   return Command{app, [path, run]() {
                    JobFile jf = read_job_file(*path);
-                   std::vector<npcf::NpcfJob> jobs;
-                   for (const auto& e : jf.jobs)
-                     jobs.push_back(npcf::make_npcf_job(e.values, jf.base_dir, e.label));
+                   // Every job (values, inputs, distinct outputs) before the first runs.
+                   const std::vector<npcf::NpcfJob> jobs = validate_jobs(jf);
                    for (std::size_t i = 0; i < jobs.size(); ++i) {
                      const std::string& label = jf.jobs[i].label;
                      try {

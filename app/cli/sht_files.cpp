@@ -17,6 +17,7 @@
 #include "almagest/core/atomic_file.hpp"
 #include "almagest/core/error.hpp"
 #include "almagest/io/hdf5_file.hpp"
+#include "almagest/io/text_file.hpp"
 #include "almagest/sht/alm.hpp"
 #include "almagest/sht/config.hpp"
 
@@ -344,12 +345,17 @@ std::vector<std::int64_t> read_mask(const std::string& path, int nside) {
                      ext != ".fits" && ext != ".fit" && ext != ".fts");
   std::vector<std::int64_t> obs;
   if (text) {
-    std::ifstream in(path);
+    // A regular file of bounded size, every row terminated (a cut index would be another pixel).
+    const std::string text = io::read_text_file(path, "pixel list");
+    io::TextLines lines(text);
+    std::string_view view;
     std::string line;
-    int lineno = 0;
-    while (std::getline(in, line)) {
-      ++lineno;
+    std::size_t lineno = 0;
+    while (lines.next(view)) {
+      lineno = lines.number();
+      line.assign(view);
       if (auto h = line.find('#'); h != std::string::npos) line.erase(h);
+      if (line.find_first_not_of(" \t,;") != std::string::npos) lines.require_terminated(path);
       for (char& c : line)
         if (c == ',' || c == ';') c = ' ';
       std::istringstream ls(line);

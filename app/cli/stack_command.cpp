@@ -16,9 +16,11 @@
 
 #include "almagest/core/error.hpp"
 #include "almagest/core/gpu.hpp"
+#include "almagest/io/text_file.hpp"
 #include "almagest/stack/candidates.hpp"
 #include "almagest/stack/stack_io.hpp"
 #include "almagest/stack/wcs.hpp"
+#include "int_option.hpp"
 #include "options.hpp"
 #include "progress_bar.hpp"
 #include "stack_files.hpp"
@@ -33,6 +35,8 @@ namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kPi = 3.14159265358979323846;
+/// Largest candidates x stamp pixels `stack stamps` makes (2^28: 4 GiB of the four stamp kinds).
+constexpr std::uint64_t kMaxStampPixels = std::uint64_t{1} << 28;
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
@@ -42,19 +46,21 @@ struct InputSettings {
   double psf_sigma = 0, fallback_psf_sigma = 0;
   std::string backend = "cpu";
   int device = 0, threads = 0;
+  std::string device_text = "0", threads_text = "0";  ///< as written (parse_int_option)
   double device_memory_mib = 0;  ///< 0 = the device's free memory
   RunOptions run;
 };
 
-void validate_inputs(const InputSettings& s) {
-  if (!(s.psf_sigma >= 0) || !std::isfinite(s.psf_sigma))
-    throw ConfigError("--psf-sigma", fmt::format("must be a positive number of pixels (0 = use the file's PSFs), got {}", s.psf_sigma));
-  if (!(s.fallback_psf_sigma >= 0) || !std::isfinite(s.fallback_psf_sigma))
-    throw ConfigError("--fallback-psf-sigma", fmt::format("must be >= 0 pixels, got {}", s.fallback_psf_sigma));
+void validate_inputs(InputSettings& s) {
+  s.threads = int(parse_int_option(s.threads_text, "--threads", 0, 4096, "(0 = all)"));
+  s.device = int(parse_int_option(s.device_text, "--device", 0, 1023));
+  // The PSF kernel's side grows with sigma (2 ceil(3 sigma) + 1): bounded before it is built.
+  if (!(s.psf_sigma >= 0) || !std::isfinite(s.psf_sigma) || s.psf_sigma > stack::kMaxPsfSigma)
+    throw ConfigError("--psf-sigma", fmt::format("must be in 0..{} pixels (0 = use the file's PSFs), got {}", stack::kMaxPsfSigma, s.psf_sigma));
+  if (!(s.fallback_psf_sigma >= 0) || !std::isfinite(s.fallback_psf_sigma) || s.fallback_psf_sigma > stack::kMaxPsfSigma)
+    throw ConfigError("--fallback-psf-sigma", fmt::format("must be in 0..{} pixels, got {}", stack::kMaxPsfSigma, s.fallback_psf_sigma));
   if (s.backend != "cpu" && s.backend != "cuda" && s.backend != "auto")
     throw ConfigError("--backend", "unknown backend '" + s.backend + "' (expected cpu, cuda or auto)");
-  if (s.threads < 0) throw ConfigError("--threads", "must be >= 0 (0 = all), got " + std::to_string(s.threads));
-  if (s.device < 0) throw ConfigError("--device", "must be >= 0, got " + std::to_string(s.device));
   if (!(s.device_memory_mib >= 0) || !std::isfinite(s.device_memory_mib))
     throw ConfigError("--device-memory", fmt::format("must be >= 0 MiB (0 = the free memory), got {}", s.device_memory_mib));
 }
@@ -134,11 +140,14 @@ std::pair<int, int> parse_grid(const std::string& text) {
       throw ConfigError("--grid", "expected N or NXxNY with every N in 1..100000 (the trajectory bank must not be empty), got '" + text + "'");
     return int(v);
   };
-  if (sep == std::string::npos) {
-    const int n = num(text);
-    return {n, n};
-  }
-  return {num(text.substr(0, sep)), num(text.substr(sep + 1))};
+  const std::pair<int, int> n = sep == std::string::npos ? std::pair{num(text), num(text)}
+                                                         : std::pair{num(text.substr(0, sep)), num(text.substr(sep + 1))};
+  // The bank is NX x NY velocities: bounded before it is built (100000x100000 would be 1e10).
+  const std::uint64_t total = std::uint64_t(n.first) * std::uint64_t(n.second);
+  if (total > stack::kMaxBankVelocities)
+    throw ConfigError("--grid", fmt::format("'{}' gives {} velocities, more than the {} a search accepts", text, total,
+                                            stack::kMaxBankVelocities));
+  return n;
 }
 
 // ---- search -------------------------------------------------------------------------------------
@@ -149,6 +158,7 @@ struct SearchSettings : InputSettings {
   double reference_mjd = kNaN, threshold_sigma = 0, false_alarms = 1.0, cluster_radius = 2.0;
   int top_k = 0, min_obs = 1;
   std::size_t max_candidates = 1000000;
+  std::string top_k_text = "0", min_obs_text = "1", max_candidates_text = "1000000";  ///< as written
   bool no_cluster = false;
   CLI::Option* grid_opt = nullptr;
 };
@@ -183,8 +193,11 @@ stack::TrajectoryBank build_bank(const SearchSettings& s) {
 }
 
 /// The search configuration from the options (exit code 2 on every problem found here).
-stack::SearchConfig search_config(const SearchSettings& s) {
+stack::SearchConfig search_config(SearchSettings& s) {
   validate_inputs(s);
+  s.top_k = int(parse_int_option(s.top_k_text, "--top-k", 0, 16, "(0 = threshold mode)"));
+  s.min_obs = int(parse_int_option(s.min_obs_text, "--min-obs", 0, 1000000));
+  s.max_candidates = std::size_t(parse_int_option(s.max_candidates_text, "--max-candidates", 1, 100000000));
   stack::SearchConfig cfg;
   cfg.encoding = stack::parse_encoding(s.storage, "--storage");
   if (s.method != "gather" && s.method != "tiled" && s.method != "fourier")
@@ -262,7 +275,81 @@ std::vector<stack::CandidateDetail> ecsv_sky(const stack::SearchResult& r, const
 
 std::string absolute_or_null(const std::string& p) { return p.empty() ? std::string() : fs::absolute(p).string(); }
 
-int run_search(const SearchSettings& s) {
+/// What identifies the stack a table was made from (recorded by search, checked by stamps):
+/// its shape, its MJDs and a content hash of its file (or folder of files).
+json stack_identity(const std::string& path, const stack::ExposureStack& st) {
+  return {{"n_exp", st.size()}, {"width", st.width}, {"height", st.height}, {"mjd", st.mjd},
+          {"content_hash", io::content_hash(path)}};
+}
+
+/// Refuses a --stack (or recorded stack) that is not the one the table's search read, naming the
+/// property that differs; a table without a recorded identity (written before it was recorded)
+/// gets a warning.
+void check_stack_identity(const json& cfg, const std::string& table, const std::string& path,
+                          const stack::ExposureStack& st, bool quiet) {
+  const json* id = nullptr;
+  if (cfg.is_object() && cfg.contains("cli") && cfg["cli"].is_object() && cfg["cli"].contains("stack_identity") &&
+      cfg["cli"]["stack_identity"].is_object())
+    id = &cfg["cli"]["stack_identity"];
+  if (!id) {
+    if (!quiet)
+      std::fprintf(stderr, "almagest-cli: warning: %s records no identity of the stack it was made from (written by an "
+                           "older version or another tool): %s cannot be checked to be that stack\n",
+                   table.c_str(), path.c_str());
+    return;
+  }
+  const std::string intro = path + " is not the stack " + table + " was made from: ";
+  auto number = [&](const char* key, std::int64_t have) {
+    if (!id->contains(key)) return;
+    const json& v = (*id)[key];
+    if (!v.is_number_integer() || v.get<std::int64_t>() != have)
+      throw IoError(path, "", intro + fmt::format("its {} is {}, the table's stack had {}", key == std::string("n_exp") ? "exposure count" : key, have, v.dump()));
+  };
+  number("n_exp", std::int64_t(st.size()));
+  number("width", st.width);
+  number("height", st.height);
+  if (id->contains("mjd")) {
+    const json& m = (*id)["mjd"];
+    if (!m.is_array() || m.size() != st.mjd.size())
+      throw IoError(path, "MJD", intro + "its exposure times differ in number from the recorded ones");
+    for (std::size_t e = 0; e < st.mjd.size(); ++e)
+      if (!m[e].is_number() || std::fabs(m[e].get<double>() - st.mjd[e]) > 1e-9 * std::max(1.0, std::fabs(st.mjd[e])))
+        throw IoError(path, fmt::format("MJD (exposure {})", e),
+                      intro + fmt::format("its MJD {:.9f} differs from the recorded {}", st.mjd[e], m[e].dump()));
+  }
+  if (id->contains("content_hash") && (*id)["content_hash"].is_string()) {
+    const std::string want = (*id)["content_hash"].get<std::string>(), have = io::content_hash(path);
+    if (want != have)
+      throw IoError(path, "", intro + "its content differs (hash " + have + ", recorded " + want +
+                                  "): the stack changed after the search");
+  }
+}
+
+/// Every candidate of a table read back lies on the stack (origin inside the image) and its
+/// predicted track stays within the shift tables' range (|shift| <= 1e9 pixels): IoError naming
+/// the table, row and column otherwise (x near INT_MIN overflowed the stamp arithmetic).
+void check_candidates(const stackio::CandidateTable& t, const std::string& table, const stack::ExposureStack& st,
+                      double reference_mjd, const std::vector<double>& dx, const std::vector<double>& dy) {
+  const double ref = std::isnan(reference_mjd) ? st.mjd.front() : reference_mjd;
+  double tmax = 0, cx = 0, cy = 0;
+  for (double m : st.mjd) tmax = std::max(tmax, std::fabs(m - ref));
+  for (double v : dx) cx = std::max(cx, std::fabs(v));
+  for (double v : dy) cy = std::max(cy, std::fabs(v));
+  for (std::size_t i = 0; i < t.candidates.size(); ++i) {
+    const stack::Candidate& c = t.candidates[i];
+    auto bad = [&](const char* col, const std::string& what) {
+      throw IoError(table, fmt::format("row {}, column {}", i + 1, col), what);
+    };
+    if (c.x < 0 || c.x >= st.width) bad("x", fmt::format("origin x = {} is outside the stack's 0..{}", c.x, st.width - 1));
+    if (c.y < 0 || c.y >= st.height) bad("y", fmt::format("origin y = {} is outside the stack's 0..{}", c.y, st.height - 1));
+    if (!std::isfinite(c.vx) || std::fabs(c.vx) * tmax + cx > 1e9)
+      bad("vx", fmt::format("velocity {} px/d moves the track beyond 1e9 pixels over the stack's {} days", c.vx, tmax));
+    if (!std::isfinite(c.vy) || std::fabs(c.vy) * tmax + cy > 1e9)
+      bad("vy", fmt::format("velocity {} px/d moves the track beyond 1e9 pixels over the stack's {} days", c.vy, tmax));
+  }
+}
+
+int run_search(SearchSettings& s) {
   const auto t_all = Clock::now();
   stack::SearchConfig cfg = search_config(s);
   const std::string ext = output_extension(s.output, {".ecsv", ".h5", ".hdf5"});
@@ -296,7 +383,8 @@ int run_search(const SearchSettings& s) {
   r.provenance.timings_s["psiphi"] = psiphi_s;
   r.provenance.config_json = config_with_cli(
       r.provenance.config_json, "stack search",
-      {{"stack", fs::absolute(s.stack).string()}, {"common_curve", absolute_or_null(s.common_curve)},
+      {{"stack", fs::absolute(s.stack).string()}, {"stack_identity", stack_identity(s.stack, st)},
+       {"common_curve", absolute_or_null(s.common_curve)},
        {"velocities", absolute_or_null(s.velocities)}, {"psf_sigma", s.psf_sigma},
        {"fallback_psf_sigma", s.fallback_psf_sigma}, {"psiphi_backend", gpu ? "cuda" : "cpu"}});
 
@@ -333,7 +421,7 @@ struct PsiphiSettings : InputSettings {
   std::string output, storage = "fp32";
 };
 
-int run_psiphi(const PsiphiSettings& s) {
+int run_psiphi(PsiphiSettings& s) {
   validate_inputs(s);
   const stack::Encoding encoding = stack::parse_encoding(s.storage, "--storage");
   output_extension(s.output, {".h5", ".hdf5"});
@@ -379,6 +467,7 @@ struct StampsSettings : InputSettings {
   double reference_mjd = kNaN;
   int stamp_radius = 10;
   std::size_t top = 0;
+  std::string stamp_radius_text = "10", top_text = "0";  ///< as written (parse_int_option)
 };
 
 /// The search's bank, rebuilt exactly from its configuration JSON (Cartesian grids from their
@@ -410,8 +499,8 @@ std::string cli_string(const json& cfg, const char* key) {
 int run_stamps(StampsSettings s) {
   const auto t_all = Clock::now();
   validate_inputs(s);
-  if (s.stamp_radius < 0 || s.stamp_radius > 1000)
-    throw ConfigError("--stamp-radius", "must be in 0..1000 pixels, got " + std::to_string(s.stamp_radius));
+  s.stamp_radius = int(parse_int_option(s.stamp_radius_text, "--stamp-radius", 0, 1000, "pixels"));
+  s.top = std::size_t(parse_int_option(s.top_text, "--top", 0, std::numeric_limits<std::int32_t>::max(), "(0 = all)"));
   if (!s.storage.empty()) stack::parse_encoding(s.storage, "--storage");
   if (!std::isnan(s.reference_mjd) && !std::isfinite(s.reference_mjd)) throw ConfigError("--reference-mjd", "must be finite");
   output_extension(s.output, {".h5", ".hdf5"});
@@ -437,6 +526,11 @@ int run_stamps(StampsSettings s) {
     s.fallback_psf_sigma = s.fallback_psf_sigma > 0 ? s.fallback_psf_sigma : cfg["cli"].value("fallback_psf_sigma", 0.0);
   }
   if (s.top > 0 && table.candidates.size() > s.top) table.candidates.resize(s.top);
+  // Stamps are candidates x (2R+1)^2 floats of four kinds: bounded before they are made.
+  const std::uint64_t side = 2 * std::uint64_t(s.stamp_radius) + 1;
+  if (std::uint64_t(table.candidates.size()) * side * side > kMaxStampPixels)
+    throw ConfigError("--stamp-radius", fmt::format("{} candidates x {} x {} stamp pixels is more than {} (use --top or a smaller "
+                                                    "--stamp-radius)", table.candidates.size(), side, side, kMaxStampPixels));
 
   // Exact velocities: the bank's own values where the table's bank index matches its vx, vy (ECSV
   // rounds to 10 digits, which could move a rounded shift), else the table's.
@@ -463,8 +557,10 @@ int run_stamps(StampsSettings s) {
   JobContext ctx(interrupt_token(), bar.sink(), bar.log_sink(s.run.verbose, s.run.quiet));
   ctx.threads = s.threads;
   const stack::ExposureStack st = load_stack(s, s.stack, ctx);
+  check_stack_identity(cfg, s.candidates, s.stack, st, s.run.quiet);
   stack::SearchConfig sc;
   if (!s.common_curve.empty()) stackio::read_common_curve(s.common_curve, st.mjd, sc.curve_dx, sc.curve_dy);
+  check_candidates(table, s.candidates, st, s.reference_mjd, sc.curve_dx, sc.curve_dy);
   sc.reference_mjd = s.reference_mjd;
   sc.threads = s.threads;
   const stack::PsiPhi p = compute_planes(st, gpu, s.device, ctx);
@@ -523,17 +619,17 @@ void add_input_options(CLI::App& app, InputSettings& s, bool positional_stack) {
       "multi-extension FITS files, or an Almagest HDF5 cube (.h5).";
   if (positional_stack) app.add_option("STACK", s.stack, wrap_text(stack_help, 62))->required()->group("Input");
   else app.add_option("--stack", s.stack, wrap_text(stack_help + " Default: the stack recorded in the table.", 62))->group("Input");
-  app.add_option("--psf-sigma", s.psf_sigma, wrap_text("Use a Gaussian PSF of this sigma [pixels] for every exposure instead of the file's PSFs.", 62))
+  app.add_option("--psf-sigma", s.psf_sigma, wrap_text("Use a Gaussian PSF of this sigma [pixels, at most 50] for every exposure instead of the file's PSFs.", 62))
       ->type_name("PX")->group("Input");
   app.add_option("--fallback-psf-sigma", s.fallback_psf_sigma, wrap_text("Gaussian PSF sigma [pixels] for exposures without a PSF (default: missing PSF is an error).", 62))
       ->type_name("PX")->group("Input");
   app.add_option("--backend", s.backend, wrap_text("cpu (default), cuda (exit code 4 without a usable GPU) or auto (the GPU when available).", 62))
       ->type_name("cpu|cuda|auto")->group("Run");
-  app.add_option("--device", s.device, "CUDA device index (default 0).")->type_name("N")->group("Run");
+  app.add_option("--device", s.device_text, "CUDA device index, 0..1023 (default 0).")->type_name("N")->group("Run");
   app.add_option("--device-memory", s.device_memory_mib,
                  wrap_text("Device memory the stack may occupy [MiB], 0 = the free memory (default). A larger stack is streamed in row bands with identical results; the Fourier method needs it whole.", 62))
       ->type_name("MIB")->group("Run");
-  app.add_option("--threads", s.threads, "CPU worker threads, 0 = all (default); results do not depend on it.")->type_name("N")->group("Run");
+  app.add_option("--threads", s.threads_text, "CPU worker threads, 0..4096, 0 = all (default); results do not depend on it.")->type_name("N")->group("Run");
   app.add_flag("-q,--quiet", s.run.quiet, "No progress bar and no summary; errors are still printed.")->group("Run");
   app.add_flag("-v,--verbose", s.run.verbose, "Also print the engine's log messages.")->group("Run");
 }
@@ -547,7 +643,7 @@ Command add_search(CLI::App& stack) {
   app->add_option("--vy-range", s->vy_range, "Cartesian bank: vy range [pixels/day], inclusive.")->type_name("MIN,MAX")->group("Bank");
   app->add_option("--speed-range", s->speed_range, "Speed x angle bank (KBMOD's search): speeds [pixels/day].")->type_name("MIN,MAX")->group("Bank");
   app->add_option("--angle-range", s->angle_range, wrap_text("Speed x angle bank: angles [degrees] from +x towards +y.", 62))->type_name("MIN,MAX")->group("Bank");
-  s->grid_opt = app->add_option("--grid", s->grid, wrap_text("Values per bank axis: N or NXxNY (vx x vy, or speeds x angles); default 21.", 62))
+  s->grid_opt = app->add_option("--grid", s->grid, wrap_text("Values per bank axis: N or NXxNY (vx x vy, or speeds x angles), each 1..100000 and NX x NY <= 4194304; default 21.", 62))
                     ->type_name("N|NXxNY")->group("Bank");
   app->add_option("--velocities", s->velocities, wrap_text("Explicit bank: text file with two columns vx vy [pixels/day] ('#' comments).", 62))
       ->type_name("FILE")->group("Bank");
@@ -561,9 +657,9 @@ Command add_search(CLI::App& stack) {
   auto* fa = app->add_option("--false-alarms", s->false_alarms, wrap_text("Bonferroni: family-wise false-alarm probability (expected pure-noise hits) over all origins x velocities; default 1.", 62))
                  ->type_name("P")->group("Search");
   thr->excludes(fa);
-  app->add_option("--top-k", s->top_k, "Keep the best K (1..16) velocities per origin instead of thresholding.")->type_name("K")->group("Search");
-  app->add_option("--min-obs", s->min_obs, "Candidates need at least this many valid samples (default 1).")->type_name("N")->group("Search");
-  app->add_option("--max-candidates", s->max_candidates, "Hits kept before clustering (default 1000000).")->type_name("N")->group("Search");
+  app->add_option("--top-k", s->top_k_text, "Keep the best K (1..16) velocities per origin instead of thresholding.")->type_name("K")->group("Search");
+  app->add_option("--min-obs", s->min_obs_text, "Candidates need at least this many valid samples, 0..1000000 (default 1).")->type_name("N")->group("Search");
+  app->add_option("--max-candidates", s->max_candidates_text, "Hits kept before clustering, 1..100000000 (default 1000000).")->type_name("N")->group("Search");
   app->add_option("--cluster-radius", s->cluster_radius, wrap_text("Merge candidates whose first and last predicted positions are within this many pixels of a stronger one (default 2).", 62))
       ->type_name("PX")->group("Search");
   app->add_flag("--no-cluster", s->no_cluster, "Keep near-duplicate candidates.")->group("Search");
@@ -591,8 +687,8 @@ Command add_stamps(CLI::App& stack) {
   app->add_option("--common-curve", s->common_curve, "Common curve file (default: the one the search used).")->type_name("FILE")->group("Input");
   app->add_option("--reference-mjd", s->reference_mjd, "Reference time (default: the search's).")->type_name("MJD")->group("Input");
   app->add_option("--storage", s->storage, "Planes of the curves (default: the search's storage).")->type_name("fp32|fp16|int8")->group("Input");
-  app->add_option("--stamp-radius", s->stamp_radius, "Stamp radius [pixels]; stamps are 2R+1 square (default 10).")->type_name("R")->group("Output");
-  app->add_option("--top", s->top, "Only the first N candidates of the table (0 = all, default).")->type_name("N")->group("Output");
+  app->add_option("--stamp-radius", s->stamp_radius_text, "Stamp radius [pixels], 0..1000; stamps are 2R+1 square (default 10).")->type_name("R")->group("Output");
+  app->add_option("--top", s->top_text, "Only the first N candidates of the table (0 = all, default).")->type_name("N")->group("Output");
   app->footer(exit_code_help() + "\nExample:\n  almagest-cli stack stamps candidates.ecsv --stamp-radius 8 -o stamps.h5\n");
   return Command{app, [s] { return run_stamps(*s); }};
 }

@@ -14,6 +14,7 @@
 #include "almagest/core/atomic_file.hpp"
 #include "almagest/core/error.hpp"
 #include "almagest/io/hdf5_file.hpp"
+#include "almagest/io/text_file.hpp"
 #include "options.hpp"
 
 namespace almagest::cli::stackio {
@@ -51,14 +52,8 @@ bool parse_double(const std::string& s, double& v) {
   return end == s.c_str() + s.size() && errno != ERANGE;
 }
 
-std::ifstream open_text(const std::string& path, const std::string& what) {
-  std::error_code ec;
-  if (!fs::exists(path, ec)) throw IoError(path, "", what + " file not found");
-  if (fs::is_directory(path, ec)) throw IoError(path, "", what + " path is a folder, expected a text file");
-  std::ifstream in(path);
-  if (!in) throw IoError(path, "", "cannot open the " + what + " file");
-  return in;
-}
+/// The whole text file: a regular file of at most io::kMaxTextFileBytes (IoError otherwise).
+std::string read_text(const std::string& path, const std::string& what) { return io::read_text_file(path, what); }
 
 /// Unquotes a YAML single-quoted scalar ('' stands for ').
 std::string yaml_unquote(std::string v) {
@@ -82,7 +77,9 @@ std::string config_of(const std::string& provenance_json) {
 }
 
 CandidateTable read_candidates_ecsv(const std::string& path) {
-  std::ifstream in = open_text(path, "candidate table");
+  const std::string text = read_text(path, "candidate table");
+  io::TextLines lines(text);
+  std::string_view view;
   CandidateTable t;
   std::string line;
   std::vector<std::string> names;
@@ -90,9 +87,9 @@ CandidateTable read_candidates_ecsv(const std::string& path) {
   std::vector<std::size_t> row_lines;
   bool comma = false, in_meta = false;
   std::size_t ln = 0;
-  while (std::getline(in, line)) {
-    ++ln;
-    if (!line.empty() && line.back() == '\r') line.pop_back();
+  while (lines.next(view)) {
+    ln = lines.number();
+    line.assign(view);
     if (line.empty()) continue;
     if (line[0] == '#') {
       if (line.find("delimiter: ','") != std::string::npos) comma = true;
@@ -109,10 +106,13 @@ CandidateTable read_candidates_ecsv(const std::string& path) {
         else if (key == "digest_sum_a" && parse_double(value, d)) t.digest.sum_a = d;
         else if (key == "digest_sum_b" && parse_double(value, d)) t.digest.sum_b = d;
         else if (key == "digest_max_z" && parse_double(value, d)) t.digest.max_z = d;
-        else if (key == "digest_count_above" && parse_double(value, d)) t.digest.count_above = std::uint64_t(d);
+        else if (key == "digest_count_above" && parse_double(value, d) && d >= 0 && d < 1.8e19)
+          t.digest.count_above = std::uint64_t(d);  // (a cast outside the range is undefined)
       }
       continue;
     }
+    // A row (or the header) cut short by a truncation would read as a damaged last value.
+    lines.require_terminated(path);
     if (names.empty()) {
       comma = comma || line.find(',') != std::string::npos;
       names = split_fields(line, comma);
@@ -282,16 +282,20 @@ void commit_outputs(const std::vector<Output>& outputs) {
 
 std::vector<std::vector<double>> read_numeric_table(const std::string& path, int min_cols, int max_cols,
                                                     const std::string& what) {
-  std::ifstream in = open_text(path, what);
+  const std::string text = read_text(path, what);
+  io::TextLines lines(text);
+  std::string_view view;
   std::vector<std::vector<double>> rows;
   std::string line;
   std::size_t ln = 0;
   std::size_t ncols = 0;
-  while (std::getline(in, line)) {
-    ++ln;
+  while (lines.next(view)) {
+    ln = lines.number();
+    line.assign(view);
     if (auto h = line.find('#'); h != std::string::npos) line.erase(h);
     auto f = split_fields(line, false);
     if (f.empty()) continue;
+    lines.require_terminated(path);  // a truncated last row would read as a damaged value
     if (int(f.size()) < min_cols || int(f.size()) > max_cols)
       throw IoError(path, fmt::format("line {}", ln),
                     min_cols == max_cols ? fmt::format("{} columns, expected {}", f.size(), min_cols)

@@ -83,14 +83,23 @@ std::string with_suffix(const std::string& output, const std::string& suffix) {
 int run_simulate(const SimulateSettings& s) {
   // Options (exit code 2).
   stack::SyntheticConfig cfg = stack::reference_workload();
-  if (s.exposures < 1) throw ConfigError("--exposures", "must be >= 1, got " + std::to_string(s.exposures));
+  // Sizes bounded before anything is allocated (the engine's documented limits).
+  if (s.exposures < 1 || s.exposures > stack::kMaxSyntheticExposures)
+    throw ConfigError("--exposures", fmt::format("must be in 1..{}, got {}", stack::kMaxSyntheticExposures, s.exposures));
   if (s.width < 8 || s.height < 8) throw ConfigError(s.width < 8 ? "--width" : "--height", "images must be at least 8 x 8 pixels");
+  if (s.width > stack::kMaxSyntheticSide || s.height > stack::kMaxSyntheticSide)
+    throw ConfigError(s.width > stack::kMaxSyntheticSide ? "--width" : "--height",
+                      fmt::format("images must be at most {} pixels on a side", stack::kMaxSyntheticSide));
+  if (const std::uint64_t px = std::uint64_t(s.exposures) * std::uint64_t(s.width) * std::uint64_t(s.height);
+      px > stack::kMaxSyntheticSamples)
+    throw ConfigError("--exposures", fmt::format("{} exposures of {} x {} is {} pixels, more than the {} a synthetic stack may hold",
+                                                 s.exposures, s.width, s.height, px, stack::kMaxSyntheticSamples));
   if (!(s.baseline > 0) || !std::isfinite(s.baseline)) throw ConfigError("--baseline", fmt::format("must be > 0 days, got {}", s.baseline));
   if (!(s.noise > 0) || !std::isfinite(s.noise)) throw ConfigError("--noise", fmt::format("must be > 0, got {}", s.noise));
-  if (s.holes < 0) throw ConfigError("--holes", "must be >= 0");
+  if (s.holes < 0 || s.holes > 100000) throw ConfigError("--holes", fmt::format("must be in 0..100000, got {}", s.holes));
   if (!(s.snr > 0) || !std::isfinite(s.snr)) throw ConfigError("--snr", fmt::format("must be > 0, got {}", s.snr));
   if (!(s.speed >= 0) || !std::isfinite(s.speed)) throw ConfigError("--speed", fmt::format("must be >= 0 pixels/day, got {}", s.speed));
-  if (s.movers < 0) throw ConfigError("--movers", "must be >= 0");
+  if (s.movers < 0 || s.movers > 100000) throw ConfigError("--movers", fmt::format("must be in 0..100000, got {}", s.movers));
   if (!(s.noise_variation >= 0 && s.noise_variation < 0.9))
     throw ConfigError("--noise-variation", fmt::format("must be in [0, 0.9), got {}", s.noise_variation));
   cfg.n_exp = s.exposures;
@@ -105,7 +114,9 @@ int run_simulate(const SimulateSettings& s) {
   cfg.common_curve = !s.no_common_curve;
   if (!s.seeing.empty()) {
     const auto v = parse_numbers(s.seeing, "--seeing");
-    if (v.size() != 2 || !(v[0] > 0) || v[1] < v[0]) throw ConfigError("--seeing", "expected MIN,MAX Gaussian PSF sigmas [pixels] with 0 < MIN <= MAX");
+    if (v.size() != 2 || !(v[0] > 0) || v[1] < v[0] || v[1] > stack::kMaxPsfSigma)
+      throw ConfigError("--seeing", fmt::format("expected MIN,MAX Gaussian PSF sigmas [pixels] with 0 < MIN <= MAX <= {}, got '{}'",
+                                                stack::kMaxPsfSigma, s.seeing));
     cfg.seeing_min = v[0];
     cfg.seeing_max = v[1];
   }

@@ -24,6 +24,17 @@ std::vector<CandidateDetail> describe_candidates(const SearchResult& r, const Se
   if (!stack.wcs_header.empty()) wcs = std::make_unique<Wcs>(Wcs::from_header(stack.wcs_header, stack.source));
   const int n = p.n, W = p.width, H = p.height, side = 2 * stamp_radius + 1;
   const std::size_t np = p.pixels();
+  // Every candidate inside the image with a bank index of the plan: a table read back may hold
+  // anything (x near INT_MIN overflowed the track arithmetic below). Positions are then bounded
+  // by the image and the shift table's |shift| <= 1e9, so 64-bit sums cannot overflow.
+  for (std::size_t ci = 0; ci < r.candidates.size(); ++ci) {
+    const Candidate& c = r.candidates[ci];
+    const std::string row = "candidate " + std::to_string(ci + 1);
+    if (c.x < 0 || c.x >= W) throw ConfigError(row + ": x", "origin x = " + std::to_string(c.x) + " is outside the image (0.." + std::to_string(W - 1) + ")");
+    if (c.y < 0 || c.y >= H) throw ConfigError(row + ": y", "origin y = " + std::to_string(c.y) + " is outside the image (0.." + std::to_string(H - 1) + ")");
+    if (c.v < 0 || c.v >= s.n_vel) throw ConfigError(row + ": v", "bank index " + std::to_string(c.v) + " is outside the plan's bank (0.." + std::to_string(s.n_vel - 1) + ")");
+  }
+  if (s.n_exp != n) throw ConfigError("plan", "the plan's shift table is for " + std::to_string(s.n_exp) + " exposures, the planes hold " + std::to_string(n));
   std::vector<CandidateDetail> out(r.candidates.size());
   // wcslib objects are not shared between threads: sky positions are filled serially below.
   detail::parallel_for(out.size(), 0, ctx, "candidate details", [&](std::size_t ci) {
@@ -40,9 +51,10 @@ std::vector<CandidateDetail> describe_candidates(const SearchResult& r, const Se
     std::vector<double> wsum(std::size_t(side) * side, 0.0), wval(std::size_t(side) * side, 0.0), sum(std::size_t(side) * side, 0.0);
     for (int e = 0; e < n; ++e) {
       d.t[e] = p.mjd[e] - plan.reference_mjd();
-      const int x = d.c.x + s.sx[std::size_t(d.c.v) * n + e], y = d.c.y + s.sy[std::size_t(d.c.v) * n + e];
-      d.px[e] = x;
-      d.py[e] = y;
+      const std::int64_t x = std::int64_t(d.c.x) + s.sx[std::size_t(d.c.v) * n + e],
+                         y = std::int64_t(d.c.y) + s.sy[std::size_t(d.c.v) * n + e];
+      d.px[e] = std::int32_t(x);  // |x| < 2^31: origin inside the image, |shift| <= 1e9
+      d.py[e] = std::int32_t(y);
       if (x >= 0 && x < W && y >= 0 && y < H) {
         const std::size_t i = std::size_t(e) * np + std::size_t(y) * W + x;
         d.psi[e] = p.psi[i];
@@ -51,7 +63,7 @@ std::vector<CandidateDetail> describe_candidates(const SearchResult& r, const Se
       }
       for (int v = -stamp_radius; v <= stamp_radius; ++v)
         for (int u = -stamp_radius; u <= stamp_radius; ++u) {
-          const int xx = x + u, yy = y + v;
+          const std::int64_t xx = x + u, yy = y + v;
           if (xx < 0 || xx >= W || yy < 0 || yy >= H) continue;
           const std::size_t i = std::size_t(e) * np + std::size_t(yy) * W + xx;
           const float sv = stack.sci[i], vv = stack.var[i];
