@@ -109,7 +109,7 @@ struct Checker {
     if (pos + dt_len > size || dt_len < 8) return label + "datatype runs past its message";
     const unsigned char* dt = p + pos;
     pos += pad ? align8(dt_len) : dt_len;
-    if (pos + ds_len > size || ds_len < 8) return label + "dataspace runs past its message";
+    if (pos + ds_len > size || ds_len < 4) return label + "dataspace runs past its message";
     const unsigned char* ds = p + pos;
     pos += pad ? align8(ds_len) : ds_len;
     if (pos > size) return label + "dataspace runs past its message";
@@ -123,6 +123,7 @@ struct Checker {
     // Dataspace: number of points.
     const unsigned ds_version = ds[0], rank = ds[1], ds_flags = ds[2];
     if (ds_version < 1 || ds_version > 2) return label + "dataspace version unknown";
+    if (ds_version == 1 && ds_len < 8) return label + "dataspace runs past its message";
     if (rank > kMaxRank) return label + "dataspace rank " + std::to_string(rank) + " exceeds 32";
     const std::uint64_t dims_at = ds_version == 1 ? 8 : 4;
     const std::uint64_t nd = (ds_flags & 1) ? 2 * rank : rank;

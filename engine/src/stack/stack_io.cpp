@@ -256,25 +256,25 @@ ExposureStack read_stack_hdf5(const std::string& path, const StackReadOptions& o
   ExposureStack s;
   s.source = path;
   for (const char* name : {"/sci", "/var", "/mask", "/mjd"})
-    if (!r.exists(name)) throw IoError(path, name, "dataset missing");
+    if (!r.exists(name)) throw IoError(path, name + 1, "dataset missing");
   // Every shape is checked before any plane is read (and each read is bounded by the file size).
   const io::Shape d = r.shape("/sci", 3);
-  if (d[0] < 1) throw IoError(path, "/sci", "holds no exposure");
+  if (d[0] < 1) throw IoError(path, "sci", "holds no exposure");
   if (d[1] < 1 || d[2] < 1 || d[1] > std::uint64_t(kMaxStackSide) || d[2] > std::uint64_t(kMaxStackSide))
-    throw IoError(path, "/sci", "image of " + std::to_string(d[2]) + " x " + std::to_string(d[1]) +
+    throw IoError(path, "sci", "image of " + std::to_string(d[2]) + " x " + std::to_string(d[1]) +
                                     " pixels is outside 1.." + std::to_string(kMaxStackSide) + " per side");
-  if (r.shape("/var") != d) throw IoError(path, "/var", "shape differs from /sci");
-  if (r.shape("/mask") != d) throw IoError(path, "/mask", "shape differs from /sci");
-  if (r.shape("/mjd") != io::Shape{d[0]}) throw IoError(path, "/mjd", "expected one MJD per exposure");
+  if (r.shape("/var") != d) throw IoError(path, "var", "shape differs from /sci");
+  if (r.shape("/mask") != d) throw IoError(path, "mask", "shape differs from /sci");
+  if (r.shape("/mjd") != io::Shape{d[0]}) throw IoError(path, "mjd", "expected one MJD per exposure");
   const bool has_psf = opt.psf_sigma <= 0 && r.exists("/psf");
   io::Shape dp;
   if (has_psf) {
     dp = r.shape("/psf");
     if (dp.size() != 3 || dp[0] != d[0] || dp[1] != dp[2] || dp[1] % 2 == 0 || dp[1] > std::uint64_t(kMaxStackSide))
-      throw IoError(path, "/psf", "expected [n][K][K] with odd K");
+      throw IoError(path, "psf", "expected [n][K][K] with odd K");
   }
   if (r.exists("/weight") && r.shape("/weight") != io::Shape{d[0]})
-    throw IoError(path, "/weight", "expected one weight per exposure");
+    throw IoError(path, "weight", "expected one weight per exposure");
   s.sci = r.read_float("/sci");
   s.var = r.read_float("/var");
   s.mask = r.read_uint8("/mask");
