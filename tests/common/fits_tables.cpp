@@ -1,15 +1,19 @@
 #include "fits_tables.hpp"
 
 #include <fitsio.h>
+#include <unistd.h>
 
 namespace almagest::testing {
 
 int write_fits_table(const std::string& path, const std::vector<std::string>& columns,
                      const std::vector<double>& values, char type, int per_row,
                      long long nside_key) {
+  // Literal file names, as every FITS file of the project (io::FitsFile).
   fitsfile* f = nullptr;
   int st = 0;
-  fits_create_file(&f, ("!" + path).c_str(), &st);
+  ::unlink(path.c_str());
+  fits_create_diskfile(&f, path.c_str(), &st);
+  if (st) return st;
   fits_create_img(f, 8, 0, nullptr, &st);
   std::vector<std::string> names = columns;
   std::string form = std::to_string(per_row) + type;

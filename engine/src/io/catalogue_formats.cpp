@@ -11,6 +11,7 @@
 
 #include "almagest/core/error.hpp"
 #include "almagest/io/catalogue.hpp"
+#include "almagest/io/fits_file.hpp"
 #include "almagest/io/hdf5_file.hpp"
 #include "io/catalogue_internal.hpp"
 
@@ -20,32 +21,12 @@ namespace {
 // ---------------------------------------------------------------------------------------------
 // FITS
 
-struct FitsCloser {
-  void operator()(fitsfile* f) const {
-    int status = 0;
-    fits_close_file(f, &status);
-  }
-};
-using FitsPtr = std::unique_ptr<fitsfile, FitsCloser>;
-
-/// cfitsio's text for `status` plus the oldest message on its stack (then clears the stack).
-std::string fits_error_text(int status) {
-  char text[FLEN_STATUS] = {};
-  fits_get_errstatus(status, text);
-  std::string detail;
-  char msg[FLEN_ERRMSG] = {};
-  while (fits_read_errmsg(msg)) {
-    if (detail.empty() && msg[0]) detail = msg;
-  }
-  fits_clear_errmsg();
-  std::string s = text;
-  if (!detail.empty() && detail != s) s += " (" + detail + ")";
-  return s;
-}
+// Files are opened through io::FitsFile (literal names, checksums verified, NAXIS2 checked
+// against the file before the columns are sized).
 
 void fits_check(int status, const std::string& file, const std::string& field,
                 const std::string& what) {
-  if (status != 0) throw IoError(file, field, what + ": cfitsio: " + fits_error_text(status));
+  if (status != 0) throw IoError(file, field, what + ": cfitsio: " + fits_status_text(status));
 }
 
 bool numeric_fits_type(int typecode) {
@@ -90,6 +71,7 @@ std::vector<std::string> fits_column_names(fitsfile* f) {
 struct FitsColumn {
   int number;
   std::string label;
+  bool floating;  ///< stored as E or D: read without null substitution (NaN, inf as stored)
 };
 
 FitsColumn resolve_fits_column(fitsfile* f, const std::string& file, const std::string& name,
@@ -128,6 +110,9 @@ FitsColumn resolve_fits_column(fitsfile* f, const std::string& file, const std::
   if (repeat != 1)
     throw IoError(file, field,
                   "column holds " + std::to_string(repeat) + " values per row; expected one");
+  int rawtype = 0;
+  fits_get_coltype(f, colnum, &rawtype, &repeat, &width, &status);
+  fits_check(status, file, field, "cannot read column type");
   char key[FLEN_KEYWORD], value[FLEN_VALUE] = {};
   int st = 0;
   fits_make_keyn("TTYPE", colnum, key, &st);
@@ -135,7 +120,7 @@ FitsColumn resolve_fits_column(fitsfile* f, const std::string& file, const std::
   if (st == 0 && fits_read_key(f, TSTRING, key, value, nullptr, &st) == 0 && name != value)
     label = "column '" + std::string(value) + "'";
   fits_clear_errmsg();
-  return {colnum, label};
+  return {colnum, label, rawtype == TFLOAT || rawtype == TDOUBLE};
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -152,11 +137,7 @@ std::string join_path(const std::string& group, const std::string& name) {
 RawColumns read_fits_columns(const CatalogueSpec& spec) {
   const std::string& file = spec.path;
   int status = 0;
-  fitsfile* raw_ptr = nullptr;
-  fits_open_file(&raw_ptr, file.c_str(), READONLY, &status);
-  FitsPtr f(status == 0 ? raw_ptr : nullptr);
-  fits_check(status, file, "", "cannot open FITS file (truncated or not FITS?)");
-
+  FitsFile f = FitsFile::open(file);
   int nhdus = 0, hdutype = 0;
   fits_get_num_hdus(f.get(), &nhdus, &status);
   fits_check(status, file, "", "cannot count HDUs");
@@ -165,8 +146,8 @@ RawColumns read_fits_columns(const CatalogueSpec& spec) {
   if (spec.fits_hdu == 0) {
     int found = 0;
     for (int i = 1; i <= nhdus; ++i) {
-      fits_movabs_hdu(f.get(), i, &hdutype, &status);
-      fits_check(status, file, "HDU " + std::to_string(i), "cannot read HDU (truncated file?)");
+      if (!f.try_move(i, &hdutype, "HDU " + std::to_string(i)))
+        throw IoError(file, "HDU " + std::to_string(i), "cannot read HDU (truncated file?)");
       if (hdutype == BINARY_TBL) {
         found = i;
         break;
@@ -177,14 +158,10 @@ RawColumns read_fits_columns(const CatalogueSpec& spec) {
     hdu_text = "HDU " + std::to_string(found);
   } else {
     hdu_text = "HDU " + std::to_string(spec.fits_hdu);
-    fits_movabs_hdu(f.get(), spec.fits_hdu, &hdutype, &status);
-    if (status == END_OF_FILE || status == BAD_HDU_NUM) {
-      fits_clear_errmsg();
+    if (!f.try_move(spec.fits_hdu, &hdutype, hdu_text))
       throw IoError(file, hdu_text,
                     "no such HDU: the file holds " + std::to_string(nhdus) +
                         " complete HDU(s) (or it is truncated)");
-    }
-    fits_check(status, file, hdu_text, "cannot read HDU (truncated file?)");
     if (hdutype != BINARY_TBL && hdutype != ASCII_TBL)
       throw IoError(file, hdu_text, "HDU is an image, not a table");
   }
@@ -197,9 +174,7 @@ RawColumns read_fits_columns(const CatalogueSpec& spec) {
   for (const auto& n : spec.weight_columns)
     weight_cols.push_back(resolve_fits_column(f.get(), file, n, hdu_text));
 
-  LONGLONG nrows = 0;
-  fits_get_num_rowsll(f.get(), &nrows, &status);
-  fits_check(status, file, hdu_text, "cannot read the number of rows");
+  const LONGLONG nrows = f.table_rows(hdu_text);  // NAXIS2 x NAXIS1 fit in the file
   RawColumns raw;
   raw.coord.assign(3, std::vector<double>(static_cast<std::size_t>(nrows)));
   raw.weight.assign(weight_cols.size(), std::vector<double>(static_cast<std::size_t>(nrows)));
@@ -211,12 +186,14 @@ RawColumns read_fits_columns(const CatalogueSpec& spec) {
   fits_get_rowsize(f.get(), &chunk, &status);
   fits_check(status, file, hdu_text, "cannot read the table layout");
   chunk = std::max(chunk, 1024L);
-  double nulval = std::numeric_limits<double>::quiet_NaN();  // null cells become NaN, reported below
+  // Null cells of integer columns become NaN; floating columns are read as stored (NaN, inf):
+  // both are reported below as non-finite, with the value.
+  double nulval = std::numeric_limits<double>::quiet_NaN();
   for (LONGLONG first = 0; first < nrows; first += chunk) {
     const LONGLONG count = std::min<LONGLONG>(chunk, nrows - first);
     auto read = [&](const FitsColumn& c, std::vector<double>& out) {
       int anynul = 0;
-      fits_read_col(f.get(), TDOUBLE, c.number, first + 1, 1, count, &nulval,
+      fits_read_col(f.get(), TDOUBLE, c.number, first + 1, 1, count, c.floating ? nullptr : &nulval,
                     out.data() + first, &anynul, &status);
       fits_check(status, file, c.label,
                  "cannot read rows " + std::to_string(first + 1) + "-" +

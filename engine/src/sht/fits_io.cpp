@@ -6,11 +6,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fmt/format.h>
 #include <memory>
 #include <numeric>
 
 #include "almagest/core/atomic_file.hpp"
 #include "almagest/core/error.hpp"
+#include "almagest/io/fits_file.hpp"
 #include "almagest/sht/alm.hpp"
 #include "almagest/sht/config.hpp"
 #include "almagest/sht/healpix_io.hpp"
@@ -18,118 +20,27 @@
 namespace almagest::sht {
 namespace {
 
-std::string fits_text(int status) {
-  char buf[FLEN_STATUS] = {0};
-  fits_get_errstatus(status, buf);
-  return buf;
-}
-
-/// RAII fitsfile handle with error helpers naming the file.
-class Fits {
-public:
-  Fits(std::string shown, fitsfile* f) : shown_(std::move(shown)), f_(f) {}
-  ~Fits() {
-    if (f_) {
-      int st = 0;
-      fits_close_file(f_, &st);
-    }
-  }
-  Fits(const Fits&) = delete;
-  Fits& operator=(const Fits&) = delete;
-  static Fits open(const std::string& path) {
-    fitsfile* f = nullptr;
-    int st = 0;
-    if (fits_open_file(&f, path.c_str(), READONLY, &st))
-      throw IoError(path, "", "cannot open FITS file: " + fits_text(st));
-    return Fits(path, f);
-  }
-  static Fits create(const std::string& temp, const std::string& shown) {
-    fitsfile* f = nullptr;
-    int st = 0;
-    if (fits_create_file(&f, ("!" + temp).c_str(), &st))
-      throw IoError(shown, "", "cannot create FITS file: " + fits_text(st));
-    return Fits(shown, f);
-  }
-  void close() {
-    int st = 0;
-    fitsfile* f = f_;
-    f_ = nullptr;
-    if (fits_close_file(f, &st)) fail(st, "", "closing the file");
-  }
-  fitsfile* get() const { return f_; }
-  [[noreturn]] void fail(int st, const std::string& field, const std::string& what) const {
-    throw IoError(shown_, field, what + ": " + fits_text(st));
-  }
-  const std::string& name() const { return shown_; }
-
-  bool key_string(const char* key, std::string& out) const {
-    char v[FLEN_VALUE] = {0};
-    int st = 0;
-    if (fits_read_key(f_, TSTRING, key, v, nullptr, &st)) return false;
-    out = v;
-    while (!out.empty() && out.back() == ' ') out.pop_back();
-    return true;
-  }
-  bool key_long(const char* key, long long& out) const {
-    int st = 0;
-    return fits_read_key(f_, TLONGLONG, key, &out, nullptr, &st) == 0;
-  }
-
-private:
-  std::string shown_;
-  fitsfile* f_ = nullptr;
-};
-
 std::string upper(std::string s) {
   for (auto& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   return s;
 }
 
-void move_to_table(const Fits& f, int hdu) {
-  int st = 0, type = 0;
+using io::FitsFile;
+
+/// Label of extension `hdu` (1 = first extension, as healpy and astropy count them).
+std::string hdu_label(int hdu) { return "HDU " + std::to_string(hdu); }
+
+void move_to_table(FitsFile& f, int hdu) {
   if (hdu < 1) throw IoError(f.name(), "HDU", "extension number must be >= 1");
-  if (fits_movabs_hdu(f.get(), hdu + 1, &type, &st))
-    f.fail(st, "HDU " + std::to_string(hdu), "no such extension");
+  const int type = f.move(hdu + 1, hdu_label(hdu));
   if (type != BINARY_TBL)
     throw IoError(f.name(), "XTENSION", "extension " + std::to_string(hdu) + " is not a BINTABLE");
 }
 
-/// Reads all nrows * repeat values of column `col` (1-based) as doubles.
-std::vector<double> read_column_double(const Fits& f, int col, const std::string& cname) {
-  int st = 0, typecode = 0;
-  long repeat = 0, width = 0;
-  long long nrows = 0;
-  if (fits_get_coltypell(f.get(), col, &typecode, reinterpret_cast<LONGLONG*>(&repeat), reinterpret_cast<LONGLONG*>(&width), &st))
-    f.fail(st, cname, "cannot read the column type");
-  if (fits_get_num_rowsll(f.get(), &nrows, &st)) f.fail(st, "NAXIS2", "cannot read the row count");
-  std::vector<double> v(static_cast<std::size_t>(nrows) * static_cast<std::size_t>(repeat));
-  int anynul = 0;
-  double nulval = kUnseen;
-  if (!v.empty() && fits_read_col(f.get(), TDOUBLE, col, 1, 1, static_cast<LONGLONG>(v.size()),
-                                  &nulval, v.data(), &anynul, &st))
-    f.fail(st, cname, "cannot read the column data");
-  return v;
-}
-
-std::vector<std::int64_t> read_column_int64(const Fits& f, int col, const std::string& cname) {
-  int st = 0, typecode = 0;
-  LONGLONG repeat = 0, width = 0, nrows = 0;
-  if (fits_get_coltypell(f.get(), col, &typecode, &repeat, &width, &st))
-    f.fail(st, cname, "cannot read the column type");
-  if (fits_get_num_rowsll(f.get(), &nrows, &st)) f.fail(st, "NAXIS2", "cannot read the row count");
-  std::vector<LONGLONG> v(static_cast<std::size_t>(nrows * repeat));
-  int anynul = 0;
-  if (!v.empty() && fits_read_col(f.get(), TLONGLONG, col, 1, 1, static_cast<LONGLONG>(v.size()),
-                                  nullptr, v.data(), &anynul, &st))
-    f.fail(st, cname, "cannot read the column data");
-  return {v.begin(), v.end()};
-}
-
-std::string column_name(const Fits& f, int col) {
-  char key[FLEN_KEYWORD];
-  std::snprintf(key, sizeof key, "TTYPE%d", col);
+std::string column_name(const FitsFile& f, int col) {
+  const std::string key = "TTYPE" + std::to_string(col);
   std::string s;
-  if (!f.key_string(key, s)) throw IoError(f.name(), key, "missing column name");
+  if (!f.read_key(key, s)) throw IoError(f.name(), key, "missing column name");
   return s;
 }
 
@@ -175,17 +86,16 @@ std::vector<double> nest_to_ring(const std::vector<double>& nest, int nside) {
 
 std::vector<double> read_ring_weights(const std::string& path, int nside) {
   if (nside < 1) throw ConfigError("nside", "read_ring_weights: nside must be >= 1");
-  Fits f = Fits::open(path);
+  FitsFile f = FitsFile::open(path);
   move_to_table(f, 1);
   long long file_nside = 0;
-  if (f.key_long("NSIDE", file_nside) && file_nside != nside)
+  if (f.read_key("NSIDE", file_nside) && file_nside != nside)
     throw IoError(path, "NSIDE", "ring weights for NSIDE " + std::to_string(file_nside) +
                                      ", the map has NSIDE " + std::to_string(nside));
-  int ncols = 0, st = 0;
-  if (fits_get_num_cols(f.get(), &ncols, &st) || ncols < 1)
+  if (f.table_columns("TFIELDS") < 1)
     throw IoError(path, "TFIELDS", "no columns in the ring weight table");
   const std::string cname = column_name(f, 1);
-  std::vector<double> v = read_column_double(f, 1, cname);
+  std::vector<double> v = f.read_doubles(1, cname);
   const std::size_t need = 2 * static_cast<std::size_t>(nside);
   if (v.size() < need)
     throw IoError(path, cname, "has " + std::to_string(v.size()) + " values; NSIDE " +
@@ -202,17 +112,17 @@ std::vector<double> read_ring_weights(const std::string& path, int nside) {
 
 std::vector<double> read_pixel_weights(const std::string& path, int nside) {
   if (nside < 1) throw ConfigError("nside", "read_pixel_weights: nside must be >= 1");
-  Fits f = Fits::open(path);
+  FitsFile f = FitsFile::open(path);
   move_to_table(f, 1);
   const std::string cname = column_name(f, 1);
   if (upper(cname) != "COMPRESSED PIXEL WEIGHTS")
     throw IoError(path, "TTYPE1", "is '" + cname + "', not COMPRESSED PIXEL WEIGHTS (a HEALPix full-weight file)");
   long long file_nside = 0;
-  if (!f.key_long("NSIDE", file_nside)) throw IoError(path, "NSIDE", "missing keyword");
+  if (!f.read_key("NSIDE", file_nside)) throw IoError(path, "NSIDE", "missing keyword");
   if (file_nside != nside)
     throw IoError(path, "NSIDE", "pixel weights for NSIDE " + std::to_string(file_nside) +
                                      ", the map has NSIDE " + std::to_string(nside));
-  std::vector<double> w = read_column_double(f, 1, cname);
+  std::vector<double> w = f.read_doubles(1, cname);
   // One weight per pixel class of the symmetric layout healpix_cxx uses (weight_utils).
   const std::size_t need =
       (static_cast<std::size_t>(3 * static_cast<long long>(nside) + 1) * static_cast<std::size_t>(nside + 1)) / 4;
@@ -231,15 +141,16 @@ std::vector<double> read_pixel_weights(const std::string& path, int nside) {
 }
 
 HealpixMap read_healpix_map(const std::string& path, bool to_ring, int hdu) {
-  Fits f = Fits::open(path);
+  FitsFile f = FitsFile::open(path);
   move_to_table(f, hdu);
   HealpixMap m;
   long long nside = 0;
-  if (!f.key_long("NSIDE", nside)) throw IoError(path, "NSIDE", "missing keyword");
-  if (nside < 1 || nside > (1 << 29)) throw IoError(path, "NSIDE", "invalid value " + std::to_string(nside));
+  if (!f.read_key("NSIDE", nside)) throw IoError(path, "NSIDE", "missing keyword");
+  if (nside < 1 || nside > kMaxFileNside)
+    throw IoError(path, "NSIDE", "invalid value " + std::to_string(nside) + " (expected 1..2^29)");
   m.nside = static_cast<int>(nside);
   std::string ord;
-  if (!f.key_string("ORDERING", ord)) throw IoError(path, "ORDERING", "missing keyword");
+  if (!f.read_key("ORDERING", ord)) throw IoError(path, "ORDERING", "missing keyword");
   ord = upper(ord);
   if (ord == "RING")
     m.ordering = Ordering::Ring;
@@ -250,24 +161,24 @@ HealpixMap read_healpix_map(const std::string& path, bool to_ring, int hdu) {
   if (m.ordering == Ordering::Nested && !is_pow2(m.nside))
     throw IoError(path, "NSIDE", "NESTED ordering needs a power-of-two NSIDE");
   std::string pixtype;
-  if (f.key_string("PIXTYPE", pixtype) && upper(pixtype) != "HEALPIX")
+  if (f.read_key("PIXTYPE", pixtype) && upper(pixtype) != "HEALPIX")
     throw IoError(path, "PIXTYPE", "is '" + pixtype + "', not HEALPIX");
   std::string indx = "IMPLICIT";
-  f.key_string("INDXSCHM", indx);
+  f.read_key("INDXSCHM", indx);
   indx = upper(indx);
   if (indx != "IMPLICIT" && indx != "EXPLICIT")
     throw IoError(path, "INDXSCHM", "unknown index scheme '" + indx + "'");
-  f.key_string("COORDSYS", m.coordsys);
-  int st = 0, ncols = 0;
-  if (fits_get_num_cols(f.get(), &ncols, &st)) f.fail(st, "TFIELDS", "cannot read column count");
-  const std::int64_t npix = npix_of(m.nside);
+  f.read_key("COORDSYS", m.coordsys);
+  const int ncols = f.table_columns("TFIELDS");
+  const long long rows = f.table_rows(hdu_label(hdu));  // NAXIS2 x NAXIS1 fit in the file
+  const std::int64_t npix = npix_of(m.nside);           // no overflow for NSIDE <= 2^29
   int first = 1;
   if (indx == "EXPLICIT") {
     if (ncols < 2) throw IoError(path, "TFIELDS", "explicit-index map needs PIXEL and data columns");
     const std::string pname = column_name(f, 1);
     if (upper(pname) != "PIXEL")
       throw IoError(path, "TTYPE1", "explicit-index map: first column is '" + pname + "', not PIXEL");
-    m.pixels = read_column_int64(f, 1, "PIXEL");
+    m.pixels = f.read_int64s(1, "PIXEL");
     for (auto p : m.pixels)
       if (p < 0 || p >= npix)
         throw IoError(path, "PIXEL", "pixel index " + std::to_string(p) + " outside 0.." + std::to_string(npix - 1));
@@ -275,19 +186,26 @@ HealpixMap read_healpix_map(const std::string& path, bool to_ring, int hdu) {
   }
   for (int c = first; c <= ncols; ++c) {
     std::string name = column_name(f, c);
-    auto v = read_column_double(f, c, name);
+    // The column's size from its header first: a wrong NSIDE is named before anything is read.
+    const long long holds = rows * f.column(c, name).repeat;  // bounded by the file's size
     const std::size_t want = m.pixels.empty() ? static_cast<std::size_t>(npix) : m.pixels.size();
-    if (v.size() != want)
+    if (static_cast<std::size_t>(holds) != want)
       throw IoError(path, m.pixels.empty() ? "NSIDE" : name,
-                    "column " + name + " holds " + std::to_string(v.size()) + " values, expected " +
+                    "column " + name + " holds " + std::to_string(holds) + " values, expected " +
                         std::to_string(want) + (m.pixels.empty() ? " (12 NSIDE^2)" : " (one per PIXEL)"));
-    char key[FLEN_KEYWORD];
-    std::snprintf(key, sizeof key, "TUNIT%d", c);
+    auto v = f.read_doubles(c, name);  // no null substitution: NaN and inf come back as stored
     std::string unit;
-    f.key_string(key, unit);
-    // Nulls and near-UNSEEN values are the blind value.
-    for (auto& x : v)
+    f.read_key("TUNIT" + std::to_string(c), unit);
+    // NaN (and TNULL cells of integer columns) and near-UNSEEN values are the blind value, as
+    // documented; an infinite value is damage, never map data.
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      double& x = v[i];
+      if (std::isinf(x))
+        throw IoError(path, name,
+                      fmt::format("pixel {} holds {}: map values must be finite (NaN and UNSEEN mark "
+                                  "blind pixels)", m.pixels.empty() ? static_cast<std::int64_t>(i) : m.pixels[i], x));
       if (std::isnan(x) || std::fabs(x - kUnseen) < 1e-5 * std::fabs(kUnseen)) x = kUnseen;
+    }
     m.names.push_back(name);
     m.units.push_back(unit);
     m.columns.push_back(std::move(v));
@@ -317,8 +235,44 @@ HealpixMap read_healpix_map(const std::string& path, bool to_ring, int hdu) {
   return m;
 }
 
+void require_finite_map(const std::string& output, const HealpixMap& map) {
+  for (std::size_t c = 0; c < map.columns.size(); ++c) {
+    const auto& col = map.columns[c];
+    for (std::size_t i = 0; i < col.size(); ++i)
+      if (!std::isfinite(col[i])) {
+        const std::string name = c < map.names.size() && !map.names[c].empty()
+                                     ? map.names[c]
+                                     : "column " + std::to_string(c + 1);
+        const std::int64_t pix = i < map.pixels.size() ? map.pixels[i] : static_cast<std::int64_t>(i);
+        throw IoError(output, name,
+                      fmt::format("the result is not finite ({} at pixel {}, the first such value); "
+                                  "the map was not written", col[i], pix));
+      }
+  }
+}
+
+void require_finite_alm(const std::string& output, const std::vector<std::vector<Complex>>& sets,
+                        int lmax) {
+  for (std::size_t s = 0; s < sets.size(); ++s)
+    for (std::size_t i = 0; i < sets[s].size(); ++i) {
+      const Complex a = sets[s][i];
+      if (std::isfinite(a.real()) && std::isfinite(a.imag())) continue;
+      // (l, m) of healpy index i: m runs in blocks of lmax + 1 - m entries.
+      std::size_t m = 0, k = i;
+      while (lmax >= 0 && static_cast<int>(m) <= lmax && k >= static_cast<std::size_t>(lmax + 1) - m) {
+        k -= static_cast<std::size_t>(lmax + 1) - m;
+        ++m;
+      }
+      throw IoError(output, "alm set " + std::to_string(s),
+                    fmt::format("the result is not finite ({} + {}i at index {}, l = {}, m = {}, the "
+                                "first such value); the alm were not written",
+                                a.real(), a.imag(), i, k + m, m));
+    }
+}
+
 void write_healpix_map(const std::string& path, const HealpixMap& map) {
-  if (map.nside < 1) throw ConfigError("nside", "map has no valid nside");
+  if (map.nside < 1 || map.nside > kMaxFileNside)
+    throw ConfigError("nside", "map has no valid nside (1..2^29): " + std::to_string(map.nside));
   if (map.columns.empty()) throw ConfigError("columns", "map has no columns");
   if (map.ordering == Ordering::Nested && !is_pow2(map.nside))
     throw ConfigError("nside", "NESTED ordering needs a power-of-two nside");
@@ -327,9 +281,10 @@ void write_healpix_map(const std::string& path, const HealpixMap& map) {
   for (const auto& c : map.columns)
     if (c.size() != n) throw ConfigError("columns", "every column needs " + std::to_string(n) + " values");
   auto names = map.names.size() == map.columns.size() ? map.names : default_names(map.columns.size());
+  require_finite_map(path, map);  // before the output exists: a non-finite result is no file
   AtomicFile af(path);
   {
-    Fits f = Fits::create(af.temp_path(), path);
+    FitsFile f = FitsFile::create(af.temp_path(), path);
     int st = 0;
     long naxes[1] = {0};
     if (fits_create_img(f.get(), 8, 0, naxes, &st)) f.fail(st, "PRIMARY", "cannot write the primary HDU");
@@ -401,39 +356,69 @@ HealpixMap to_full_sky(const HealpixMap& map) {
 }
 
 std::vector<std::complex<double>> read_alm(const std::string& path, int hdu, int lmax, int* lmax_out) {
-  Fits f = Fits::open(path);
+  FitsFile f = FitsFile::open(path);
   move_to_table(f, hdu);
-  int st = 0, ncols = 0;
-  if (fits_get_num_cols(f.get(), &ncols, &st)) f.fail(st, "TFIELDS", "cannot read column count");
+  const std::string where = hdu_label(hdu);
+  const int ncols = f.table_columns("TFIELDS");
   if (ncols < 3) throw IoError(path, "TFIELDS", "alm table needs INDEX, REAL and IMAG columns");
   const std::string n1 = upper(column_name(f, 1)), n2 = upper(column_name(f, 2)), n3 = upper(column_name(f, 3));
   if (n1 != "INDEX") throw IoError(path, "TTYPE1", "is '" + n1 + "', expected INDEX");
   if (n2 != "REAL") throw IoError(path, "TTYPE2", "is '" + n2 + "', expected REAL");
   if (n3 != "IMAG") throw IoError(path, "TTYPE3", "is '" + n3 + "', expected IMAG");
-  const auto idx = read_column_int64(f, 1, "INDEX");
-  const auto re = read_column_double(f, 2, "REAL");
-  const auto im = read_column_double(f, 3, "IMAG");
+  const long long rows = f.table_rows(where);  // NAXIS2 x NAXIS1 fit in the file
+  const std::string f_index = where + ", column INDEX", f_re = where + ", column REAL",
+                    f_im = where + ", column IMAG";
+  const long long repeat = f.column(1, f_index).repeat;
+  const auto idx = f.read_int64s(1, f_index);
+  const auto re = f.read_doubles(2, f_re);  // no null substitution: NaN and inf as stored
+  const auto im = f.read_doubles(3, f_im);
   if (re.size() != idx.size() || im.size() != idx.size())
-    throw IoError(path, "REAL", "INDEX, REAL and IMAG have different lengths");
-  int lfound = 0;
-  std::vector<std::pair<int, int>> lm(idx.size());
+    throw IoError(path, f_re, "INDEX, REAL and IMAG have different lengths");
+  auto row_of = [&](std::size_t i) { return static_cast<long long>(i) / std::max(repeat, 1LL) + 1; };
   for (std::size_t i = 0; i < idx.size(); ++i) {
-    const std::int64_t k = idx[i] - 1;
-    if (k < 0) throw IoError(path, "INDEX", "index " + std::to_string(idx[i]) + " < 1");
-    int l = static_cast<int>(std::sqrt(static_cast<double>(k)));
-    while (static_cast<std::int64_t>(l) * l > k) --l;
-    while (static_cast<std::int64_t>(l + 1) * (l + 1) <= k) ++l;
-    const int m = static_cast<int>(k - static_cast<std::int64_t>(l) * l - l);
-    if (m < 0) throw IoError(path, "INDEX", "index " + std::to_string(idx[i]) + " has m < 0");
-    lm[i] = {l, m};
-    lfound = std::max(lfound, l);
+    if (!std::isfinite(re[i]))
+      throw IoError(path, f_re, fmt::format("row {} holds {}: alm values must be finite", row_of(i), re[i]));
+    if (!std::isfinite(im[i]))
+      throw IoError(path, f_im, fmt::format("row {} holds {}: alm values must be finite", row_of(i), im[i]));
   }
-  const int L = lmax >= 0 ? lmax : lfound;
+  // (l, m) of every INDEX = l^2 + l + m + 1 in unsigned 64-bit arithmetic (no overflow for any
+  // INDEX), then the band limit is checked before the alm vector is sized from it.
+  std::uint64_t lfound = 0;
+  std::size_t lfound_at = 0;
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> lm(idx.size());
+  for (std::size_t i = 0; i < idx.size(); ++i) {
+    if (idx[i] < 1)
+      throw IoError(path, f_index, fmt::format("row {} holds INDEX {}; INDEX = l^2 + l + m + 1 is >= 1", row_of(i), idx[i]));
+    const auto k = static_cast<std::uint64_t>(idx[i]) - 1;
+    auto l = static_cast<std::uint64_t>(std::sqrt(static_cast<double>(k)));
+    while (l * l > k) --l;
+    while ((l + 1) * (l + 1) <= k) ++l;
+    if (k - l * l < l)
+      throw IoError(path, f_index, fmt::format("row {} holds INDEX {}, which has m < 0", row_of(i), idx[i]));
+    lm[i] = {l, k - l * l - l};
+    if (l > lfound || i == 0) {
+      lfound = l;
+      lfound_at = i;
+    }
+  }
+  if (lmax < 0) {
+    const auto size_of = [](std::uint64_t l) { return (l + 1) * (l + 2) / 2; };
+    const std::uint64_t limit = std::max<std::uint64_t>(
+        kAlmRowsFactor * static_cast<std::uint64_t>(std::max(rows, 0LL)), size_of(kAlmFreeLmax));
+    if (size_of(lfound) > limit)
+      throw IoError(path, f_index,
+                    fmt::format("row {} holds INDEX {} (l = {}): an alm set up to l = {} has {} entries, "
+                                "more than {} times the table's {} rows allow (and l > {}); a "
+                                "corrupt INDEX or a sparse file (give lmax to read it)",
+                                row_of(lfound_at), idx[lfound_at], lfound, lfound, size_of(lfound),
+                                kAlmRowsFactor, rows, kAlmFreeLmax));
+  }
+  const int L = lmax >= 0 ? lmax : static_cast<int>(lfound);
   std::vector<std::complex<double>> alm(alm_size(L), 0.0);
   for (std::size_t i = 0; i < idx.size(); ++i) {
     auto [l, m] = lm[i];
-    if (l > L) continue;
-    alm[alm_index(L, l, m)] = {re[i], im[i]};
+    if (l > static_cast<std::uint64_t>(L)) continue;  // beyond a requested lmax: dropped
+    alm[alm_index(L, static_cast<int>(l), static_cast<int>(m))] = {re[i], im[i]};
   }
   if (lmax_out) *lmax_out = L;
   return alm;
@@ -444,9 +429,10 @@ void write_alm(const std::string& path, const std::vector<std::vector<std::compl
   if (sets.empty()) throw ConfigError("alm", "no alm sets to write");
   for (const auto& s : sets)
     if (s.size() != alm_size(lmax)) throw ConfigError("alm", "each alm set needs alm_size(lmax) entries");
+  require_finite_alm(path, sets, lmax);  // before the output exists: a non-finite result is no file
   AtomicFile af(path);
   {
-    Fits f = Fits::create(af.temp_path(), path);
+    FitsFile f = FitsFile::create(af.temp_path(), path);
     int st = 0;
     long naxes[1] = {0};
     if (fits_create_img(f.get(), 8, 0, naxes, &st)) f.fail(st, "PRIMARY", "cannot write the primary HDU");

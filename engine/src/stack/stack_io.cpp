@@ -8,9 +8,12 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <fmt/format.h>
+#include <limits>
 
 #include "almagest/core/atomic_file.hpp"
 #include "almagest/core/error.hpp"
+#include "almagest/io/fits_file.hpp"
 #include "almagest/io/hdf5_file.hpp"
 
 namespace almagest::stack {
@@ -18,57 +21,37 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string fits_msg(int status) {
-  char buf[FLEN_STATUS] = {0};
-  fits_get_errstatus(status, buf);
-  return buf;
-}
+std::string fits_msg(int status) { return io::fits_status_text(status); }
 
+/// The stack's view of io::FitsFile (literal names, checksums verified on every HDU visited,
+/// image sizes checked against the file before they are allocated).
 struct Fits {
+  io::FitsFile file;
   fitsfile* f = nullptr;
-  std::string path;
-  Fits(const std::string& p, int mode) : path(p) {
-    int st = 0;
-    if (mode == READONLY) fits_open_file(&f, p.c_str(), READONLY, &st);
-    else fits_create_file(&f, ("!" + p).c_str(), &st);
-    if (st) throw IoError(p, "", "cannot open FITS file: " + fits_msg(st));
-  }
-  ~Fits() {
-    int st = 0;
-    if (f) fits_close_file(f, &st);
-  }
+  std::string path;  ///< the name in messages (a writer's destination, not its temporary)
+  /// READONLY opens `p`; otherwise creates it (replacing the writer's empty temporary).
+  Fits(const std::string& p, int mode, const std::string& shown = {})
+      : file(mode == READONLY ? io::FitsFile::open(p, false, shown) : io::FitsFile::create(p, shown)),
+        f(file.get()),
+        path(file.name()) {}
   void close() {
-    int st = 0;
-    fits_close_file(f, &st);
     f = nullptr;
-    if (st) throw IoError(path, "", "cannot close FITS file: " + fits_msg(st));
+    file.close();
   }
-  bool move_to(const std::string& extname) {
-    int st = 0;
-    fits_movnam_hdu(f, ANY_HDU, const_cast<char*>(extname.c_str()), 0, &st);
-    return st == 0;
-  }
-  /// Reads the current image HDU as float; returns (width, height).
+  bool move_to(const std::string& extname) { return file.try_move_named(extname, extname); }
+  /// Reads the current image HDU as float (null pixels NaN); returns (width, height).
   std::pair<int, int> read_image(std::vector<float>& out, const std::string& field) {
-    int st = 0, naxis = 0;
-    long dims[3] = {0, 0, 0};
-    fits_get_img_dim(f, &naxis, &st);
-    fits_get_img_size(f, 3, dims, &st);
-    if (st) throw IoError(path, field, "cannot read image size: " + fits_msg(st));
-    if (naxis != 2) throw IoError(path, field, "expected a 2-D image, found " + std::to_string(naxis) + " axes");
-    out.resize(std::size_t(dims[0]) * dims[1]);
-    float nul = std::nanf("");
-    int anynul = 0;
-    long first[2] = {1, 1};
-    fits_read_pix(f, TFLOAT, first, LONGLONG(out.size()), &nul, out.data(), &anynul, &st);
-    if (st) throw IoError(path, field, "cannot read image: " + fits_msg(st));
-    return {int(dims[0]), int(dims[1])};
+    const io::FitsImageShape shape = file.image_shape(field);  // NAXISn x BITPIX fit in the file
+    if (shape.dims.size() != 2)
+      throw IoError(path, field, "expected a 2-D image, found " + std::to_string(shape.dims.size()) + " axes");
+    if (shape.dims[0] > std::numeric_limits<int>::max() || shape.dims[1] > std::numeric_limits<int>::max())
+      throw IoError(path, field, "image of " + std::to_string(shape.dims[0]) + " x " +
+                                     std::to_string(shape.dims[1]) + " pixels is too large");
+    out = file.read_image_float(shape, std::nanf(""), field);
+    return {int(shape.dims[0]), int(shape.dims[1])};
   }
-  bool read_double_key(const char* key, double& v) {
-    int st = 0;
-    fits_read_key(f, TDOUBLE, key, &v, nullptr, &st);
-    return st == 0;
-  }
+  /// False when the keyword is absent; an unreadable value is an IoError naming it.
+  bool read_double_key(const char* key, double& v) { return file.read_key(key, v); }
   std::string header_cards() {
     int st = 0, n = 0;
     char* h = nullptr;
@@ -121,7 +104,14 @@ ExposureStack read_workunit(const std::string& path, const StackReadOptions& opt
   ExposureStack s;
   s.source = path;
   double numimg = 0;
-  if (!f.read_double_key("NUMIMG", numimg) || numimg < 1) throw IoError(path, "NUMIMG", "primary header has no positive NUMIMG");
+  if (!f.read_double_key("NUMIMG", numimg) || !(numimg >= 1)) throw IoError(path, "NUMIMG", "primary header has no positive NUMIMG");
+  // Each exposure needs at least its SCI and VAR HDUs of one 2880-byte block or more each:
+  // NUMIMG is bounded by the file's size.
+  const long long most = f.file.file_size() / (2 * 2880);
+  if (numimg != std::floor(numimg) || numimg > static_cast<double>(most))
+    throw IoError(path, "NUMIMG",
+                  fmt::format("is {}, but a file of {} bytes holds at most {} exposures (each needs "
+                              "SCI and VAR HDUs)", numimg, f.file.file_size(), most));
   const int n = int(numimg);
   const std::string primary = f.header_cards();
   if (primary.find("CTYPE1") != std::string::npos) s.wcs_header = primary;
@@ -170,11 +160,10 @@ ExposureStack read_exposure_files(const std::vector<std::string>& paths, const S
     if (f.move_to("SCI") || f.move_to("IMAGE")) {
       std::tie(w, h) = f.read_image(sci, "SCI");
     } else {
-      int st = 0, nhdu = 0;
-      fits_get_num_hdus(f.f, &nhdu, &st);
+      const int nhdu = f.file.hdu_count();
       for (int i = 1; i <= nhdu && sci.empty(); ++i) {
-        int type = 0, naxis = 0;
-        fits_movabs_hdu(f.f, i, &type, &st);
+        int type = 0, naxis = 0, st = 0;
+        if (!f.file.try_move(i, &type, "HDU " + std::to_string(i))) break;
         fits_get_img_dim(f.f, &naxis, &st);
         if (st == 0 && type == IMAGE_HDU && naxis == 2) std::tie(w, h) = f.read_image(sci, "HDU " + std::to_string(i));
       }
@@ -314,7 +303,7 @@ void write_workunit(const std::string& path, const ExposureStack& s) {
   s.validate();
   AtomicFile af(path);
   {
-    Fits f(af.temp_path(), READWRITE);
+    Fits f(af.temp_path(), READWRITE, path);
     int st = 0;
     fits_create_img(f.f, BYTE_IMG, 0, nullptr, &st);
     int n = int(s.size());
@@ -359,7 +348,7 @@ void write_exposure_files(const std::string& folder, const ExposureStack& s) {
     const std::string path = (fs::path(folder) / name).string();
     AtomicFile af(path);
     {
-      Fits f(af.temp_path(), READWRITE);
+      Fits f(af.temp_path(), READWRITE, path);
       int st = 0;
       fits_create_img(f.f, BYTE_IMG, 0, nullptr, &st);
       double mjd = s.mjd[e];

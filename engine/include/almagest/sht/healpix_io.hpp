@@ -8,12 +8,31 @@
 // Blind pixels hold kUnseen (-1.6375e30). Alm FITS: one BINTABLE per alm set with columns
 // INDEX = l^2 + l + m + 1, REAL, IMAG (healpy write_alm/read_alm), mmax = lmax.
 // Invalid content throws IoError naming the file and the key or column.
+//
+// Hostile files (all FITS goes through io::FitsFile, see almagest/io/fits_file.hpp): names are
+// literal (no cfitsio extended syntax); CHECKSUM / DATASUM are verified when present; NSIDE must
+// be 1..2^29 (a power of two for NESTED); NAXIS2 x NAXIS1 must fit in the file and the columns
+// must hold exactly the NSIDE's (or PIXEL's) number of values before anything is read; values are
+// read without cfitsio's null substitution. Maps: NaN and values within 1e-5 of UNSEEN read as
+// UNSEEN (blind), an infinite value is an IoError naming the column and the pixel. Alm: a NaN or
+// infinite REAL / IMAG is an IoError naming the HDU, the column and the row; an INDEX < 1 or with
+// m < 0 likewise; without a requested lmax, the largest l found must satisfy
+// alm_size(l) <= max(kAlmRowsFactor x rows, alm_size(kAlmFreeLmax)) (a corrupt INDEX cannot size
+// the result). Writers refuse NaN and infinite values (require_finite_map / require_finite_alm)
+// before the output exists; UNSEEN is a valid map value.
 #include <complex>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 namespace almagest::sht {
+
+/// Largest NSIDE accepted from a file (12 NSIDE^2 fits in 64 bits).
+inline constexpr int kMaxFileNside = 1 << 29;
+/// read_alm without a requested lmax: band limits up to this are always accepted ...
+inline constexpr int kAlmFreeLmax = 4095;
+/// ... larger ones only when alm_size(l) <= kAlmRowsFactor x the table's rows.
+inline constexpr unsigned long long kAlmRowsFactor = 8;
 
 enum class Ordering { Ring, Nested };
 
@@ -38,7 +57,14 @@ HealpixMap read_healpix_map(const std::string& path, bool to_ring = true, int hd
 
 /// Writes `map` (atomically). Ordering on disk is map.ordering; a partial map is written with
 /// INDXSCHM = 'EXPLICIT' and a PIXEL column. Column names default to healpy's standard names.
+/// A NaN or infinite value is an IoError (require_finite_map) and no file is written.
 void write_healpix_map(const std::string& path, const HealpixMap& map);
+
+/// Results are never written non-finite: throws IoError(output, column or "alm set S", ...)
+/// naming the first NaN or infinite value (pixel, or index with its l and m). UNSEEN is finite.
+void require_finite_map(const std::string& output, const HealpixMap& map);
+void require_finite_alm(const std::string& output,
+                        const std::vector<std::vector<std::complex<double>>>& sets, int lmax);
 
 /// A partial map expanded to full sky (blind pixels = kUnseen), keeping the ordering.
 HealpixMap to_full_sky(const HealpixMap& map);
@@ -50,10 +76,12 @@ std::int64_t ring2nest(int nside, std::int64_t pix);
 std::int64_t nest2ring(int nside, std::int64_t pix);
 
 /// Reads the alm set in extension `hdu` (>= 1) into healpy layout with lmax = the largest l
-/// found (or `lmax` if >= 0; entries beyond it are dropped). Absent entries are zero.
+/// found (or `lmax` if >= 0; entries beyond it are dropped). Absent entries are zero. The
+/// largest l found is bounded as described at the top (kAlmFreeLmax, kAlmRowsFactor).
 std::vector<std::complex<double>> read_alm(const std::string& path, int hdu = 1, int lmax = -1,
                                            int* lmax_out = nullptr);
 /// Writes one BINTABLE per alm set (e.g. T, E, B), each alm_size(lmax) long, healpy layout.
+/// A NaN or infinite value is an IoError (require_finite_alm) and no file is written.
 void write_alm(const std::string& path, const std::vector<std::vector<std::complex<double>>>& sets,
                int lmax);
 
