@@ -220,7 +220,7 @@ JobFile read_job_file(const std::string& path) {
   jf.path = path;
   std::error_code ec;
   // A regular file of at most 16 MiB (a job file is a few lines; /dev/zero would never end).
-  const std::string text = io::read_text_file(path, "job file", std::uint64_t{16} << 20);
+  const std::string text = io::read_text_file(path, "job", std::uint64_t{16} << 20);
   jf.base_dir = fs::absolute(fs::path(path), ec).parent_path().string();
 
   std::string ext = fs::path(path).extension().string();

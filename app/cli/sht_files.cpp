@@ -354,8 +354,10 @@ std::vector<std::int64_t> read_mask(const std::string& path, int nside) {
     while (lines.next(view)) {
       lineno = lines.number();
       line.assign(view);
-      if (auto h = line.find('#'); h != std::string::npos) line.erase(h);
-      if (line.find_first_not_of(" \t,;") != std::string::npos) lines.require_terminated(path);
+      const auto h = line.find('#');
+      if (h != std::string::npos) line.erase(h);
+      else if (line.find_first_not_of(" \t,;") != std::string::npos && line.back() != ';')
+        lines.require_terminated(path);
       for (char& c : line)
         if (c == ',' || c == ';') c = ' ';
       std::istringstream ls(line);

@@ -145,8 +145,10 @@ CandidateTable read_candidates_ecsv(const std::string& path) {
     };
     auto integer = [&](int c, double fallback) {
       const double v = num(c, fallback);
-      if (v != std::floor(v) || std::fabs(v) > 2e9)
+      if (v != std::floor(v))
         throw IoError(path, fmt::format("line {}, column {}", row_lines[r], names[c]), "'" + f[c] + "' is not an integer");
+      if (v < -2147483648.0 || v > 2147483647.0)  // the cast below would be undefined
+        throw IoError(path, fmt::format("line {}, column {}", row_lines[r], names[c]), "'" + f[c] + "' is outside the 32-bit integer range");
       return std::int32_t(v);
     };
     stack::Candidate c;
@@ -292,10 +294,11 @@ std::vector<std::vector<double>> read_numeric_table(const std::string& path, int
   while (lines.next(view)) {
     ln = lines.number();
     line.assign(view);
-    if (auto h = line.find('#'); h != std::string::npos) line.erase(h);
+    const auto h = line.find('#');
+    if (h != std::string::npos) line.erase(h);
     auto f = split_fields(line, false);
     if (f.empty()) continue;
-    lines.require_terminated(path);  // a truncated last row would read as a damaged value
+    if (h == std::string::npos) lines.require_terminated(path);  // a cut last row: a damaged value
     if (int(f.size()) < min_cols || int(f.size()) > max_cols)
       throw IoError(path, fmt::format("line {}", ln),
                     min_cols == max_cols ? fmt::format("{} columns, expected {}", f.size(), min_cols)

@@ -325,7 +325,8 @@ private slots:
     QCOMPARE(r.code, 3);
     QVERIFY2(r.err.contains("job 2") && r.err.contains("missing.txt"), qPrintable(r.err));
     QCOMPARE(r.err.count('\n'), 1);
-    QVERIFY(fs::exists(jobs / "one.h5"));
+    // Every job's inputs are checked before the first runs (issue 19): job 1 did not run either.
+    QVERIFY(!fs::exists(jobs / "one.h5"));
     QVERIFY(!fs::exists(jobs / "two.h5"));
     QVERIFY(!fs::exists(jobs / "three.h5"));
 

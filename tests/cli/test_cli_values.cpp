@@ -185,11 +185,23 @@ private slots:
 
   void candidateNearIntMinIsRefused() {
     const fs::path d = fresh_dir("ubsan-cand");
-    CliRun r = run_cli({"stack", "stamps", q(kCorrupt / "ubsan_candh5_139.h5"), "--stack", q(kCorrupt / "stack_for_stamps.fits"),
-                        "--stamp-radius", "3", "-o", q(d / "s.h5"), "-q"});
-    QVERIFY2(r.code == 3, qPrintable(describe(r)));
-    QVERIFY2(r.err.contains("ubsan_candh5_139.h5") && r.err.contains("row ") && r.err.contains("column x"), qPrintable(r.err));
+    const QString stack = q(kCorrupt / "stack_for_stamps.fits");
+    // The fuzzed HDF5 table: refused (by the HDF5 reader's type checks or the range check), exit 3.
+    CliRun r = run_cli({"stack", "stamps", q(kCorrupt / "ubsan_candh5_139.h5"), "--stack", stack, "--stamp-radius", "3",
+                        "-o", q(d / "s.h5"), "-q"});
+    QVERIFY2(r.code == 3 && r.err.contains("ubsan_candh5_139.h5"), qPrintable(describe(r)));
     QVERIFY(!fs::exists(d / "s.h5"));
+    // The same values in an ECSV table reach the range check: table, row and column named.
+    const std::string head = "# %ECSV 1.0\n# ---\n# delimiter: ','\nx,y,vx,vy\n";
+    write_text(d / "x.ecsv", head + "3,4,0.5,0.5\n-2147483000,4,0.5,0.5\n");
+    r = run_cli({"stack", "stamps", q(d / "x.ecsv"), "--stack", stack, "--stamp-radius", "3", "-o", q(d / "s.h5"), "-q"});
+    QVERIFY2(r.code == 3 && r.err.contains("x.ecsv: row 2, column x") && r.err.contains("-2147483000"), qPrintable(describe(r)));
+    write_text(d / "v.ecsv", head + "3,4,1e300,0.5\n");
+    r = run_cli({"stack", "stamps", q(d / "v.ecsv"), "--stack", stack, "--stamp-radius", "3", "-o", q(d / "s.h5"), "-q"});
+    QVERIFY2(r.code == 3 && r.err.contains("v.ecsv: row 1, column vx"), qPrintable(describe(r)));
+    write_text(d / "ok.ecsv", head + "3,4,0.5,0.5\n");
+    r = run_cli({"stack", "stamps", q(d / "ok.ecsv"), "--stack", stack, "--stamp-radius", "3", "-o", q(d / "s.h5"), "-q"});
+    QVERIFY2(r.code == 0 && fs::exists(d / "s.h5"), qPrintable(describe(r)));
   }
 
   void stampsRefuseAnotherStack() {

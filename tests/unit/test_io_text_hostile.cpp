@@ -98,6 +98,13 @@ private slots:
     QCOMPARE(io::load_catalogue(text_spec(p)).size(), std::size_t{2});
     write_file(p, "# x y z\n1 2 3\r\n4 5 6.25\r\n# end");
     QCOMPARE(io::load_catalogue(text_spec(p)).size(), std::size_t{2});
+    // Provably complete without a newline: a separator or a comment after the last value.
+    write_file(p, "# x y z\n1 2 3\n4 5 6.25 ");
+    QCOMPARE(io::load_catalogue(text_spec(p)).size(), std::size_t{2});
+    write_file(p, "# x y z\n1 2 3\n4 5 6.25 # last");
+    QCOMPARE(io::load_catalogue(text_spec(p)).size(), std::size_t{2});
+    write_file(p, "x,y,z\n1,2,3\n4,5,6.2");  // CSV with a bare header: the same rule
+    QVERIFY(contains(message_of<IoError>([&] { io::load_catalogue(text_spec(p)); }), "line 3"));
   }
 
   void devicesAndFifosAreRefusedAtOnce() {

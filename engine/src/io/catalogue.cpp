@@ -238,10 +238,12 @@ RawColumns read_text_columns(const CatalogueSpec& spec) {
       }
       continue;
     }
+    // A data row cut short (a truncated file) would parse as a damaged last value; one followed
+    // by a comment is complete.
     if (std::size_t hash = line.find('#'); hash != std::string_view::npos)
       line = trim(line.substr(0, hash));
-    // A data row cut short (a truncated file) would parse as a damaged last value.
-    lines.require_terminated(file);
+    else
+      lines.require_terminated(file);
     split_fields(line, fields);
     if (!resolved) {
       if (all_non_numeric(fields)) {  // bare header row ("x,y,z,w")

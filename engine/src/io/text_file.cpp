@@ -43,7 +43,7 @@ Fd open_regular(const std::string& path, const std::string& what, struct stat& s
   f.fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (f.fd < 0) {
     const int err = errno;
-    if (err == ENOENT) throw IoError(path, "", what + " file does not exist");
+    if (err == ENOENT) throw IoError(path, "", what + " file not found");
     throw IoError(path, "", "cannot open the " + what + " file: " + std::strerror(err));
   }
   if (::fstat(f.fd, &st) != 0)
@@ -140,13 +140,15 @@ bool TextLines::next(std::string_view& line) {
   if (!terminated_) end = text_.size();
   line = text_.substr(pos_, end - pos_);
   if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  line_ = line;
   pos_ = end + 1;
   ++number_;
   return true;
 }
 
 void TextLines::require_terminated(const std::string& path) const {
-  if (terminated_) return;
+  // Complete without its newline: a row that ends in a separator cannot have lost a value.
+  if (terminated_ || (!line_.empty() && (line_.back() == ' ' || line_.back() == '\t' || line_.back() == ','))) return;
   throw IoError(path, "line " + std::to_string(number_),
                 "the last line does not end with a newline: the file looks truncated in the "
                 "middle of a row (if the row is complete, end the file with a newline)");

@@ -37,12 +37,13 @@ public:
   std::size_t number() const noexcept { return number_; }
   /// False when the line last returned is the file's last and has no final newline.
   bool terminated() const noexcept { return terminated_; }
-  /// Throws IoError(path, "line N", ...) when the line last returned is unterminated: what a
+  /// Throws IoError(path, "line N", ...) when the line last returned is unterminated and does
+  /// not end in a separator (' ', tab, ','), so that its last value may have been cut: what a
   /// reader calls on a row that holds data (a comment or a blank last line is harmless).
   void require_terminated(const std::string& path) const;
 
 private:
-  std::string_view text_;
+  std::string_view text_, line_;
   std::size_t pos_ = 0, number_ = 0;
   bool terminated_ = true;
 };
