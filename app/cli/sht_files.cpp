@@ -16,6 +16,7 @@
 
 #include "almagest/core/atomic_file.hpp"
 #include "almagest/core/error.hpp"
+#include "almagest/io/fits_file.hpp"
 #include "almagest/io/hdf5_file.hpp"
 #include "almagest/io/text_file.hpp"
 #include "almagest/sht/alm.hpp"
@@ -49,52 +50,9 @@ std::string leading_bytes(const std::string& path, std::size_t n) {
 
 bool is_pow2(int n) { return n > 0 && (n & (n - 1)) == 0; }
 
-std::string fits_status(int st) {
-  char buf[FLEN_STATUS] = {0};
-  fits_get_errstatus(st, buf);
-  return buf;
-}
-
-/// RAII cfitsio handle; errors name the file shown to the user.
-class FitsHandle {
-public:
-  FitsHandle(const std::string& path, const std::string& shown, int mode) : shown_(shown) {
-    int st = 0;
-    if (fits_open_file(&f_, path.c_str(), mode, &st))
-      throw IoError(shown_, "", "cannot open FITS file: " + fits_status(st));
-  }
-  static FitsHandle create(const std::string& path, const std::string& shown) {
-    return FitsHandle(path, shown);
-  }
-  ~FitsHandle() {
-    if (f_) {
-      int st = 0;
-      fits_close_file(f_, &st);
-    }
-  }
-  FitsHandle(const FitsHandle&) = delete;
-  FitsHandle& operator=(const FitsHandle&) = delete;
-  FitsHandle(FitsHandle&& o) noexcept : shown_(std::move(o.shown_)), f_(o.f_) { o.f_ = nullptr; }
-  fitsfile* get() const { return f_; }
-  void check(int st, const std::string& field, const std::string& what) const {
-    if (st) throw IoError(shown_, field, what + ": " + fits_status(st));
-  }
-  void close() {
-    int st = 0;
-    fitsfile* f = f_;
-    f_ = nullptr;
-    check(fits_close_file(f, &st), "", "cannot close the file");
-  }
-
-private:
-  FitsHandle(const std::string& path, const std::string& shown) : shown_(shown) {
-    int st = 0;
-    if (fits_create_file(&f_, ("!" + path).c_str(), &st))
-      throw IoError(shown_, "", "cannot create FITS file: " + fits_status(st));
-  }
-  std::string shown_;
-  fitsfile* f_ = nullptr;
-};
+/// Every FITS file of the CLI goes through io::FitsFile (literal names, RAII, checksums, checked
+/// sizes; errors name the file shown to the user).
+using FitsHandle = io::FitsFile;
 
 /// Writes the provenance keywords on the current HDU.
 void put_keys(const FitsHandle& f, const OutputMeta& meta) {
@@ -127,13 +85,10 @@ void put_keys(const FitsHandle& f, const OutputMeta& meta) {
 
 /// Adds the provenance keywords to every table HDU of a FITS file written by the engine.
 void annotate_fits(const std::string& temp, const std::string& shown, const OutputMeta& meta) {
-  FitsHandle f(temp, shown, READWRITE);
-  int st = 0, nhdu = 0;
-  f.check(fits_get_num_hdus(f.get(), &nhdu, &st), "", "cannot count HDUs");
+  FitsHandle f = FitsHandle::open(temp, true, shown);
+  const int nhdu = f.hdu_count();
   for (int h = 2; h <= nhdu; ++h) {
-    int type = 0;
-    f.check(fits_movabs_hdu(f.get(), h, &type, &st), "HDU " + std::to_string(h - 1),
-            "cannot move to the extension");
+    f.move(h, "HDU " + std::to_string(h - 1));
     put_keys(f, meta);
   }
   f.close();
@@ -241,13 +196,11 @@ bool holds_alm(const std::string& path) {
     io::Hdf5Reader r(path);
     return r.exists("/alm") && !r.exists("/map");
   }
-  FitsHandle f(path, path, READONLY);
-  int st = 0, type = 0;
-  if (fits_movabs_hdu(f.get(), 2, &type, &st) || type != BINARY_TBL) return false;
-  char v[FLEN_VALUE] = {0};
-  if (fits_read_key(f.get(), TSTRING, "TTYPE1", v, nullptr, &st)) return false;
-  std::string name = v;
-  while (!name.empty() && name.back() == ' ') name.pop_back();
+  FitsHandle f = FitsHandle::open(path);
+  int type = 0;
+  if (!f.try_move(2, &type, "HDU 1") || type != BINARY_TBL) return false;
+  std::string name;
+  if (!f.read_key("TTYPE1", name)) return false;
   return lower(name) == "index";
 }
 
@@ -291,9 +244,8 @@ int count_alm_sets(const std::string& path) {
       throw IoError(path, "/alm", "expected shape [nsets][nalm][2]");
     return static_cast<int>(shape[0]);
   }
-  FitsHandle f(path, path, READONLY);
-  int st = 0, nhdu = 0;
-  f.check(fits_get_num_hdus(f.get(), &nhdu, &st), "", "cannot count HDUs");
+  FitsHandle f = FitsHandle::open(path);
+  const int nhdu = f.hdu_count();
   if (nhdu < 2) throw IoError(path, "HDU 1", "no alm table (the file has no extension)");
   return nhdu - 1;
 }
@@ -318,9 +270,11 @@ std::vector<std::vector<Complex>> read_alm_sets(const std::string& path,
       lfound.push_back(lf);
     }
   } else {
+    // A requested lmax sizes the sets directly (entries above it dropped); without one, the
+    // engine bounds the largest l of INDEX by the table's rows.
     for (int w : which) {
       int lf = 0;
-      sets.push_back(sht::read_alm(path, w + 1, -1, &lf));
+      sets.push_back(sht::read_alm(path, w + 1, lmax, &lf));
       lfound.push_back(lf);
     }
   }
@@ -400,6 +354,7 @@ std::vector<std::int64_t> read_mask(const std::string& path, int nside) {
 
 void write_map(const std::string& path, Format format, const sht::HealpixMap& map,
                const OutputMeta& meta) {
+  sht::require_finite_map(path, map);  // a non-finite result is an error, never a file
   if (format == Format::Hdf5) {
     const std::size_t n = map.columns.at(0).size();
     std::vector<double> flat;
@@ -427,6 +382,7 @@ void write_map(const std::string& path, Format format, const sht::HealpixMap& ma
 
 void write_alm(const std::string& path, Format format,
                const std::vector<std::vector<Complex>>& sets, int lmax, const OutputMeta& meta) {
+  sht::require_finite_alm(path, sets, lmax);  // a non-finite result is an error, never a file
   if (format == Format::Hdf5) {
     const std::size_t n = sht::alm_size(lmax);
     std::vector<double> flat;
@@ -456,6 +412,12 @@ void write_alm(const std::string& path, Format format,
 void write_cl(const std::string& path, Format format, const std::vector<std::string>& labels,
               const std::vector<std::vector<double>>& cl, const OutputMeta& meta) {
   const std::size_t nl = cl.at(0).size();
+  for (std::size_t i = 0; i < cl.size(); ++i)  // a non-finite result is an error, never a file
+    for (std::size_t l = 0; l < cl[i].size(); ++l)
+      if (!std::isfinite(cl[i][l]))
+        throw IoError(path, i < labels.size() ? labels[i] : "spectrum " + std::to_string(i),
+                      fmt::format("the result is not finite ({} at l = {}, the first such value); "
+                                  "the spectra were not written", cl[i][l], l));
   std::string joined;
   for (std::size_t i = 0; i < labels.size(); ++i) joined += (i ? "," : "") + labels[i];
   if (format == Format::Text) {

@@ -407,11 +407,11 @@ std::vector<std::complex<double>> read_alm(const std::string& path, int hdu, int
         kAlmRowsFactor * static_cast<std::uint64_t>(std::max(rows, 0LL)), size_of(kAlmFreeLmax));
     if (size_of(lfound) > limit)
       throw IoError(path, f_index,
-                    fmt::format("row {} holds INDEX {} (l = {}): an alm set up to l = {} has {} entries, "
-                                "more than {} times the table's {} rows allow (and l > {}); a "
-                                "corrupt INDEX or a sparse file (give lmax to read it)",
+                    fmt::format("row {} holds INDEX {} (l = {}): an alm set up to l = {} would have {} "
+                                "entries, more than a table of {} rows may size (max({} x rows, "
+                                "alm_size({}))); a corrupt INDEX, or a sparse file (give lmax to read it)",
                                 row_of(lfound_at), idx[lfound_at], lfound, lfound, size_of(lfound),
-                                kAlmRowsFactor, rows, kAlmFreeLmax));
+                                rows, kAlmRowsFactor, kAlmFreeLmax));
   }
   const int L = lmax >= 0 ? lmax : static_cast<int>(lfound);
   std::vector<std::complex<double>> alm(alm_size(L), 0.0);
