@@ -10,6 +10,7 @@
 #include <map>
 #include <optional>
 
+#include "almagest/core/atomic_file.hpp"
 #include "almagest/core/error.hpp"
 #include "almagest/io/catalogue.hpp"
 #include "almagest/npcf/plan.hpp"
@@ -46,57 +47,36 @@ std::string statistics_text(const npcf::NpcfJob& job) {
   return s;
 }
 
-/// Every output's directory exists and the output is not a directory (checked before any work).
-void check_output_paths(const std::vector<std::string>& paths) {
-  for (const auto& p : paths) {
-    fs::path path(p);
-    fs::path dir = path.has_parent_path() ? path.parent_path() : fs::path(".");
-    std::error_code ec;
-    if (!fs::is_directory(dir, ec))
-      throw CliFailure(kExitOutputIo,
-                       p + ": output directory '" + dir.string() + "' does not exist");
-    if (fs::is_directory(path, ec))
-      throw CliFailure(kExitOutputIo, p + ": output path is a directory");
-    if (::access(dir.c_str(), W_OK) != 0)
-      throw CliFailure(kExitOutputIo,
-                       p + ": output directory '" + dir.string() + "' is not writable");
+/// Every output may be written (directory exists and is writable, an existing target is a
+/// regular file, no output is an input or written twice): checked before any work. Exit 5.
+void check_output_paths(const OutputSet& set, const std::vector<std::string>& paths) {
+  try {
+    for (std::size_t i = 0; i < paths.size(); ++i) {
+      set.check(paths[i]);
+      for (std::size_t j = 0; j < i; ++j)
+        if (fs::weakly_canonical(fs::absolute(paths[j])) == fs::weakly_canonical(fs::absolute(paths[i])))
+          throw IoError(paths[i], "", "is written twice by this job");
+    }
+  } catch (const IoError& e) {
+    throw CliFailure(kExitOutputIo, e.what());
   }
 }
 
-/// Writes every result to a hidden temporary beside its destination, then renames them all into
-/// place: a failure or a cancel leaves none of the outputs.
-void write_outputs(const std::vector<npcf::NpcfResult>& results,
+/// Writes every result into the job's output set and commits the set: a failure or a cancel
+/// (honoured until the renames) leaves none of the outputs (almagest/core/atomic_file.hpp).
+void write_outputs(OutputSet& set, const std::vector<npcf::NpcfResult>& results,
                    const std::vector<std::string>& paths, npcf::OutputFormat format) {
-  std::vector<std::string> temps, committed;
-  auto cleanup = [&] {
-    std::error_code ec;
-    for (const auto& t : temps) fs::remove(t, ec);
-    for (const auto& c : committed) fs::remove(c, ec);
-  };
   try {
+    OutputSet::Scope scope(set);
     for (std::size_t i = 0; i < results.size(); ++i) {
-      fs::path dest(paths[i]);
-      fs::path tmp = dest.parent_path() / ("." + dest.filename().string() + ".tmp." +
-                                           std::to_string(::getpid()) + ".cli");
-      temps.push_back(tmp.string());
       if (format == npcf::OutputFormat::Gramsci)
-        npcf::write_gramsci(results[i], tmp.string());
+        npcf::write_gramsci(results[i], paths[i]);
       else
-        npcf::write_hdf5(results[i], tmp.string());
+        npcf::write_hdf5(results[i], paths[i]);
     }
-    if (interrupt_token().cancelled()) throw Cancelled();
-    for (std::size_t i = 0; i < results.size(); ++i) {
-      std::error_code ec;
-      fs::rename(temps[i], paths[i], ec);
-      if (ec) throw IoError(paths[i], "", "cannot move the result into place: " + ec.message());
-      committed.push_back(paths[i]);
-    }
+    set.commit();
   } catch (const IoError& e) {
-    cleanup();
     throw CliFailure(kExitOutputIo, e.what());
-  } catch (...) {
-    cleanup();
-    throw;
   }
 }
 
@@ -168,7 +148,10 @@ JobOutcome run_npcf_job(const npcf::NpcfJob& job, const RunOptions& options,
                         const std::string& label) {
   JobOutcome out;
   const auto paths = job.output_paths();
-  check_output_paths(paths);
+  std::vector<std::string> inputs{job.data.path};
+  if (job.randoms) inputs.push_back(job.randoms->path);
+  OutputSet outputs(inputs, interrupt_token());
+  check_output_paths(outputs, paths);
 
   ProgressBar bar(!options.quiet && ProgressBar::stderr_is_tty());
   JobContext ctx(interrupt_token(), bar.sink(), bar.log_sink(options.verbose, options.quiet));
@@ -231,7 +214,7 @@ JobOutcome run_npcf_job(const npcf::NpcfJob& job, const RunOptions& options,
 
   ctx.progress(0, 1, "writing results");
   auto tw = Clock::now();
-  write_outputs(out.results, paths, job.format);
+  write_outputs(outputs, out.results, paths, job.format);
   out.write_seconds = seconds_since(tw);
   out.written = paths;
   bar.finish();

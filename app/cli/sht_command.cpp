@@ -19,6 +19,7 @@
 #include <numbers>
 #include <optional>
 
+#include "almagest/core/atomic_file.hpp"
 #include "almagest/core/error.hpp"
 #include "almagest/core/gpu.hpp"
 #include "almagest/core/provenance.hpp"
@@ -76,15 +77,17 @@ double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-void check_output_path(const std::string& p) {
-  fs::path path(p);
-  fs::path dir = path.has_parent_path() ? path.parent_path() : fs::path(".");
-  std::error_code ec;
-  if (!fs::is_directory(dir, ec))
-    throw CliFailure(kExitOutputIo, p + ": output directory '" + dir.string() + "' does not exist");
-  if (fs::is_directory(path, ec)) throw CliFailure(kExitOutputIo, p + ": output path is a directory");
-  if (::access(dir.c_str(), W_OK) != 0)
-    throw CliFailure(kExitOutputIo, p + ": output directory '" + dir.string() + "' is not writable");
+/// Every file the command reads (none may be its output).
+std::vector<std::string> input_paths(const Settings& s) {
+  return {s.input, s.mask, s.cross, s.ring_weights, s.pixel_weights};
+}
+
+void check_output_path(const Settings& s) {
+  try {
+    check_output_target(s.output, input_paths(s));
+  } catch (const IoError& e) {
+    throw CliFailure(kExitOutputIo, e.what());
+  }
 }
 
 /// Option values that do not depend on the input files (exit code 2 when wrong).
@@ -331,7 +334,7 @@ struct Outcome {
 
 int do_command(const Settings& s) {
   validate_settings(s);
-  check_output_path(s.output);
+  check_output_path(s);
   const Layout layout = s.layout();
   if (s.nest_out && s.nside_given() && (s.nside & (s.nside - 1)) != 0)
     throw ConfigError("--nest-out", "NESTED ordering needs a power-of-two NSIDE, got " + std::to_string(s.nside));
@@ -391,7 +394,13 @@ int do_command(const Settings& s) {
     ctx.progress(0, 1, "writing " + o.what);
     auto t0 = Clock::now();
     try {
-      write();
+      // One output set: the write joins it, and the commit honours a cancel until the rename.
+      OutputSet outputs(input_paths(s), ctx.token());
+      {
+        OutputSet::Scope scope(outputs);
+        write();
+      }
+      outputs.commit();
     } catch (const IoError& e) {
       throw CliFailure(kExitOutputIo, e.what());
     }

@@ -353,7 +353,8 @@ int run_search(SearchSettings& s) {
   const auto t_all = Clock::now();
   stack::SearchConfig cfg = search_config(s);
   const std::string ext = output_extension(s.output, {".ecsv", ".h5", ".hdf5"});
-  stackio::check_output_path(s.output);
+  const std::vector<std::string> inputs{s.stack, s.common_curve, s.velocities};
+  stackio::check_output_path(s.output, inputs);
   const bool gpu = resolve_gpu(s.backend);
   if (!gpu && s.method == "fourier" && s.backend == "cpu")
     throw ConfigError("--method", "fourier runs on the GPU only (--backend cuda or auto); the CPU twin computes the exact statistic");
@@ -392,7 +393,8 @@ int run_search(SearchSettings& s) {
   stackio::commit_outputs({{s.output, [&](const std::string& tmp) {
                               if (ext == ".ecsv") stack::write_candidates_ecsv(tmp, r, details);
                               else stack::write_result_hdf5(tmp, r);
-                            }}});
+                            }}},
+                          inputs);
   bar.finish();
   if (!s.run.quiet) {
     std::printf("wrote %s (%s, %zu candidates from %zu hits%s)\n", s.output.c_str(), ext == ".ecsv" ? "ECSV" : "HDF5",
@@ -425,7 +427,7 @@ int run_psiphi(PsiphiSettings& s) {
   validate_inputs(s);
   const stack::Encoding encoding = stack::parse_encoding(s.storage, "--storage");
   output_extension(s.output, {".h5", ".hdf5"});
-  stackio::check_output_path(s.output);
+  stackio::check_output_path(s.output, {s.stack});
   const bool gpu = resolve_gpu(s.backend);
   ProgressBar bar(!s.run.quiet && ProgressBar::stderr_is_tty());
   JobContext ctx(interrupt_token(), bar.sink(), bar.log_sink(s.run.verbose, s.run.quiet));
@@ -447,7 +449,8 @@ int run_psiphi(PsiphiSettings& s) {
                                       {"psf_sigma", s.psf_sigma}, {"fallback_psf_sigma", s.fallback_psf_sigma}});
   ctx.progress(0, 1, "writing psi/phi");
   stackio::commit_outputs(
-      {{s.output, [&](const std::string& tmp) { stackio::write_psiphi_hdf5(tmp, enc, decoded, prov.to_json(), s.stack); }}});
+      {{s.output, [&](const std::string& tmp) { stackio::write_psiphi_hdf5(tmp, enc, decoded, prov.to_json(), s.stack); }}},
+      {s.stack});
   bar.finish();
   if (!s.run.quiet) {
     std::size_t valid = 0;
@@ -504,7 +507,7 @@ int run_stamps(StampsSettings s) {
   if (!s.storage.empty()) stack::parse_encoding(s.storage, "--storage");
   if (!std::isnan(s.reference_mjd) && !std::isfinite(s.reference_mjd)) throw ConfigError("--reference-mjd", "must be finite");
   output_extension(s.output, {".h5", ".hdf5"});
-  stackio::check_output_path(s.output);
+  stackio::check_output_path(s.output, {s.candidates, s.stack, s.common_curve});
   const bool gpu = resolve_gpu(s.backend);
 
   // The table and, from its provenance, the search it came from.
@@ -599,7 +602,8 @@ int run_stamps(StampsSettings s) {
        {"search", search}});
 
   ctx.progress(0, 1, "writing stamps");
-  stackio::commit_outputs({{s.output, [&](const std::string& tmp) { stack::write_result_hdf5(tmp, r, details); }}});
+  stackio::commit_outputs({{s.output, [&](const std::string& tmp) { stack::write_result_hdf5(tmp, r, details); }}},
+                          {s.candidates, s.stack, s.common_curve});
   bar.finish();
   if (!s.run.quiet) {
     std::printf("wrote %s (%zu candidates: psi/phi curves over %zu exposures, %d x %d stamps, tracks%s)\n", s.output.c_str(),

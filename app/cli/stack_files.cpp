@@ -230,55 +230,22 @@ CandidateTable read_candidates_hdf5(const std::string& path) {
 
 }  // namespace
 
-void check_output_path(const std::string& p, bool folder_output) {
-  const fs::path path(p);
-  const fs::path dir = path.has_parent_path() ? path.parent_path() : fs::path(".");
-  std::error_code ec;
-  if (!fs::is_directory(dir, ec))
-    throw CliFailure(kExitOutputIo, p + ": output directory '" + dir.string() + "' does not exist");
-  if (::access(dir.c_str(), W_OK) != 0)
-    throw CliFailure(kExitOutputIo, p + ": output directory '" + dir.string() + "' is not writable");
-  if (folder_output) {
-    if (fs::exists(path, ec) && !(fs::is_directory(path, ec) && fs::is_empty(path, ec)))
-      throw CliFailure(kExitOutputIo, p + ": output folder already exists and is not empty");
-  } else if (fs::is_directory(path, ec)) {
-    throw CliFailure(kExitOutputIo, p + ": output path is a directory");
+void check_output_path(const std::string& p, const std::vector<std::string>& inputs, bool folder_output) {
+  try {
+    check_output_target(p, inputs, folder_output);
+  } catch (const IoError& e) {
+    throw CliFailure(kExitOutputIo, e.what());
   }
 }
 
-void commit_outputs(const std::vector<Output>& outputs) {
-  std::vector<std::string> temps, committed;
-  auto cleanup = [&] {
-    std::error_code ec;
-    for (const auto& t : temps) fs::remove_all(t, ec);
-    for (const auto& c : committed) fs::remove_all(c, ec);
-  };
+void commit_outputs(const std::vector<Output>& outputs, const std::vector<std::string>& inputs) {
   try {
-    for (const auto& o : outputs) {
-      const fs::path dest(o.path);
-      const fs::path dir = dest.has_parent_path() ? dest.parent_path() : fs::path(".");
-      const fs::path tmp = dir / ("." + dest.filename().string() + ".tmp." + std::to_string(::getpid()) + ".cli");
-      temps.push_back(tmp.string());
-      std::error_code ec;
-      fs::remove_all(tmp, ec);
-      if (o.folder && !fs::create_directory(tmp, ec))
-        throw IoError(o.path, "", "cannot create a temporary folder: " + ec.message());
-      o.write(tmp.string());
-    }
-    if (interrupt_token().cancelled()) throw Cancelled();
-    for (std::size_t i = 0; i < outputs.size(); ++i) {
-      std::error_code ec;
-      if (outputs[i].folder && fs::is_directory(outputs[i].path, ec)) fs::remove(outputs[i].path, ec);  // empty (checked)
-      fs::rename(temps[i], outputs[i].path, ec);
-      if (ec) throw IoError(outputs[i].path, "", "cannot move the result into place: " + ec.message());
-      committed.push_back(outputs[i].path);
-    }
+    OutputSet set(inputs, interrupt_token());
+    OutputSet::Scope scope(set);
+    for (const auto& o : outputs) o.write(set.add(o.path, o.folder));
+    set.commit();
   } catch (const IoError& e) {
-    cleanup();
     throw CliFailure(kExitOutputIo, e.what());
-  } catch (...) {
-    cleanup();
-    throw;
   }
 }
 

@@ -18,7 +18,10 @@ namespace almagest::cli::stackio {
 /// The output's directory exists and is writable and the output is not a folder (CliFailure with
 /// kExitOutputIo otherwise). `folder_output`: the output itself is a folder that must not exist
 /// yet (or be empty).
-void check_output_path(const std::string& path, bool folder_output = false);
+/// The output may be written (almagest::check_output_target: directory writable, an existing
+/// target regular (or an empty folder for `folder_output`), not one of `inputs`). CliFailure 5.
+void check_output_path(const std::string& path, const std::vector<std::string>& inputs = {},
+                       bool folder_output = false);
 
 /// One output of a command: its destination and a writer that writes it to the path it is given.
 struct Output {
@@ -26,10 +29,11 @@ struct Output {
   std::function<void(const std::string& temp)> write;
   bool folder = false;  ///< the writer fills a folder (created empty before the call)
 };
-/// Writes every output to a hidden temporary beside its destination, then renames them all into
-/// place: after a failure or a Ctrl-C none of them exists. Write errors become CliFailure with
-/// kExitOutputIo.
-void commit_outputs(const std::vector<Output>& outputs);
+/// Writes every output into one almagest::OutputSet (temporaries beside the destinations, then
+/// every rename under the directory locks): after a failure or a Ctrl-C (honoured until the
+/// renames) none of them exists. No output may be one of `inputs`. Write errors become
+/// CliFailure with kExitOutputIo.
+void commit_outputs(const std::vector<Output>& outputs, const std::vector<std::string>& inputs = {});
 
 /// Whitespace- or comma-separated numeric text table; '#' starts a comment. Every row must have
 /// `min_cols`..`max_cols` columns (all rows the same count). Throws IoError(path, "line N, column

@@ -150,7 +150,7 @@ int run_simulate(const SimulateSettings& s) {
 
   const std::string truth = s.truth.empty() ? with_suffix(s.output, "_truth.ecsv") : s.truth;
   const std::string curve = cfg.common_curve ? (s.curve.empty() ? with_suffix(s.output, "_curve.txt") : s.curve) : std::string();
-  stackio::check_output_path(s.output, format == "files");
+  stackio::check_output_path(s.output, {}, format == "files");
   stackio::check_output_path(truth);
   if (!curve.empty()) stackio::check_output_path(curve);
   if (truth == s.output || curve == s.output || (!curve.empty() && curve == truth))
