@@ -1,0 +1,151 @@
+"""Almagest from Python: N-point correlation functions, HEALPix spherical harmonic transforms
+and shift-and-stack searches on the same engine as almagest-cli (docs/python.md).
+
+Every engine call runs with the GIL released; Ctrl-C cancels it (KeyboardInterrupt once the
+engine has stopped); engine errors are almagest.Error subclasses with the engine's message.
+"""
+import inspect as _inspect
+import os as _os
+
+try:  # where the run-time CUDA module is: the engine looks beside the executable (python)
+    from . import _paths
+    if not _os.environ.get("ALMAGEST_CUDA_MODULE"):
+        for _p in (_paths.BUILD_CUDA_MODULE, _paths.INSTALL_CUDA_MODULE):
+            if _os.path.exists(_p):
+                _os.environ["ALMAGEST_CUDA_MODULE"] = _p
+                break
+except ImportError:
+    pass
+
+import numpy as _np
+
+from ._almagest import (  # noqa: F401
+    Error, ConfigError, IoError, BackendUnavailable, CudaError, NotConverged,
+    version, gpu_summary, npcf_options, NpcfResult, read_npcf_hdf5,
+    ShtPlan, alm2cl, gauss_beam, almxfl, read_healpix_map, read_alm, write_alm,
+    SHT_DEVICE_ARRAYS, read_stack, synthetic_stack, write_stack_hdf5, psiphi,
+)
+from . import _almagest
+
+__version__ = version()
+
+# ---- N-point -------------------------------------------------------------------------------
+# The keyword arguments of npcf() are the schema's keys (npcf/job.hpp: npcf_job_options(), the
+# same keys as the CLI's flags and the job files) with '_' for '-'; generated here at import.
+_NPCF_OPTIONS = npcf_options()
+_NPCF_KEYS = {o["key"].replace("-", "_"): o for o in _NPCF_OPTIONS}
+# Options that describe how a catalogue *file* is read; meaningless for arrays.
+_FILE_ONLY = {"data-columns", "randoms-columns", "weights", "randoms-weights", "format-in",
+              "fits-hdu", "hdf5-group", "sky", "omega-m"}
+
+
+def _columns(name, cat):
+    """(x, y, z, w) float64 arrays from an (N, 3|4) array, a sequence of 3 or 4 arrays or a dict
+    with x, y, z [, w]; None for a path."""
+    if isinstance(cat, (str, _os.PathLike)):
+        return None
+    if isinstance(cat, dict):
+        cols = [cat[k] for k in ("x", "y", "z")] + [cat.get("w")]
+    elif isinstance(cat, (list, tuple)):
+        if len(cat) not in (3, 4):
+            raise ConfigError(f"{name}: expected (x, y, z[, w]) arrays, got {len(cat)} items")
+        cols = list(cat) + [None] * (4 - len(cat))
+    else:
+        a = _np.asarray(cat, dtype=_np.float64)
+        if a.ndim != 2 or a.shape[1] not in (3, 4):
+            raise ConfigError(f"{name}: expected an (N, 3) or (N, 4) array, got shape {a.shape}")
+        cols = [a[:, i] for i in range(a.shape[1])] + [None] * (4 - a.shape[1])
+    return tuple(None if c is None else _np.ascontiguousarray(c, dtype=_np.float64).ravel()
+                 for c in cols)
+
+
+def npcf(*, progress=None, **options):
+    """N-point correlation functions of a catalogue (GRAMSCI v2 estimator).
+
+    data / randoms: a catalogue file path (read with the column options) or arrays: an (N, 3|4)
+    array, (x, y, z[, w]) arrays or a dict with x, y, z[, w] (Mpc/h; w: weights). output: a file
+    to write (optional here; HDF5 or GRAMSCI text as `format`). progress: callable(done, total,
+    stage), called from the calling thread about every 50 ms.
+    Returns an NpcfResult, or a list of them (one per statistic) when `stat` names several.
+    """
+    values = {}
+    for name, value in options.items():
+        opt = _NPCF_KEYS.get(name)
+        if opt is None:
+            raise ConfigError(f"{name}: unknown option (allowed: {', '.join(_NPCF_KEYS)})")
+        if value is None:
+            continue
+        key = opt["key"]
+        if opt["kind"] in ("text", "choice") and isinstance(value, _os.PathLike):
+            value = _os.fspath(value)
+        if opt["kind"] in ("text-list", "choice-list") and isinstance(value, str):
+            value = [value]
+        if opt["kind"] == "number" and isinstance(value, int) and not isinstance(value, bool):
+            value = float(value)
+        if opt["kind"] == "flag" and isinstance(value, _np.bool_):
+            value = bool(value)
+        values[key] = value
+    arrays = {}
+    for role in ("data", "randoms"):
+        if role in values:
+            cols = _columns(role, values[role])
+            if cols is not None:
+                arrays[role] = cols
+                values[role] = f"<{role} arrays>"
+    if arrays:
+        bad = sorted(k for k in _FILE_ONLY if k in values)
+        if bad:
+            raise ConfigError(f"{bad[0]}: applies to catalogue files, not to arrays")
+    write = "output" in values
+    if not write:
+        values["output"] = "<not written>"  # the schema requires it; nothing is written
+    results = _almagest._npcf(values, arrays.get("data"), arrays.get("randoms"), write, progress)
+    return results[0] if len(results) == 1 else results
+
+
+def _npcf_signature():
+    params = []
+    for name, o in _NPCF_KEYS.items():
+        params.append(_inspect.Parameter(name, _inspect.Parameter.KEYWORD_ONLY, default=None))
+    params.append(_inspect.Parameter("progress", _inspect.Parameter.KEYWORD_ONLY, default=None))
+    return _inspect.Signature(params)
+
+
+npcf.__signature__ = _npcf_signature()
+npcf.__doc__ += "\n    Options (the schema of `almagest-cli npcf`, '-' written '_'):\n" + "".join(
+    f"      {name}{' (required)' if o['required'] and name != 'output' else ''}: {o['help']}\n"
+    for name, o in _NPCF_KEYS.items())
+
+
+# ---- Shift-and-stack -----------------------------------------------------------------------
+# Keywords of `almagest-cli stack search` with '_' for '-' (docs/cli.md, "stack").
+STACK_SEARCH_OPTIONS = (
+    "vx_range", "vy_range", "speed_range", "angle_range", "grid", "velocities", "common_curve",
+    "reference_mjd", "method", "storage", "threshold_sigma", "false_alarms", "top_k", "min_obs",
+    "max_candidates", "cluster_radius", "no_cluster", "backend", "device", "device_memory",
+    "threads", "psf_sigma", "fallback_psf_sigma")
+
+
+def stack_search(stack, *, progress=None, **options):
+    """Shift-and-stack search of an exposure stack (a file path, or a dict as read_stack() and
+    synthetic_stack() return: sci, var, mask [n, H, W], mjd [n], psf (sigma, [n, K, K] or a list
+    of kernels)). Keywords are those of `almagest-cli stack search` ('-' written '_');
+    velocities and common_curve take (vx, vy) / (dx, dy) arrays here.
+    Returns (candidates, meta): a dict of NumPy arrays x, y, v, vx, vy, a, b, obs, z, flux,
+    members (sorted by z, descending) and a dict with the threshold, digest and provenance."""
+    for name in options:
+        if name not in STACK_SEARCH_OPTIONS:
+            raise ConfigError(f"{name}: unknown option (allowed: {', '.join(STACK_SEARCH_OPTIONS)})")
+    if isinstance(stack, _os.PathLike):
+        stack = _os.fspath(stack)
+    opts = {k: v for k, v in options.items() if v is not None}
+    for k in ("velocities", "common_curve"):
+        if k in opts:
+            opts[k] = tuple(_np.asarray(c, dtype=_np.float64).tolist() for c in opts[k])
+    return _almagest._stack_search(stack, opts, progress)
+
+
+# ---- Jobs (issue 20) -----------------------------------------------------------------------
+# run_job(dict) and run_batch(path) will be bound over the engine's job layer (run_npcf_job,
+# run_sht_job, run_stack_job and their schemas) once it exists; they are deliberately not
+# exported before then.
