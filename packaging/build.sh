@@ -6,6 +6,14 @@ build="${ALMAGEST_BUILD_DIR:-$here/build}"
 jobs="${ALMAGEST_JOBS:-$(nproc)}"
 launcher=()
 if command -v ccache >/dev/null; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
+# The Python module: the project-local venv with nanobind (PyPI); without it (PyPI unreachable,
+# no python3 venv) everything else builds and the module is skipped with a message.
+python=(-DALMAGEST_WITH_PYTHON=OFF)
+if py="$("$here/packaging/python-env.sh")"; then
+  python=(-DALMAGEST_WITH_PYTHON=ON -DALMAGEST_PYTHON="$py")
+else
+  echo "build.sh: the Python module is skipped (packaging/python-env.sh failed, see above)" >&2
+fi
 cmake -S "$here" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE="${ALMAGEST_BUILD_TYPE:-Release}" \
-  "${launcher[@]}" "$@"
+  "${launcher[@]}" "${python[@]}" "$@"
 cmake --build "$build" -j "$jobs"

@@ -4,6 +4,7 @@
 # built into build-asan and the labels unit, cli and fuzz run under it (docs/design.md, "Tests
 # under sanitizers and fuzzing").
 # GPU tests skip themselves (exit 77) where no device exists; GUI tests run under xvfb-run.
+# The Python tests (label python) run when build.sh could make the venv (packaging/python-env.sh).
 #
 # Environment: ALMAGEST_TEST_SANITIZE=0 skips the sanitizer job (quick local runs; CI runs it);
 # ALMAGEST_TEST_SANITIZE_LABELS is the ctest label regex under the sanitizers (default unit|cli|fuzz,
