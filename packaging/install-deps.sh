@@ -17,6 +17,7 @@ pkgs=(
   libhdf5-dev libnanoflann-dev libcfitsio-dev libhealpix-cxx-dev
   libcli11-dev libtomlplusplus-dev nlohmann-json3-dev libfmt-dev wcslib-dev
   qt6-base-dev   # Qt Core/Test are used by the test suite even without the GUI
+  python3-dev python3-venv   # the Python module's venv and headers (packaging/python-env.sh)
 )
 if [ "$gui" = 1 ]; then
   # libqt6opengl6-dev must be named: Qt6OpenGLWidgets' CMake config needs it (docs/design.md).
