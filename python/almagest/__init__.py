@@ -10,7 +10,11 @@ import os as _os
 try:  # where the run-time CUDA module is: the engine looks beside the executable (python)
     from . import _paths
     if not _os.environ.get("ALMAGEST_CUDA_MODULE"):
-        for _p in (_paths.BUILD_CUDA_MODULE, _paths.INSTALL_CUDA_MODULE):
+        # Installed: <prefix>/lib/pythonX.Y/site-packages/almagest -> <prefix>/lib/almagest
+        # (wherever --prefix put it); then the configured prefix; then the build tree.
+        _here = _os.path.dirname(_os.path.abspath(__file__))
+        _rel = _os.path.join(_here, "..", "..", "..", "almagest", "libalmagest_cuda.so")
+        for _p in (_os.path.normpath(_rel), _paths.INSTALL_CUDA_MODULE, _paths.BUILD_CUDA_MODULE):
             if _os.path.exists(_p):
                 _os.environ["ALMAGEST_CUDA_MODULE"] = _p
                 break
