@@ -119,10 +119,11 @@ npcf::NpcfJob make_job(const npcf::JobValues& values) {
 }
 
 template <class T>
-nb::object view(const std::vector<T>& v, nb::handle owner, std::size_t cols = 1) {
+nb::object view(const std::vector<T>& v, nb::handle owner, std::size_t cols = 0) {
   if (v.empty()) return nb::none();
-  std::size_t shape[2] = {v.size() / cols, cols};
-  auto a = nb::ndarray<nb::numpy, const T>(v.data(), cols == 1 ? 1 : 2, shape, owner);
+  // cols = 0: one axis; else [rows, cols] (the configuration indices, also for cols = 1).
+  std::size_t shape[2] = {cols ? v.size() / cols : v.size(), cols};
+  auto a = nb::ndarray<nb::numpy, const T>(v.data(), cols ? 2 : 1, shape, owner);
   return nb::cast(a, nb::rv_policy::reference);
 }
 
