@@ -23,6 +23,7 @@
 #include <fstream>
 #include <functional>
 #include <random>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -34,6 +35,12 @@
 #include "almagest/sht/healpix_io.hpp"
 #include "almagest/stack/candidates.hpp"
 #include "almagest/stack/stack_io.hpp"
+
+// Under AddressSanitizer: libhdf5 itself sizes a few metadata-cache buffers from header fields
+// (one seeded flip below asks H5C_protect for 38 PB); the real allocator returns NULL and libhdf5
+// fails cleanly, so let ASan's allocator do the same instead of aborting (ASAN_OPTIONS from the
+// environment still apply on top). Unused without ASan.
+extern "C" const char* __asan_default_options() { return "allocator_may_return_null=1"; }
 
 namespace fs = std::filesystem;
 using almagest::IoError;
@@ -456,7 +463,11 @@ private slots:
         ++errors;
       }
     }
-    const std::string err = cap.text();
+    // Only ASan's own note about a refused allocation may appear (see __asan_default_options).
+    std::string err, line;
+    std::istringstream lines(cap.text());
+    while (std::getline(lines, line))
+      if (line.find("AddressSanitizer failed to allocate") == std::string::npos) err += line + "\n";
     QVERIFY2(err.empty(), err.substr(0, 400).c_str());
     qInfo("300 flipped maps: %d read, %d IoError", reads, errors);
     QVERIFY(errors > 0);
