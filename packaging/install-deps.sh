@@ -13,7 +13,7 @@ for arg in "$@"; do
 done
 
 pkgs=(
-  cmake ninja-build g++ pkg-config
+  cmake ninja-build g++ pkg-config ccache
   libhdf5-dev libnanoflann-dev libcfitsio-dev libhealpix-cxx-dev
   libcli11-dev libtomlplusplus-dev nlohmann-json3-dev libfmt-dev wcslib-dev
   qt6-base-dev   # Qt Core/Test are used by the test suite even without the GUI

@@ -1,0 +1,16 @@
+// The engines of the job layer, in the order "npcf", "sht", "stack". Each engine declares its
+// entry (schema and job factory) in its own job header; this list is the only place that names
+// them all.
+#include "registry.hpp"
+
+// ENGINE ENTRIES: each engine's job header is included here and its entry added below.
+
+namespace almagest::jobs {
+
+std::vector<EngineEntry> registered_engines() {
+  std::vector<EngineEntry> e;
+  // e.push_back(npcf::npcf_job_entry()); etc., added by each engine's job layer.
+  return e;
+}
+
+}  // namespace almagest::jobs

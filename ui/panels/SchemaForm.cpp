@@ -1,0 +1,324 @@
+#include "panels/SchemaForm.hpp"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDoubleSpinBox>
+#include <QDoubleValidator>
+#include <QFileDialog>
+#include <QFormLayout>
+#include <QGroupBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLineEdit>
+#include <QPushButton>
+#include <QRegularExpressionValidator>
+#include <QSpinBox>
+#include <QVBoxLayout>
+#include <algorithm>
+#include <climits>
+#include <cmath>
+
+namespace almagest::ui {
+
+namespace sc = almagest::schema;
+
+namespace {
+
+QString label_of(const sc::Field& f) {
+  QString s = QString::fromStdString(f.key);
+  s.replace('-', ' ');
+  if (!s.isEmpty()) s[0] = s[0].toUpper();
+  if (!f.unit.empty()) s += QStringLiteral(" [%1]").arg(QString::fromStdString(f.unit));
+  return s;
+}
+
+QString text_of(const sc::Value& v) {
+  if (auto s = std::get_if<std::string>(&v)) return QString::fromStdString(*s);
+  if (auto l = std::get_if<std::vector<std::string>>(&v)) {
+    QStringList parts;
+    for (const auto& e : *l) parts << QString::fromStdString(e);
+    return parts.join(',');
+  }
+  if (auto i = std::get_if<std::int64_t>(&v)) return QString::number(*i);
+  if (auto d = std::get_if<double>(&v)) return QString::number(*d, 'g', 17);
+  if (auto b = std::get_if<bool>(&v)) return *b ? "true" : "false";
+  return {};
+}
+
+bool spin_fits(const sc::Field& f) {
+  return f.min && f.max && f.default_value && *f.min >= double(INT_MIN) && *f.max <= double(INT_MAX);
+}
+
+bool file_role(const sc::Field& f) {
+  return f.role == sc::Role::InputFile || f.role == sc::Role::OutputFile || f.role == sc::Role::InputFiles;
+}
+
+}  // namespace
+
+SchemaForm::SchemaForm(const sc::Schema& schema, QStringList groups, QStringList hidden, QWidget* parent)
+    : QWidget(parent), schema_(schema) {
+  auto* outer = new QVBoxLayout(this);
+  outer->setContentsMargins(0, 0, 0, 0);
+  if (groups.isEmpty())
+    for (const auto& f : schema.fields)
+      if (!groups.contains(QString::fromStdString(f.group))) groups << QString::fromStdString(f.group);
+  for (const QString& g : groups) {
+    QGroupBox* box = nullptr;
+    QFormLayout* form = nullptr;
+    for (const auto& f : schema.fields) {
+      const QString key = QString::fromStdString(f.key);
+      if (QString::fromStdString(f.group) != g || hidden.contains(key)) continue;
+      if (!box) {
+        box = new QGroupBox(g, this);
+        form = new QFormLayout(box);
+        form->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
+        outer->addWidget(box);
+      }
+      Entry e;
+      e.field = &f;
+      e.row = makeEditor(e);
+      e.label = new QLabel(label_of(f), box);
+      const QString tip = QString::fromStdString(sc::full_help(f));
+      e.label->setToolTip(tip);
+      e.row->setToolTip(tip);
+      e.editor->setToolTip(tip);
+      e.editor->setObjectName(key);
+      form->addRow(e.label, e.row);
+      entries_.insert(key, e);
+      order_ << key;
+      applyDefault(entries_[key]);
+    }
+  }
+  problems_ = new QLabel(this);
+  problems_->setWordWrap(true);
+  problems_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  problems_->setStyleSheet("QLabel { color: #b00020; }");
+  problems_->setVisible(false);
+  outer->addWidget(problems_);
+  outer->addStretch(1);
+}
+
+QWidget* SchemaForm::makeEditor(Entry& e) {
+  const sc::Field& f = *e.field;
+  const QString key = QString::fromStdString(f.key);
+  auto touched = [this, key] { markSet(key); };
+  switch (f.kind) {
+    case sc::Kind::Flag: {
+      auto* c = new QCheckBox(this);
+      connect(c, &QCheckBox::toggled, this, touched);
+      e.editor = c;
+      return c;
+    }
+    case sc::Kind::Choice: {
+      auto* c = new QComboBox(this);
+      if (!f.default_value && !f.required) c->addItem(QString());  // not set
+      for (const auto& ch : f.choices) c->addItem(QString::fromStdString(ch));
+      connect(c, &QComboBox::currentIndexChanged, this, touched);
+      e.editor = c;
+      return c;
+    }
+    case sc::Kind::ChoiceList: {
+      auto* row = new QWidget(this);
+      auto* h = new QHBoxLayout(row);
+      h->setContentsMargins(0, 0, 0, 0);
+      for (const auto& ch : f.choices) {
+        auto* c = new QCheckBox(QString::fromStdString(ch), row);
+        c->setObjectName(key + ":" + QString::fromStdString(ch));
+        connect(c, &QCheckBox::toggled, this, touched);
+        h->addWidget(c);
+      }
+      h->addStretch(1);
+      e.editor = row;
+      return row;
+    }
+    case sc::Kind::Integer:
+      if (spin_fits(f)) {
+        auto* s = new QSpinBox(this);
+        s->setRange(int(*f.min + (f.min_exclusive ? 1 : 0)), int(*f.max - (f.max_exclusive ? 1 : 0)));
+        s->setMinimumWidth(s->fontMetrics().horizontalAdvance(QString::number(*f.max)) + 48);
+        connect(s, &QSpinBox::valueChanged, this, touched);
+        e.editor = s;
+        return s;
+      }
+      break;
+    case sc::Kind::Number:
+      if (spin_fits(f)) {
+        auto* s = new QDoubleSpinBox(this);
+        s->setDecimals(6);
+        s->setRange(*f.min, *f.max);
+        s->setMinimumWidth(s->fontMetrics().horizontalAdvance(QString::number(*f.max) + ".000000") + 48);
+        connect(s, &QDoubleSpinBox::valueChanged, this, touched);
+        e.editor = s;
+        return s;
+      }
+      break;
+    default:
+      break;
+  }
+  auto* edit = new QLineEdit(this);
+  if (f.default_value) edit->setPlaceholderText(text_of(*f.default_value));
+  else if (!f.value_name.empty()) edit->setPlaceholderText(QString::fromStdString(f.value_name));
+  if (f.kind == sc::Kind::Integer) edit->setValidator(new QRegularExpressionValidator(QRegularExpression("[-+]?[0-9]*"), edit));
+  if (f.kind == sc::Kind::Number) edit->setValidator(new QRegularExpressionValidator(QRegularExpression("[-+0-9.eE]*"), edit));
+  connect(edit, &QLineEdit::textEdited, this, touched);
+  e.editor = edit;
+  if (!file_role(f)) return edit;
+  auto* row = new QWidget(this);
+  auto* h = new QHBoxLayout(row);
+  h->setContentsMargins(0, 0, 0, 0);
+  h->addWidget(edit, 1);
+  auto* browse = new QPushButton(tr("Browse…"), row);
+  browse->setObjectName(key + ":browse");
+  const bool output = f.role == sc::Role::OutputFile;
+  connect(browse, &QPushButton::clicked, this, [this, edit, output, key] {
+    const QString start = edit->text();
+    const QString path = output ? QFileDialog::getSaveFileName(this, tr("Output file"), start)
+                                : QFileDialog::getOpenFileName(this, tr("Input file"), start);
+    if (path.isEmpty()) return;
+    edit->setText(path);
+    markSet(key);
+  });
+  h->addWidget(browse);
+  return row;
+}
+
+void SchemaForm::applyDefault(Entry& e) {
+  loading_ = true;
+  const sc::Field& f = *e.field;
+  const std::optional<sc::Value>& d = f.default_value;
+  if (auto* c = qobject_cast<QCheckBox*>(e.editor)) {
+    bool on = false;
+    if (d)
+      if (auto b = std::get_if<bool>(&*d)) on = *b;
+    c->setChecked(on);
+  } else if (auto* c = qobject_cast<QComboBox*>(e.editor)) {
+    const int i = d ? c->findText(text_of(*d)) : 0;
+    c->setCurrentIndex(i < 0 ? 0 : i);
+  } else if (auto* s = qobject_cast<QSpinBox*>(e.editor)) {
+    if (auto i = std::get_if<std::int64_t>(&*d)) s->setValue(int(*i));
+    else if (auto x = std::get_if<double>(&*d)) s->setValue(int(*x));
+  } else if (auto* s = qobject_cast<QDoubleSpinBox*>(e.editor)) {
+    if (auto x = std::get_if<double>(&*d)) s->setValue(*x);
+    else if (auto i = std::get_if<std::int64_t>(&*d)) s->setValue(double(*i));
+  } else if (auto* l = qobject_cast<QLineEdit*>(e.editor)) {
+    l->clear();
+  } else if (f.kind == sc::Kind::ChoiceList) {
+    QStringList on;
+    if (d) on = text_of(*d).split(',', Qt::SkipEmptyParts);
+    for (auto* c : e.editor->findChildren<QCheckBox*>()) c->setChecked(on.contains(c->text()));
+  }
+  e.set = false;
+  loading_ = false;
+}
+
+void SchemaForm::markSet(const QString& key) {
+  if (loading_) return;
+  auto it = entries_.find(key);
+  if (it == entries_.end()) return;
+  it->set = true;
+  emit changed();
+}
+
+void SchemaForm::setOperation(const QString& operation) {
+  operation_ = operation;
+  updateVisibility();
+}
+
+void SchemaForm::updateVisibility() {
+  for (auto& e : entries_) {
+    const auto& ops = e.field->operations;
+    const bool on = ops.empty() || operation_.isEmpty() ||
+                    std::find(ops.begin(), ops.end(), operation_.toStdString()) != ops.end();
+    e.row->setVisible(on);
+    e.label->setVisible(on);
+  }
+  // Hide group boxes whose every row is hidden.
+  for (auto* box : findChildren<QGroupBox*>()) {
+    bool any = false;
+    for (auto& e : entries_)
+      if (e.label->parentWidget() == box && !e.row->isHidden()) any = true;
+    box->setVisible(any);
+  }
+}
+
+sc::Values SchemaForm::values() const {
+  sc::Values v;
+  for (const QString& key : order_) {
+    const Entry& e = entries_[key];
+    if (e.row->isHidden()) continue;
+    const sc::Field& f = *e.field;
+    const std::string k = f.key;
+    if (auto* c = qobject_cast<QCheckBox*>(e.editor)) {
+      if (e.set) v[k] = c->isChecked();
+    } else if (auto* c = qobject_cast<QComboBox*>(e.editor)) {
+      if (e.set && !c->currentText().isEmpty()) v[k] = c->currentText().toStdString();
+    } else if (auto* s = qobject_cast<QSpinBox*>(e.editor)) {
+      if (e.set) v[k] = std::int64_t(s->value());
+    } else if (auto* s = qobject_cast<QDoubleSpinBox*>(e.editor)) {
+      if (e.set) v[k] = s->value();
+    } else if (auto* l = qobject_cast<QLineEdit*>(e.editor)) {
+      const QString t = l->text().trimmed();
+      if (!t.isEmpty()) v[k] = t.toStdString();
+    } else if (f.kind == sc::Kind::ChoiceList) {
+      std::vector<std::string> on;
+      for (auto* c : e.editor->findChildren<QCheckBox*>())
+        if (c->isChecked()) on.push_back(c->text().toStdString());
+      if (e.set && !on.empty()) v[k] = on;
+    }
+  }
+  return v;
+}
+
+void SchemaForm::setValues(const sc::Values& values) {
+  for (auto& e : entries_) applyDefault(e);
+  loading_ = true;
+  for (const auto& [key, value] : values) {
+    auto it = entries_.find(QString::fromStdString(key));
+    if (it == entries_.end()) continue;
+    Entry& e = *it;
+    const QString t = text_of(value);
+    if (auto* c = qobject_cast<QCheckBox*>(e.editor)) {
+      c->setChecked(t == "true" || t == "1" || t == "yes" || t == "on");
+    } else if (auto* c = qobject_cast<QComboBox*>(e.editor)) {
+      const int i = c->findText(t);
+      if (i >= 0) c->setCurrentIndex(i);
+    } else if (auto* s = qobject_cast<QSpinBox*>(e.editor)) {
+      s->setValue(t.toInt());
+    } else if (auto* s = qobject_cast<QDoubleSpinBox*>(e.editor)) {
+      s->setValue(t.toDouble());
+    } else if (auto* l = qobject_cast<QLineEdit*>(e.editor)) {
+      l->setText(t);
+    } else if (e.field->kind == sc::Kind::ChoiceList) {
+      const QStringList on = t.split(',', Qt::SkipEmptyParts);
+      for (auto* c : e.editor->findChildren<QCheckBox*>()) c->setChecked(on.contains(c->text()));
+    }
+    e.set = true;
+  }
+  loading_ = false;
+  emit changed();
+}
+
+void SchemaForm::reset() {
+  for (auto& e : entries_) applyDefault(e);
+  emit changed();
+}
+
+QWidget* SchemaForm::editor(const QString& key) const {
+  auto it = entries_.find(key);
+  return it == entries_.end() ? nullptr : it->editor;
+}
+
+QStringList SchemaForm::keys() const { return order_; }
+
+void SchemaForm::showProblems(const QString& text) {
+  problems_->setText(text);
+  problems_->setVisible(!text.isEmpty());
+}
+
+QString SchemaForm::problems() const { return problems_->text(); }
+
+void SchemaForm::setLocked(bool locked) {
+  for (auto& e : entries_) e.row->setEnabled(!locked);
+}
+
+}  // namespace almagest::ui
