@@ -242,7 +242,12 @@ void commit_outputs(const std::vector<Output>& outputs, const std::vector<std::s
   try {
     OutputSet set(inputs, interrupt_token());
     OutputSet::Scope scope(set);
-    for (const auto& o : outputs) o.write(set.add(o.path, o.folder));
+    // File writers get the destination itself and join the set through their AtomicFile, so
+    // their messages name the destination; a folder is filled in its temporary folder.
+    for (const auto& o : outputs) {
+      if (o.folder) o.write(set.add(o.path, true));
+      else o.write(o.path);
+    }
     set.commit();
   } catch (const IoError& e) {
     throw CliFailure(kExitOutputIo, e.what());
