@@ -61,9 +61,42 @@ std::string Provenance::to_json() const {
     j["config"] = parsed.is_discarded() ? nlohmann::json(config_json) : parsed;
   }
   j["inputs"] = inputs;
+  if (!input_hashes.empty()) j["input_hashes"] = input_hashes;
   j["seeds"] = seeds;
   j["timings_s"] = timings_s;
   return j.dump();
+}
+
+Provenance Provenance::from_json(const std::string& text) {
+  Provenance p;
+  auto j = nlohmann::json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return p;
+  auto str = [&](const char* key, std::string& out) {
+    if (auto it = j.find(key); it != j.end() && it->is_string()) out = it->get<std::string>();
+  };
+  str("software", p.software);
+  str("version", p.version);
+  str("build", p.build);
+  str("created_utc", p.created_utc);
+  str("host", p.host);
+  str("backend", p.backend);
+  str("device", p.device);
+  if (auto it = j.find("threads"); it != j.end() && it->is_number_integer()) p.threads = it->get<int>();
+  if (auto it = j.find("config"); it != j.end())
+    p.config_json = it->is_string() ? it->get<std::string>() : it->dump();
+  if (auto it = j.find("inputs"); it != j.end() && it->is_array())
+    for (const auto& v : *it)
+      if (v.is_string()) p.inputs.push_back(v.get<std::string>());
+  if (auto it = j.find("input_hashes"); it != j.end() && it->is_object())
+    for (const auto& [k, v] : it->items())
+      if (v.is_string()) p.input_hashes[k] = v.get<std::string>();
+  if (auto it = j.find("seeds"); it != j.end() && it->is_object())
+    for (const auto& [k, v] : it->items())
+      if (v.is_number_unsigned() || v.is_number_integer()) p.seeds[k] = v.get<std::uint64_t>();
+  if (auto it = j.find("timings_s"); it != j.end() && it->is_object())
+    for (const auto& [k, v] : it->items())
+      if (v.is_number()) p.timings_s[k] = v.get<double>();
+  return p;
 }
 
 }  // namespace almagest

@@ -57,27 +57,7 @@ NpcfConfig config_from_json(const std::string& text, const std::string& file) {
   return c;
 }
 
-Provenance provenance_from_json(const std::string& text) {
-  Provenance p;
-  auto j = nlohmann::json::parse(text, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) return p;
-  p.software = j.value("software", p.software);
-  p.version = j.value("version", std::string());
-  p.build = j.value("build", std::string());
-  p.created_utc = j.value("created_utc", std::string());
-  p.host = j.value("host", std::string());
-  p.backend = j.value("backend", std::string());
-  p.device = j.value("device", std::string());
-  p.threads = j.value("threads", 0);
-  if (j.contains("config")) p.config_json = j["config"].is_string() ? j["config"].get<std::string>() : j["config"].dump();
-  if (j.contains("inputs") && j["inputs"].is_array())
-    for (auto& v : j["inputs"]) p.inputs.push_back(v.get<std::string>());
-  if (j.contains("seeds") && j["seeds"].is_object())
-    for (auto& [k, v] : j["seeds"].items()) p.seeds[k] = v.get<std::uint64_t>();
-  if (j.contains("timings_s") && j["timings_s"].is_object())
-    for (auto& [k, v] : j["timings_s"].items()) p.timings_s[k] = v.get<double>();
-  return p;
-}
+Provenance provenance_from_json(const std::string& text) { return Provenance::from_json(text); }
 
 void appendf(std::string& s, const char* fmt, double v) {
   char buf[64];

@@ -1,5 +1,6 @@
 #pragma once
 // Provenance carried by every result: what produced it, from what, where and how long it took.
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -20,6 +21,9 @@ struct Provenance {
   int threads = 0;                           ///< worker threads used
   std::string config_json;                   ///< the full job configuration, as JSON
   std::vector<std::string> inputs;           ///< input files (paths as given)
+  /// Content hash of each input (path as in `inputs` -> io::content_hash(path)): what a batch
+  /// compares, with config_json, to decide whether an existing output is up to date.
+  std::map<std::string, std::string> input_hashes;
   std::map<std::string, std::uint64_t> seeds;  ///< random seeds used, by name
   std::map<std::string, double> timings_s;   ///< wall-clock seconds by stage name
 
@@ -27,6 +31,9 @@ struct Provenance {
   static Provenance current(std::string backend);
   /// The whole record as a JSON object (a string).
   std::string to_json() const;
+  /// The record back from to_json()'s text; fields that are missing or of another type stay
+  /// empty (a file written by an older version reads with what it has). Never throws.
+  static Provenance from_json(const std::string& text);
 };
 
 /// The CPU model name from /proc/cpuinfo, or "unknown CPU".
