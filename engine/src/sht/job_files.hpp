@@ -1,5 +1,5 @@
 #pragma once
-// The file side of `almagest-cli sht`: maps, alm and masks read through the engine's HEALPix I/O
+// The file side of the sht job layer (run_sht_job; moved from the CLI for issue 20): maps, alm and masks read through the engine's HEALPix I/O
 // (FITS as healpy writes it, HDF5), and maps, alm and spectra written atomically with provenance
 // (FITS header keywords and HISTORY cards, HDF5 root attributes). Every IoError names the file
 // and the key, column or dataset.
@@ -10,21 +10,22 @@
 #include <vector>
 
 #include "almagest/sht/healpix_io.hpp"
+#include "almagest/sht/job.hpp"
 
-namespace almagest::cli::shtio {
+namespace almagest::sht::files {
 
 using Complex = std::complex<double>;
 
-enum class Format { Fits, Hdf5, Text };
-const char* to_string(Format f);
+using Format = FileFormat;  // sht/job.hpp (to_string there)
 
 /// Throws IoError(path, "", "file does not exist") when `path` is not a readable file.
 void require_file(const std::string& path);
 /// Format of an existing input file: HDF5 by its signature or extension, FITS otherwise.
 Format input_format(const std::string& path);
 /// `requested` is auto | fits | hdf5 | text; auto picks by extension (.h5/.hdf5: HDF5,
-/// .txt/.dat/.csv: text where allowed, anything else FITS). Throws ConfigError("--format").
-Format output_format(const std::string& path, const std::string& requested, bool text_allowed);
+/// .txt/.dat/.csv: text where allowed, anything else FITS). Throws ConfigError(field).
+Format output_format(const std::string& path, const std::string& requested, bool text_allowed,
+                     const std::string& field);
 
 /// True if the file holds alm (FITS: the first table's first column is INDEX; HDF5: /alm).
 bool holds_alm(const std::string& path);
@@ -32,6 +33,10 @@ bool holds_alm(const std::string& path);
 /// A map in RING order (NESTED data converted): nside in 1..8192, values finite (NaN and null
 /// values read as UNSEEN). Full-sky or partial (explicit-index) as stored.
 sht::HealpixMap read_map(const std::string& path);
+
+/// NSIDE from the header alone (dry runs): -1 when the header does not say (the run reads the
+/// whole file and reports the problem then).
+int probe_map_nside(const std::string& path);
 
 /// Number of alm sets (FITS: table extensions; HDF5: rows of /alm).
 int count_alm_sets(const std::string& path);
@@ -49,11 +54,7 @@ std::vector<std::int64_t> read_mask(const std::string& path, int nside);
 
 /// One FITS keyword (on every table HDU) / HDF5 root attribute of an output. Names are FITS
 /// keywords (<= 8 characters); HDF5 uses them lower-cased.
-struct Key {
-  std::string name;
-  std::variant<std::string, long long, double> value;
-  std::string comment;
-};
+using Key = ShtKey;  // sht/job.hpp
 struct OutputMeta {
   std::vector<Key> keys;
   std::string provenance;  ///< JSON; HDF5 attribute "provenance", FITS HISTORY cards
@@ -71,4 +72,4 @@ void write_alm(const std::string& path, Format format,
 void write_cl(const std::string& path, Format format, const std::vector<std::string>& labels,
               const std::vector<std::vector<double>>& cl, const OutputMeta& meta);
 
-}  // namespace almagest::cli::shtio
+}  // namespace almagest::sht::files

@@ -1,6 +1,6 @@
-// The file side of `almagest-cli sht` (see sht_files.hpp): input checks on top of the engine's
+// The file side of the sht job layer (see job_files.hpp; every front end reads and writes sht files here): input checks on top of the engine's
 // HEALPix readers, atomic writers with provenance keywords and attributes.
-#include "sht_files.hpp"
+#include "job_files.hpp"
 
 #include <fitsio.h>
 #include <unistd.h>
@@ -22,7 +22,7 @@
 #include "almagest/sht/alm.hpp"
 #include "almagest/sht/config.hpp"
 
-namespace almagest::cli::shtio {
+namespace almagest::sht::files {
 
 namespace fs = std::filesystem;
 
@@ -141,14 +141,6 @@ void nested_to_ring(sht::HealpixMap& m, const std::string& path) {
 
 }  // namespace
 
-const char* to_string(Format f) {
-  switch (f) {
-    case Format::Hdf5: return "HDF5";
-    case Format::Text: return "text";
-    default: return "FITS";
-  }
-}
-
 void require_file(const std::string& path) {
   std::error_code ec;
   if (!fs::exists(path, ec)) throw IoError(path, "", "file does not exist");
@@ -163,7 +155,8 @@ Format input_format(const std::string& path) {
   return Format::Fits;
 }
 
-Format output_format(const std::string& path, const std::string& requested, bool text_allowed) {
+Format output_format(const std::string& path, const std::string& requested, bool text_allowed,
+                     const std::string& field) {
   const std::string r = lower(requested);
   Format f;
   if (r == "fits") {
@@ -181,12 +174,12 @@ Format output_format(const std::string& path, const std::string& requested, bool
     else
       f = Format::Fits;
   } else {
-    throw ConfigError("--format", "unknown format '" + requested +
+    throw ConfigError(field, "unknown format '" + requested +
                                       "' (expected auto, fits, hdf5" +
                                       (text_allowed ? ", text)" : ")"));
   }
   if (f == Format::Text && !text_allowed)
-    throw ConfigError("--format", "text output is only available for spectra (sht cl)");
+    throw ConfigError(field, "text output is only available for spectra (sht cl)");
   return f;
 }
 
@@ -202,6 +195,22 @@ bool holds_alm(const std::string& path) {
   std::string name;
   if (!f.read_key("TTYPE1", name)) return false;
   return lower(name) == "index";
+}
+
+int probe_map_nside(const std::string& path) {
+  require_file(path);
+  if (input_format(path) == Format::Hdf5) {
+    io::Hdf5Reader r(path);
+    if (!r.exists("/map")) return -1;
+    const std::int64_t n = r.read_attr_int64("/map", "nside");
+    return n >= 1 && n <= 8192 ? static_cast<int>(n) : -1;
+  }
+  FitsHandle f = FitsHandle::open(path);
+  int type = 0;
+  if (!f.try_move(2, &type, "HDU 1") || type != BINARY_TBL) return -1;
+  long long n = 0;
+  if (!f.read_key("NSIDE", n)) return -1;
+  return n >= 1 && n <= 8192 ? static_cast<int>(n) : -1;
 }
 
 sht::HealpixMap read_map(const std::string& path) {
@@ -490,4 +499,16 @@ void write_cl(const std::string& path, Format format, const std::vector<std::str
   af.commit();
 }
 
-}  // namespace almagest::cli::shtio
+}  // namespace almagest::sht::files
+
+namespace almagest::sht {
+
+const char* to_string(FileFormat f) {
+  switch (f) {
+    case FileFormat::Hdf5: return "HDF5";
+    case FileFormat::Text: return "text";
+    default: return "FITS";
+  }
+}
+
+}  // namespace almagest::sht
