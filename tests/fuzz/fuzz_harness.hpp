@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #include <QByteArray>
+#include <QCoreApplication>
 #include <QTest>
 #include <algorithm>
 #include <atomic>
@@ -374,7 +375,7 @@ inline void run_campaign(const Campaign& c) {
     // A crash, a sanitizer report or a hang at sh->current: report it, keep its file, go on.
     const int at = std::max(sh->current.load(), first);
     std::string how;
-    if (hung) how = "ran past " + std::to_string(kCaseSeconds) + " s (killed)";
+    if (hung) how = "ran past " + std::to_string(int(kCaseSeconds)) + " s (killed)";
     else if (WIFSIGNALED(status)) how = std::string("crashed with signal ") + strsignal(WTERMSIG(status));
     else how = "exited with code " + std::to_string(WEXITSTATUS(status)) +
                " mid-case (a sanitizer report or an abort: see the output above)";
@@ -414,6 +415,20 @@ inline void run_campaign(const Campaign& c) {
 }
 
 }  // namespace almagest::fuzz
+
+/// main() of a fuzz test: QTEST_GUILESS_MAIN with Qt Test's crash handler off (-nocrashhandler).
+/// Its handler would catch a child's SIGSEGV and attach gdb (the watchdog then sees a hang), and
+/// under ASan it would replace ASan's own report.
+#define ALMAGEST_FUZZ_MAIN(TestClass)                                  \
+  int main(int argc, char** argv) {                                    \
+    QCoreApplication app(argc, argv);                                  \
+    std::vector<char*> args(argv, argv + argc);                        \
+    static char no_handler[] = "-nocrashhandler";                      \
+    args.insert(args.begin() + 1, no_handler);                         \
+    TestClass t;                                                       \
+    QTEST_SET_MAIN_SOURCE_PATH                                         \
+    return QTest::qExec(&t, int(args.size()), args.data());            \
+  }
 
 // Replacement global allocation functions (see the header comment). The aligned forms are left
 // to the library: they are not counted, and they are freed by its own aligned delete.

@@ -1,5 +1,5 @@
-// Bounded, seeded fuzzing of the candidate-table readers `stack stamps` uses (app/cli's
-// stackio::read_candidates, compiled into this test: see tests/CMakeLists.txt), ECSV and HDF5 as
+// Bounded, seeded fuzzing of the candidate-table readers `stack stamps` uses (the stack engine's
+// stack::files::read_candidates, almagest/stack/job.hpp), ECSV and HDF5 as
 // `stack search` writes them (the engine's write_candidates_ecsv / write_result_hdf5). Harness and
 // bounds: fuzz_harness.hpp.
 #include <QtTest>
@@ -10,22 +10,13 @@
 #include "almagest/core/job_context.hpp"
 #include "almagest/stack/candidates.hpp"
 #include "almagest/stack/search.hpp"
-#include "stack_files.hpp"
+#include "almagest/stack/job.hpp"
 
 #include "fuzz_harness.hpp"
 
 using namespace almagest;
 using almagest::fuzz::Campaign;
 using almagest::fuzz::run_campaign;
-
-// stack_files.cpp polls the CLI's Ctrl-C token (defined in app/cli/main.cpp, which this test does
-// not link): never cancelled here.
-namespace almagest::cli {
-const CancelToken& interrupt_token() {
-  static const CancelToken token;
-  return token;
-}
-}  // namespace almagest::cli
 
 namespace {
 
@@ -75,17 +66,17 @@ private slots:
   void candidates_ecsv() {
     run_campaign({"candidates-ecsv", ".ecsv",
                   [](const std::string& p) { stack::write_candidates_ecsv(p, small_result()); },
-                  [](const std::string& p) { (void)cli::stackio::read_candidates(p); },
+                  [](const std::string& p) { (void)stack::files::read_candidates(p); },
                   {}});
   }
 
   void candidates_hdf5() {
     run_campaign({"candidates-hdf5", ".h5",
                   [](const std::string& p) { stack::write_result_hdf5(p, small_result()); },
-                  [](const std::string& p) { (void)cli::stackio::read_candidates(p); },
+                  [](const std::string& p) { (void)stack::files::read_candidates(p); },
                   {fixture("ubsan_candh5_139.h5")}});
   }
 };
 
-QTEST_GUILESS_MAIN(TestFuzzCandidates)
+ALMAGEST_FUZZ_MAIN(TestFuzzCandidates)
 #include "test_fuzz_candidates.moc"

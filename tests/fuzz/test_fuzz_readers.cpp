@@ -59,7 +59,7 @@ sht::HealpixMap small_map() {
   m.units = {"K", "K", "K"};
   const std::int64_t npix = sht::npix_of(m.nside);
   for (int c = 0; c < 3; ++c) {
-    std::vector<double> v(std::size_t(npix));
+    std::vector<double> v(static_cast<std::size_t>(npix));
     for (std::int64_t p = 0; p < npix; ++p) v[std::size_t(p)] = std::sin(0.1 * double(p) + c);
     m.columns.push_back(std::move(v));
   }
@@ -214,5 +214,5 @@ private slots:
   }
 };
 
-QTEST_GUILESS_MAIN(TestFuzzReaders)
+ALMAGEST_FUZZ_MAIN(TestFuzzReaders)
 #include "test_fuzz_readers.moc"
