@@ -11,12 +11,12 @@
 
 namespace almagest::sht {
 
-const char* to_string(Backend b) { return b == Backend::Cuda ? "cuda" : "cpu"; }
+const char* to_string(Backend b) {
+  return b == Backend::Cuda ? "cuda" : b == Backend::Auto ? "auto" : "cpu";
+}
 
 Backend backend_from_string(const std::string& s) {
-  if (s == "cpu") return Backend::Cpu;
-  if (s == "cuda" || s == "gpu") return Backend::Cuda;
-  throw ConfigError("backend", "unknown backend '" + s + "' (expected cpu or cuda)");
+  return resolve_backend(parse_backend(s == "gpu" ? "cuda" : s, "backend")).kind;
 }
 
 namespace {
@@ -36,6 +36,8 @@ std::vector<std::pair<std::string, std::string>> problems_of(const ShtConfig& c)
     p.emplace_back("batch", "must be in 1..4096, got " + std::to_string(c.batch));
   if (c.threads < 0) p.emplace_back("threads", "must be >= 0");
   if (c.device < 0) p.emplace_back("device", "must be >= 0");
+  if (c.backend == Backend::Auto)
+    p.emplace_back("backend", "auto must be resolved (almagest::resolve_backend) before a plan is made");
   if (!c.observed_pixels.empty() && c.nside >= 1 && c.nside <= 8192) {
     const std::int64_t np = npix_of(c.nside);
     for (std::size_t i = 0; i < c.observed_pixels.size(); ++i) {

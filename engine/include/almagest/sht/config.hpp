@@ -5,11 +5,18 @@
 #include <string>
 #include <vector>
 
+#include "almagest/core/backend.hpp"
+
 namespace almagest::sht {
 
-enum class Backend { Cpu, Cuda };
-const char* to_string(Backend b);                 ///< "cpu" | "cuda"
-Backend backend_from_string(const std::string& s);  ///< throws ConfigError (field "backend")
+/// A plan's backend is core's backend kind (almagest/core/backend.hpp, the one type of every
+/// engine): Cpu or Cuda. Auto is resolved (resolve_backend, the one Auto policy) before a plan is
+/// made; a config with Auto is refused.
+using Backend = BackendKind;
+const char* to_string(Backend b);                 ///< "cpu" | "cuda" | "auto"
+/// parse_backend(s) ("gpu" also means cuda) resolved by resolve_backend: Cpu or Cuda. Throws
+/// ConfigError (field "backend") or BackendUnavailable (cuda without a usable device).
+Backend backend_from_string(const std::string& s);
 
 /// healpy's blind value for unobserved pixels.
 inline constexpr double kUnseen = -1.6375e30;
@@ -21,11 +28,16 @@ struct ShtConfig {
   int batch = 1;        ///< columns transformed together per device call (1..4096)
   Backend backend = Backend::Cpu;
   int threads = 0;      ///< CPU backend worker threads (0 = all hardware threads)
-  int device = 0;       ///< CUDA device index (CUDA backend)
+  int device = 0;       ///< CUDA device index (CUDA backend; ResolvedBackend::device)
   /// Cut sky: strictly increasing RING pixel indices of the observed pixels. Empty = full sky.
   /// Maps handed to a cut-sky plan hold only these pixels, in this order.
   std::vector<std::int64_t> observed_pixels;
 
+  /// Sets backend and device from a resolved choice (resolve_backend).
+  void use(const ResolvedBackend& b) noexcept {
+    backend = b.kind;
+    device = b.device;
+  }
   /// lmax with the default applied.
   int effective_lmax() const noexcept { return lmax < 0 ? 3 * nside - 1 : lmax; }
   /// Every problem with this configuration, one message each naming the field; empty if valid.
