@@ -4,12 +4,14 @@
 #include "registry.hpp"
 
 // ENGINE ENTRIES: each engine's job header is included here and its entry added below.
+#include "almagest/sht/job.hpp"
 
 namespace almagest::jobs {
 
 std::vector<EngineEntry> registered_engines() {
   std::vector<EngineEntry> e;
   // e.push_back(npcf::npcf_job_entry()); etc., added by each engine's job layer.
+  e.push_back(sht::sht_job_entry());
   return e;
 }
 

@@ -1,21 +1,12 @@
 #pragma once
-// Deterministic chunked reduction over hubs: the hub range is split into chunks whose boundaries
-// depend only on the graph (never on the thread count); threads take chunks dynamically, each
-// chunk accumulates into its own accumulator, and accumulators are merged into the total strictly
-// in chunk order. Floating-point results are therefore identical for any thread count.
-// Memory is bounded: at most `max_pending` finished-but-unmerged accumulators exist at a time.
+// Chunking of the hub range for the engines' one deterministic reduction (core/parallel.hpp's
+// chunked_reduce): chunk boundaries depend only on the graph (never on the thread count), so the
+// chunk-ordered merge gives identical floating-point results for any thread count.
 #include <algorithm>
-#include <condition_variable>
 #include <cstdint>
-#include <exception>
-#include <map>
-#include <mutex>
-#include <optional>
-#include <string>
-#include <thread>
 #include <vector>
 
-#include "almagest/core/job_context.hpp"
+#include "core/parallel.hpp"
 #include "almagest/npcf/graph.hpp"
 
 namespace almagest::npcf::detail {
@@ -52,71 +43,7 @@ inline std::vector<std::uint64_t> make_chunks(const Graph& g, int cost_power,
   return bounds;
 }
 
-/// body(chunk, hub_begin, hub_end, acc) fills `acc` (created by make()); merge(total, part) adds a
-/// part. Checks ctx for cancel between chunks (throws Cancelled) and reports progress as the
-/// number of hubs merged. Exceptions from workers are rethrown on the calling thread.
-template <class Acc, class Make, class Body, class Merge>
-Acc chunked_reduce(const std::vector<std::uint64_t>& bounds, int threads, const JobContext& ctx,
-                   const std::string& stage, Make make, Body body, Merge merge) {
-  const std::uint64_t nchunks = bounds.size() - 1;
-  const std::uint64_t nhubs = bounds.back();
-  threads = std::max(1, std::min<int>(threads, static_cast<int>(std::max<std::uint64_t>(1, nchunks))));
-  const std::uint64_t max_pending = 4ull * static_cast<std::uint64_t>(threads);
-
-  Acc total = make();
-  std::mutex mu;
-  std::condition_variable cv;
-  std::uint64_t next = 0, cursor = 0;
-  std::map<std::uint64_t, Acc> pending;
-  std::exception_ptr error;
-  bool stop = false;
-
-  auto worker = [&]() {
-    for (;;) {
-      std::uint64_t c;
-      {
-        std::unique_lock<std::mutex> lock(mu);
-        cv.wait(lock, [&] { return stop || next >= nchunks || next < cursor + max_pending; });
-        if (stop || next >= nchunks) return;
-        c = next++;
-      }
-      try {
-        if (ctx.cancelled()) throw Cancelled();
-        Acc part = make();
-        body(c, bounds[c], bounds[c + 1], part);
-        std::unique_lock<std::mutex> lock(mu);
-        pending.emplace(c, std::move(part));
-        while (!pending.empty() && pending.begin()->first == cursor) {
-          merge(total, pending.begin()->second);
-          pending.erase(pending.begin());
-          ++cursor;
-        }
-        const double done = static_cast<double>(cursor < nchunks ? bounds[cursor] : nhubs);
-        // Reported under the lock so that progress is monotone across workers.
-        ctx.progress(done, static_cast<double>(std::max<std::uint64_t>(1, nhubs)), stage);
-        lock.unlock();
-        cv.notify_all();
-      } catch (...) {
-        std::lock_guard<std::mutex> lock(mu);
-        if (!error) error = std::current_exception();
-        stop = true;
-        cv.notify_all();
-        return;
-      }
-    }
-  };
-
-  if (threads == 1) {
-    worker();
-  } else {
-    std::vector<std::thread> pool;
-    pool.reserve(static_cast<std::size_t>(threads));
-    for (int t = 0; t < threads; ++t) pool.emplace_back(worker);
-    for (auto& th : pool) th.join();
-  }
-  if (error) std::rethrow_exception(error);
-  ctx.check_cancel();
-  return total;
-}
+/// The one deterministic chunked reduction (core/parallel.hpp), over the chunks above.
+using almagest::parallel::chunked_reduce;
 
 }  // namespace almagest::npcf::detail
