@@ -5,6 +5,7 @@
 
 // ENGINE ENTRIES: each engine's job header is included here and its entry added below.
 #include "almagest/sht/job.hpp"
+#include "almagest/stack/job.hpp"
 
 namespace almagest::jobs {
 
@@ -12,6 +13,7 @@ std::vector<EngineEntry> registered_engines() {
   std::vector<EngineEntry> e;
   // e.push_back(npcf::npcf_job_entry()); etc., added by each engine's job layer.
   e.push_back(sht::sht_job_entry());
+  e.push_back(stack::stack_job_entry());
   return e;
 }
 

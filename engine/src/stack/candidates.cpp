@@ -9,7 +9,7 @@
 #include "almagest/core/error.hpp"
 #include "almagest/io/hdf5_file.hpp"
 #include "almagest/stack/wcs.hpp"
-#include "parallel.hpp"
+#include "core/parallel.hpp"
 
 namespace almagest::stack {
 
@@ -37,7 +37,7 @@ std::vector<CandidateDetail> describe_candidates(const SearchResult& r, const Se
   if (s.n_exp != n) throw ConfigError("plan", "the plan's shift table is for " + std::to_string(s.n_exp) + " exposures, the planes hold " + std::to_string(n));
   std::vector<CandidateDetail> out(r.candidates.size());
   // wcslib objects are not shared between threads: sky positions are filled serially below.
-  detail::parallel_for(out.size(), 0, ctx, "candidate details", [&](std::size_t ci) {
+  parallel::parallel_for(out.size(), 0, ctx, "candidate details", [&](std::size_t ci) {
     CandidateDetail& d = out[ci];
     d.c = r.candidates[ci];
     d.stamp_size = side;

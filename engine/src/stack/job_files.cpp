@@ -1,5 +1,9 @@
-// Text and HDF5 files of `almagest-cli stack` that are not stack inputs (see stack_files.hpp).
-#include "stack_files.hpp"
+// Files of stack jobs that are not the engine's stack formats (almagest/stack/job.hpp, namespace
+// files): velocity lists, common curves, psi/phi HDF5, candidate tables read back for `stamps`,
+// truth tables of `simulate`. Text through the bounded reader (io::read_text_file, io::TextLines:
+// regular files only, sized by the file, every data row terminated), HDF5 through Hdf5Reader and
+// Hdf5Writer; every writer joins the thread's OutputSet.
+#include "almagest/stack/job.hpp"
 
 #include <cerrno>
 #include <cmath>
@@ -15,9 +19,8 @@
 #include "almagest/core/error.hpp"
 #include "almagest/io/hdf5_file.hpp"
 #include "almagest/io/text_file.hpp"
-#include "options.hpp"
 
-namespace almagest::cli::stackio {
+namespace almagest::stack::files {
 
 namespace fs = std::filesystem;
 
@@ -230,30 +233,6 @@ CandidateTable read_candidates_hdf5(const std::string& path) {
 
 }  // namespace
 
-void check_output_path(const std::string& p, const std::vector<std::string>& inputs, bool folder_output) {
-  try {
-    check_output_target(p, inputs, folder_output);
-  } catch (const IoError& e) {
-    throw CliFailure(kExitOutputIo, e.what());
-  }
-}
-
-void commit_outputs(const std::vector<Output>& outputs, const std::vector<std::string>& inputs) {
-  try {
-    OutputSet set(inputs, interrupt_token());
-    OutputSet::Scope scope(set);
-    // File writers get the destination itself and join the set through their AtomicFile, so
-    // their messages name the destination; a folder is filled in its temporary folder.
-    for (const auto& o : outputs) {
-      if (o.folder) o.write(set.add(o.path, true));
-      else o.write(o.path);
-    }
-    set.commit();
-  } catch (const IoError& e) {
-    throw CliFailure(kExitOutputIo, e.what());
-  }
-}
-
 std::vector<std::vector<double>> read_numeric_table(const std::string& path, int min_cols, int max_cols,
                                                     const std::string& what) {
   const std::string text = read_text(path, what);
@@ -387,4 +366,4 @@ void write_truth_ecsv(const std::string& path, const std::vector<stack::Mover>& 
   write_text_atomic(path, s);
 }
 
-}  // namespace almagest::cli::stackio
+}  // namespace almagest::stack::files

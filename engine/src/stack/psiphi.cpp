@@ -7,7 +7,7 @@
 #include "almagest/core/error.hpp"
 #include "almagest/core/gpu.hpp"
 #include "almagest/kernels/stack_cuda.hpp"
-#include "parallel.hpp"
+#include "core/parallel.hpp"
 
 namespace almagest::stack {
 
@@ -95,7 +95,7 @@ PsiPhi compute_psiphi(const ExposureStack& stack, const JobContext& ctx) {
   out.psi.assign(np * out.n, 0.0f);
   out.phi.assign(np * out.n, 0.0f);
   const int W = stack.width, H = stack.height;
-  detail::parallel_for(out.n, ctx.threads, ctx, "psi/phi", [&](std::size_t e) {
+  parallel::parallel_for(out.n, ctx.threads, ctx, "psi/phi", [&](std::size_t e) {
     const Psf& psf = stack.psf[e];
     const int K = psf.size, r = K / 2;
     double ksum = 0;

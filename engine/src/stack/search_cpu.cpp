@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "parallel.hpp"
+#include "core/parallel.hpp"
 #include "search_internal.hpp"
 
 namespace almagest::stack::detail {
@@ -41,7 +41,7 @@ CpuScan scan_cpu(const PsiPhi& p, const ShiftTable& s, float threshold, bool top
     std::uint64_t total = 0;
   };
   std::vector<Row> rows(H);
-  detail::parallel_for(std::size_t(H), threads, ctx, "search (cpu)", [&](std::size_t yi) {
+  parallel::parallel_for(std::size_t(H), threads, ctx, "search (cpu)", [&](std::size_t yi) {
     const int y = static_cast<int>(yi);
     Row& row = rows[yi];
     row.d.max_z = 0;
