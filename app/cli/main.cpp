@@ -12,6 +12,7 @@
 #include "almagest/core/error.hpp"
 #include "almagest/core/provenance.hpp"
 #include "options.hpp"
+#include "run_command.hpp"
 #include "sht_command.hpp"
 #include "stack_command.hpp"
 
@@ -165,7 +166,8 @@ int main(int argc, char** argv) {
 
   std::vector<Command> commands{add_npcf_command(app), add_run_command(app),
                                 add_info_command(app), add_demo_command(app), add_selftest_command(app),
-                                add_sht_command(app), add_stack_command(app)};
+                                add_sht_command(app), add_stack_command(app),
+                                add_schema_command(app)};
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
