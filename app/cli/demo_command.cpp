@@ -119,7 +119,7 @@ int run_demo(const DemoSettings& d) {
   if (!fs::is_directory(d.out_dir, ec))
     throw CliFailure(kExitOutputIo, d.out_dir + ": cannot create the demo output directory");
 
-  npcf::JobValues v{{"stat", std::vector<std::string>{"2pcf", "3pcf"}},
+  schema::Values v{{"stat", std::vector<std::string>{"2pcf", "3pcf"}},
                     {"data", (demo / "data.txt").string()},
                     {"randoms", (demo / "randoms.txt").string()},
                     {"rmin", rmin},

@@ -228,8 +228,8 @@ private slots:
       return QStringList{"npcf", "--stat", "2pcf", "--data", d, "--randoms", rn, "--rmin", rmin,
                          "--rmax", "20", "--nbins", nbins, "-o", out};
     };
-    QTest::newRow("nbins 0") << binned("2", "0") << 2 << "--nbins: must be in 1..255";
-    QTest::newRow("nbins 256") << binned("2", "256") << 2 << "--nbins: must be in 1..255";
+    QTest::newRow("nbins 0") << binned("2", "0") << 2 << "--nbins: must be in [1, 255]";
+    QTest::newRow("nbins 256") << binned("2", "256") << 2 << "--nbins: must be in [1, 255]";
     QTest::newRow("nbins not an integer") << binned("2", "7.5") << 2 << "--nbins: '7.5' is not an integer";
     QTest::newRow("nbins > 16 for 4pcf") << (QStringList{"npcf", "--stat", "4pcf", "--data", d, "--randoms", rn, "--rmin", "2", "--rmax", "20", "--nbins", "17", "-o", out}) << 2 << "1..16";
     QTest::newRow("rmax too large for periodic box") << (QStringList{"npcf", "--stat", "2pcf", "--data", d, "--periodic", "--box", "200", "--rmin", "1", "--rmax", "100", "--nbins", "6", "-o", out}) << 2 << "box/2";
@@ -403,9 +403,9 @@ private slots:
   void helpListsEveryOption() {
     CliRun r = run_cli({"npcf", "--help"});
     QCOMPARE(r.code, 0);
-    for (const auto& o : npcf::npcf_job_options())
+    for (const auto& o : npcf::npcf_schema().fields)
       QVERIFY2(r.out.contains(QString::fromStdString("--" + o.key)), o.key.c_str());
-    for (const char* s : {"--dry-run", "--quiet", "Exit codes", "130", "Mpc/h", "1..255"})
+    for (const char* s : {"--dry-run", "--quiet", "Exit codes", "130", "Mpc/h", "[1, 255]"})
       QVERIFY2(r.out.contains(s), s);
     CliRun info = run_cli({"info"});
     QCOMPARE(info.code, 0);

@@ -73,7 +73,7 @@ private slots:
     npcf::NpcfConfig c;
     c.statistic = npcf::Statistic::TwoPoint;
     c.bins = npcf::Binning{1.0, 20.0, 4, npcf::BinScale::Linear};
-    c.backend = npcf::Backend::Cuda;
+    c.backend = parse_backend("cuda");
     JobContext ctx;
     try {
       npcf::NpcfPlan plan(c, small_points(), ctx);

@@ -354,7 +354,7 @@ private slots:
     QCOMPARE(statistic_from_string("4pcf-parity"), Statistic::FourPointParity);
     QCOMPARE(std::string(to_string(Statistic::ThreePointEquilateral)), std::string("3pcf-equilateral"));
     QVERIFY_THROWS_EXCEPTION(ConfigError, statistic_from_string("5pcf"));
-    QCOMPARE(backend_from_string("auto"), Backend::Auto);
+    QCOMPARE(parse_backend("auto").kind, BackendKind::Auto);
     QVERIFY(ok.to_json().find("\"nbins\":10") != std::string::npos);
   }
 

@@ -1,9 +1,11 @@
-// The N-point job schema (almagest/npcf/job.hpp) shared by the CLI flags, job files and the GUI:
-// values -> job, every problem reported with its key, relative paths, output naming, and the
-// round trip job -> values -> job.
+// The N-point job schema (almagest/npcf/job.hpp, on core/schema.hpp) shared by the CLI flags,
+// job files, the GUI and Python: values -> job, every problem reported with its key, relative
+// paths, output naming, the round trip job -> values -> job, the canonical config and the job
+// layer's entry (make_job, dry run).
 #include <QtTest>
 
 #include "almagest/core/error.hpp"
+#include "almagest/jobs/job.hpp"
 #include "almagest/npcf/job.hpp"
 
 using namespace almagest;
@@ -11,13 +13,13 @@ using namespace almagest::npcf;
 
 namespace {
 
-JobValues minimal() {
+schema::Values minimal() {
   return {{"stat", std::string("2pcf")}, {"data", std::string("d.txt")},
           {"randoms", std::string("r.txt")}, {"rmin", 1.0}, {"rmax", std::string("40")},
           {"nbins", std::int64_t{8}}, {"output", std::string("out/xi.h5")}};
 }
 
-QString error_of(const JobValues& v, const std::string& prefix = "--") {
+QString error_of(const schema::Values& v, const std::string& prefix = "--") {
   try {
     make_npcf_job(v, "", prefix);
   } catch (const ConfigError& e) {
@@ -33,16 +35,35 @@ class TestNpcfJob : public QObject {
 
 private slots:
   void schemaIsComplete() {
-    const auto& s = npcf_job_options();
-    QVERIFY(s.size() >= 20);
-    for (const auto& o : s) {
-      QVERIFY2(!o.help.empty() && !o.group.empty(), o.key.c_str());
-      QVERIFY(find_job_option(o.key) == &o);
-      if (o.kind == OptionKind::Choice || o.kind == OptionKind::ChoiceList) QVERIFY(!o.choices.empty());
+    const auto& s = npcf_schema();
+    QCOMPARE(s.engine, std::string("npcf"));
+    QVERIFY(s.fields.size() >= 20);
+    for (const auto& f : s.fields) {
+      QVERIFY2(!f.help.empty() && !f.group.empty(), f.key.c_str());
+      QVERIFY(s.find(f.key) == &f);
+      if (f.kind == schema::Kind::Choice || f.kind == schema::Kind::ChoiceList) QVERIFY(!f.choices.empty());
+      // Every field has a default or is required, except the ones whose absence means something
+      // (no randoms: periodic analytic randoms; no columns: the format's defaults; no box).
+      const bool optional_by_design = f.key == "randoms" || f.key == "box" || f.key.find("columns") != std::string::npos ||
+                                      f.key.find("weights") != std::string::npos;
+      QVERIFY2(f.required || f.default_value || optional_by_design, f.key.c_str());
+      QVERIFY2(!(f.required && f.default_value), f.key.c_str());
     }
-    QVERIFY(find_job_option("nope") == nullptr);
-    for (const char* k : {"stat", "data", "rmin", "rmax", "nbins", "output"})
-      QVERIFY2(find_job_option(k)->required, k);
+    QVERIFY(s.find("nope") == nullptr);
+    for (const char* k : {"stat", "data", "rmin", "rmax", "nbins", "output"}) QVERIFY2(s.find(k)->required, k);
+    QCOMPARE(s.find("nbins")->max.value_or(0), 255.0);
+    QCOMPARE(s.find("rmin")->unit, std::string("Mpc/h"));
+    QCOMPARE(int(s.find("data")->role), int(schema::Role::InputFile));
+    QCOMPARE(int(s.find("output")->role), int(schema::Role::OutputFile));
+    QVERIFY(schema::full_help(*s.find("omega-m")).find("Default: 0.31") != std::string::npos);
+    // The schema's defaults are the engine's: a job without the optional keys equals the
+    // defaults of NpcfConfig and CatalogueSpec.
+    NpcfJob j = make_npcf_job(minimal(), "", "--");
+    QCOMPARE(j.data.cosmology.omega_m, std::get<double>(*s.find("omega-m")->default_value));
+    QCOMPARE(std::to_string(j.config.pixel_ntheta) + "x" + std::to_string(j.config.pixel_nphi),
+             std::get<std::string>(*s.find("pixel-grid")->default_value));
+    QCOMPARE(j.data.hdf5_group, std::get<std::string>(*s.find("hdf5-group")->default_value));
+    QCOMPARE(std::int64_t{j.config.threads}, std::get<std::int64_t>(*s.find("threads")->default_value));
   }
 
   void minimalJob() {
@@ -56,7 +77,7 @@ private slots:
     QCOMPARE(j.config.bins.rmin, 1.0);
     QCOMPARE(j.config.bins.rmax, 40.0);
     QCOMPARE(j.config.bins.nbins, 8);
-    QCOMPARE(int(j.config.backend), int(Backend::Cpu));
+    QCOMPARE(int(j.config.backend.kind), int(BackendKind::Cpu));
     QCOMPARE(int(j.format), int(OutputFormat::Hdf5));
     QCOMPARE(j.output_paths(), std::vector<std::string>{"/base/dir/out/xi.h5"});
     // Absolute paths are kept.
@@ -90,7 +111,7 @@ private slots:
     v.erase("output");                          // missing required key
     const QString e = error_of(v, "jobs.toml: job 3: ");
     for (const char* s : {"jobs.toml: job 3: rmax: must be greater than rmin",
-                          "jobs.toml: job 3: nbins: must be in 1..255",
+                          "jobs.toml: job 3: nbins: must be in [1, 255], got 300",
                           "jobs.toml: job 3: stat: unknown statistic '5pcf'",
                           "jobs.toml: job 3: pixel-grid: '8by32' is not of the form",
                           "jobs.toml: job 3: colour: unknown option",
@@ -171,6 +192,65 @@ private slots:
     QCOMPARE(QString::fromStdString(b.config.to_json()), QString::fromStdString(a.config.to_json()));
     QCOMPARE(b.statistics, a.statistics);
     QCOMPARE(int(b.format), int(OutputFormat::Gramsci));
+  }
+  void backendsAndBadValues() {
+    auto v = minimal();
+    v["backend"] = std::string("cuda:3");
+    NpcfJob j = make_npcf_job(v, "", "--");
+    QCOMPARE(int(j.config.backend.kind), int(BackendKind::Cuda));
+    QCOMPARE(j.config.backend.device, 3);
+    v["backend"] = std::string("gpu");
+    QVERIFY(error_of(v).contains("--backend: unknown backend 'gpu'"));
+    v = minimal();
+    v["omega-m"] = 0.0;
+    QVERIFY(error_of(v).contains("--omega-m: must be in (0, 1], got 0"));
+    v = minimal();
+    v["fits-hdu"] = std::string("-1");
+    QVERIFY(error_of(v).contains("--fits-hdu: must be in [0, 100000], got -1"));
+  }
+
+  void canonicalConfig() {
+    auto v = minimal();
+    v["threads"] = std::int64_t{3};
+    const std::string a = make_npcf_job(v, "/base", "").config_json();
+    v["threads"] = std::int64_t{1};  // results do not depend on it: the same configuration
+    QCOMPARE(QString::fromStdString(make_npcf_job(v, "/base", "").config_json()), QString::fromStdString(a));
+    v["nbins"] = std::int64_t{9};
+    QVERIFY(make_npcf_job(v, "/base", "").config_json() != a);
+    QVERIFY(a.find("\"data\":\"/base/d.txt\"") != std::string::npos);
+    QVERIFY(a.find("\"omega-m\":0.31") != std::string::npos);  // defaults applied
+    QVERIFY(a.find("threads") == std::string::npos);
+  }
+
+  void jobLayerEntry() {
+    const jobs::EngineEntry* e = jobs::find_engine("npcf");
+    QVERIFY(e != nullptr);
+    QVERIFY(&e->schema() == &npcf_schema());
+    jobs::JobRequest req{"npcf", minimal(), "/base", ""};
+    auto job = jobs::make_job(req);
+    QCOMPARE(job->engine(), std::string("npcf"));
+    QCOMPARE(job->operation(), std::string("2pcf"));
+    QCOMPARE(job->input_paths(), (std::vector<std::string>{"/base/d.txt", "/base/r.txt"}));
+    QCOMPARE(job->output_paths(), std::vector<std::string>{"/base/out/xi.h5"});
+    QCOMPARE(QString::fromStdString(job->config_json()),
+             QString::fromStdString(make_npcf_job(minimal(), "/base", "").config_json()));
+    // The CLI's messages ("--" for flags) and a job file's label come from the same code.
+    auto bad = minimal();
+    bad["nbins"] = std::int64_t{0};
+    req.values = bad;
+    try {
+      jobs::make_job(req);
+      QFAIL("nbins 0 accepted");
+    } catch (const ConfigError& x) {
+      QCOMPARE(QString(x.what()), error_of(bad, "--"));
+    }
+    req.label = "jobs.toml: job 2: ";
+    try {
+      jobs::make_job(req);
+      QFAIL("nbins 0 accepted");
+    } catch (const ConfigError& x) {
+      QVERIFY(QString(x.what()).startsWith("jobs.toml: job 2: nbins: must be in [1, 255], got 0"));
+    }
   }
 };
 

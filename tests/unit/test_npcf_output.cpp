@@ -227,7 +227,7 @@ private slots:
   void backend_selection() {
     NpcfConfig c;
     c.bins = {1.0, 15.0, 4, BinScale::Linear};
-    c.backend = Backend::Cuda;
+    c.backend = parse_backend("cuda");
     // Without a usable GPU: an error naming why, never a silent fallback.
     if (!gpu_status().available) {
       try {
@@ -239,7 +239,7 @@ private slots:
       }
     }
     // Auto falls back to the CPU and records why.
-    c.backend = Backend::Auto;
+    c.backend = parse_backend("auto");
     std::string logged;
     JobContext ctx(CancelToken{}, {}, [&](LogLevel, std::string_view m) { logged += std::string(m); });
     NpcfPlan plan(c, catalogue(3000, 6), ctx);
@@ -247,7 +247,7 @@ private slots:
     QCOMPARE(plan.backend_name(), std::string("cpu"));
     QCOMPARE(r.provenance.backend, std::string("cpu"));
     QVERIFY(r.provenance.config_json.find("backend_note") != std::string::npos);
-    QVERIFY(logged.find("auto:") != std::string::npos);
+    QVERIFY(logged.find("auto chose the CPU") != std::string::npos);
   }
 
   void progress_reaches_total() {

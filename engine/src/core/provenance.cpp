@@ -55,6 +55,7 @@ std::string Provenance::to_json() const {
   j["host"] = host;
   j["backend"] = backend;
   j["device"] = device;
+  if (!backend_note.empty()) j["backend_note"] = backend_note;
   j["threads"] = threads;
   if (!config_json.empty()) {
     auto parsed = nlohmann::json::parse(config_json, nullptr, false);
@@ -81,6 +82,7 @@ Provenance Provenance::from_json(const std::string& text) {
   str("host", p.host);
   str("backend", p.backend);
   str("device", p.device);
+  str("backend_note", p.backend_note);
   if (auto it = j.find("threads"); it != j.end() && it->is_number_integer()) p.threads = it->get<int>();
   if (auto it = j.find("config"); it != j.end())
     p.config_json = it->is_string() ? it->get<std::string>() : it->dump();

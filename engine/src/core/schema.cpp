@@ -33,6 +33,8 @@ std::vector<std::string> split_commas(const std::string& s) {
 }
 
 std::string number_text(double d) {
+  // Integral values as integers ("100000", not the shortest form "1e+05").
+  if (std::isfinite(d) && std::floor(d) == d && std::fabs(d) < 1e15) return std::to_string(static_cast<long long>(d));
   char buf[32];
   auto r = std::to_chars(buf, buf + sizeof buf, d);
   return std::string(buf, r.ptr);

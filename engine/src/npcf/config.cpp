@@ -105,23 +105,6 @@ Statistic statistic_from_string(const std::string& s) {
                                      "' (expected 2pcf, 3pcf, 3pcf-equilateral, 4pcf or 4pcf-parity)");
 }
 
-const char* to_string(Backend b) {
-  switch (b) {
-    case Backend::Cpu: return "cpu";
-    case Backend::Cuda: return "cuda";
-    case Backend::Auto: return "auto";
-  }
-  return "unknown";
-}
-
-Backend backend_from_string(const std::string& s) {
-  const std::string l = lower(s);
-  if (l == "cpu") return Backend::Cpu;
-  if (l == "cuda") return Backend::Cuda;
-  if (l == "auto") return Backend::Auto;
-  throw ConfigError("backend", "unknown backend '" + s + "' (expected cpu, cuda or auto)");
-}
-
 int Binning::bin_of(double d) const {
   double t;
   if (scale == BinScale::Log) {
@@ -175,7 +158,7 @@ std::string NpcfConfig::to_json() const {
   j["pixel_ntheta"] = pixel_ntheta;
   j["pixel_nphi"] = pixel_nphi;
   j["threads"] = threads;
-  j["backend"] = to_string(backend);
+  j["backend"] = almagest::to_string(backend);
   return j.dump();
 }
 

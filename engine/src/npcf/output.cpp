@@ -50,7 +50,11 @@ NpcfConfig config_from_json(const std::string& text, const std::string& file) {
     c.pixel_ntheta = j.value("pixel_ntheta", 8);
     c.pixel_nphi = j.value("pixel_nphi", 32);
     c.threads = j.value("threads", 0);
-    c.backend = backend_from_string(j.value("backend", std::string("cpu")));
+    try {
+      c.backend = parse_backend(j.value("backend", std::string("cpu")));
+    } catch (const ConfigError& e) {
+      throw IoError(file, "attribute 'config' of '/'", std::string("invalid configuration: ") + e.what());
+    }
   } catch (const nlohmann::json::exception& e) {
     throw IoError(file, "attribute 'config' of '/'", std::string("invalid configuration: ") + e.what());
   }

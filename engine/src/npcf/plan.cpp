@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "almagest/core/backend.hpp"
 #include "almagest/core/error.hpp"
 #include "almagest/core/gpu.hpp"
 #include "almagest/npcf/cuda.hpp"
@@ -49,6 +50,7 @@ struct NpcfPlan::Impl {
   double graph_seconds = 0;
   std::string backend = "cpu";
   std::string backend_note;  // why Auto chose the CPU
+  std::vector<int> devices;  // CUDA devices (empty: every visible one)
   std::uint64_t resident_key = new_resident_key();  // the graph stays on the GPU between runs
   ~Impl() { release_resident_graph(resident_key); }
 };
@@ -62,42 +64,30 @@ NpcfPlan::NpcfPlan(NpcfConfig config, PointSet points, const JobContext& ctx)
                                      to_string(config.statistic) +
                                      " statistic (analytic randoms exist only for the 2pcf in a "
                                      "periodic box)");
-  switch (config.backend) {
-    case Backend::Cpu:
-      break;
-    case Backend::Cuda: {
-      const GpuStatus& st = gpu_status();
-      if (!st.available) throw BackendUnavailable("backend cuda: " + st.reason);
-      impl_->backend = "cuda";
-      break;
-    }
-    case Backend::Auto: {
-      const GpuStatus& st = gpu_status();
-      if (!st.available) {
-        impl_->backend_note = "auto: CUDA unavailable (" + st.reason + "); using the CPU";
-      } else {
-        const GraphEstimate est = estimate_graph(points, config);
-        if (cuda_worthwhile(config.statistic, static_cast<std::uint64_t>(est.edges))) {
-          impl_->backend = "cuda";
-          impl_->backend_note = "auto: " + st.summary() + " chosen for ~" +
-                                std::to_string(static_cast<std::uint64_t>(est.edges)) + " edges";
-        } else {
-          impl_->backend_note = "auto: job too small (~" +
-                                std::to_string(static_cast<std::uint64_t>(est.edges)) +
-                                " edges) to pay for GPU transfers; using the CPU";
-        }
-      }
-      ctx.info(impl_->backend_note);
-      break;
-    }
+  // The one Auto policy of every engine (core/backend.hpp): CUDA when a device is usable.
+  const ResolvedBackend rb = resolve_backend(config.backend);
+  if (rb.cuda()) {
+    // cuda (= cuda:0) spreads hub partitions over every visible device, as before; cuda:N with
+    // N > 0 runs on device N alone.
+    if (rb.device != 0) impl_->devices = {rb.device};
+    impl_->backend = "cuda";
   }
+  impl_->backend_note = rb.note;
+  if (!rb.note.empty()) ctx.info(rb.note);
   if (config.periodic) prepare_periodic(points, config.box);
   impl_->config = std::move(config);
   impl_->points = std::move(points);
   const auto t0 = std::chrono::steady_clock::now();
-  impl_->graph = impl_->backend == "cuda" ? build_graph_cuda(impl_->points, impl_->config, ctx)
+  impl_->graph = impl_->backend == "cuda" ? build_graph_cuda(impl_->points, impl_->config, ctx, cuda_options())
                                           : build_graph(impl_->points, impl_->config, ctx);
   impl_->graph_seconds = seconds_since(t0);
+}
+
+CudaOptions NpcfPlan::cuda_options() const {
+  CudaOptions o;
+  o.resident_key = impl_->resident_key;
+  o.devices = impl_->devices;
+  return o;
 }
 
 NpcfPlan::~NpcfPlan() = default;
@@ -109,6 +99,7 @@ const PointSet& NpcfPlan::points() const noexcept { return impl_->points; }
 const Graph& NpcfPlan::graph() const noexcept { return impl_->graph; }
 double NpcfPlan::graph_seconds() const noexcept { return impl_->graph_seconds; }
 std::string NpcfPlan::backend_name() const { return impl_->backend; }
+const std::string& NpcfPlan::backend_note() const noexcept { return impl_->backend_note; }
 
 NpcfResult NpcfPlan::execute(const JobContext& ctx) const {
   return execute(impl_->config.statistic, ctx);
@@ -138,9 +129,7 @@ NpcfResult NpcfPlan::execute(Statistic statistic, const JobContext& ctx) const {
   CudaStats stats;
   auto count = [&](Statistic st, const NpcfConfig& c) {
     if (cuda) {
-      CudaOptions o;
-      o.resident_key = impl_->resident_key;
-      return count_cuda(st, g, p, c, ctx, o, &stats);
+      return count_cuda(st, g, p, c, ctx, cuda_options(), &stats);
     }
     switch (st) {
       case Statistic::TwoPoint:

@@ -18,6 +18,7 @@ struct Provenance {
   std::string host;                          ///< host name
   std::string backend;                       ///< "cpu" or "cuda"
   std::string device;                        ///< CPU model / GPU name
+  std::string backend_note;                  ///< why the Auto policy chose the CPU ("" otherwise)
   int threads = 0;                           ///< worker threads used
   std::string config_json;                   ///< the full job configuration, as JSON
   std::vector<std::string> inputs;           ///< input files (paths as given)

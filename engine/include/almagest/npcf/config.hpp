@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include "almagest/core/backend.hpp"
+
 namespace almagest::npcf {
 
 enum class Statistic {
@@ -18,9 +20,6 @@ Statistic statistic_from_string(const std::string& s);  ///< throws ConfigError
 
 enum class BinScale { Linear, Log };
 enum class DirectionMode { Pixel, Exact };  ///< parity: spoke directions from pixels or coordinates
-enum class Backend { Cpu, Cuda, Auto };
-const char* to_string(Backend b);
-Backend backend_from_string(const std::string& s);  ///< "cpu" | "cuda" | "auto"
 
 /// Radial binning. A pair is an edge iff rmin < d < rmax (strict, on squared distance).
 /// Linear: bin = floor((d - rmin)/dr) + 1, dr = (rmax - rmin)/nbins, clamped to 1..nbins.
@@ -49,7 +48,9 @@ struct NpcfConfig {
   int pixel_ntheta = 8;      ///< direction pixel grid: ntheta x nphi <= 65536, nphi even
   int pixel_nphi = 32;
   int threads = 0;           ///< 0 = all hardware threads
-  Backend backend = Backend::Cpu;
+  /// cpu, cuda, cuda:N or auto: the one backend type and Auto policy of every engine
+  /// (almagest/core/backend.hpp); the plan resolves it.
+  BackendChoice backend{};
 
   /// Every problem with this configuration, one message each naming the field; empty if valid.
   std::vector<std::string> validate() const;

@@ -1,27 +1,38 @@
 #pragma once
-// An N-point job as a user states it: inputs, statistics, binning, backend and output. The option
-// schema is declared once (npcf_job_options()) and drives the command-line flags of
-// `almagest-cli npcf` (flag "--" + key), the keys of TOML/JSON job files (the same key) and
-// their documentation, so the CLI, job files and the GUI cannot drift apart.
+// The N-point engine's job (docs/jobs.md, "npcf jobs"): its schema, declared once here
+// (npcf_schema(): every field with kind, default, range, unit and help), the typed job it
+// validates into, and the one function that runs it. The CLI's `almagest-cli npcf` options, the
+// keys of job files, the GUI's N-point form and Python's keyword arguments are generated from
+// the schema, so the rules and their messages are the same in every front end.
 //
-//   JobValues v{{"stat", "3pcf"}, {"data", "gal.txt"}, {"randoms", "ran.txt"}, {"rmin", 1.0},
-//               {"rmax", 30.0}, {"nbins", std::int64_t{10}}, {"output", "out.h5"}};
+//   schema::Values v{{"stat", "3pcf"}, {"data", "gal.txt"}, {"randoms", "ran.txt"},
+//                    {"rmin", 1.0}, {"rmax", 30.0}, {"nbins", std::int64_t{10}},
+//                    {"output", "out.h5"}};
 //   NpcfJob job = make_npcf_job(v, "/dir/of/the/job/file", "");   // throws ConfigError
+//   NpcfOutcome out = run_npcf_job(job, ctx, {});                 // reads, plans, runs, writes
 #include <cstdint>
-#include <map>
+#include <memory>
 #include <optional>
 #include <string>
-#include <string_view>
-#include <variant>
 #include <vector>
 
+#include "almagest/core/job_context.hpp"
+#include "almagest/core/schema.hpp"
 #include "almagest/io/catalogue.hpp"
+#include "almagest/jobs/job.hpp"
 #include "almagest/npcf/config.hpp"
+#include "almagest/npcf/graph.hpp"
+#include "almagest/npcf/points.hpp"
+#include "almagest/npcf/result.hpp"
 
 namespace almagest::npcf {
 
 enum class OutputFormat { Hdf5, Gramsci };
 const char* to_string(OutputFormat f);  ///< "hdf5" | "gramsci"
+
+/// The N-point job schema, in help order (groups Statistic, Input, Binning, Geometry, Execution,
+/// Output). Field keys are the job-file keys; "--" + key is the command-line option.
+const schema::Schema& npcf_schema();
 
 /// A validated job. Paths are as they will be opened (already resolved against the job file's
 /// directory where they were relative).
@@ -37,57 +48,56 @@ struct NpcfJob {
   /// itself. Several: "<stem>_<statistic><ext>" beside `output`, e.g. out.h5 with 3pcf and 4pcf
   /// gives out_3pcf.h5 and out_4pcf.h5 (out.txt gives out_3pcf.txt, out_4pcf.txt).
   std::vector<std::string> output_paths() const;
+  /// The catalogue files read: data, then randoms if any.
+  std::vector<std::string> input_paths() const;
   /// The config used for one statistic (config with .statistic replaced).
   NpcfConfig config_for(Statistic s) const;
+  /// Canonical configuration as JSON: every schema key with defaults applied, keys sorted, paths
+  /// absolute; `threads` is left out (results do not depend on it), so a batch resumed with
+  /// another thread count does not recompute. Recorded as the provenance's config of every output.
+  std::string config_json() const;
 };
-
-/// How an option's value is written.
-enum class OptionKind {
-  Text,        ///< one string (paths, "8x32")
-  TextList,    ///< strings; on the command line comma-separated ("x,y,z"), in files an array
-  Number,      ///< real number
-  Integer,     ///< integer
-  Flag,        ///< boolean; a bare flag on the command line
-  Choice,      ///< one of `choices`
-  ChoiceList,  ///< one or more of `choices` (comma-separated on the command line)
-};
-
-/// One option of the schema. The command-line flag is "--" + key (plus `short_flag` if set),
-/// the job-file key is `key`.
-struct JobOption {
-  std::string key;
-  std::string short_flag;   ///< e.g. "-o"; empty if none
-  OptionKind kind = OptionKind::Text;
-  std::string value_name;   ///< placeholder in help, e.g. "FILE", "R"
-  std::string group;        ///< help section: "Statistic", "Input", "Binning", "Geometry", ...
-  std::string help;         ///< what it does, units, default and allowed range
-  std::vector<std::string> choices;  ///< Choice / ChoiceList
-  bool required = false;
-};
-
-/// The schema, in help order.
-const std::vector<JobOption>& npcf_job_options();
-/// nullptr if `key` is not in the schema.
-const JobOption* find_job_option(std::string_view key);
-
-/// A value from the command line (always text or a text list or a flag) or from a job file
-/// (TOML/JSON scalars; arrays as text lists).
-using JobValue = std::variant<bool, std::int64_t, double, std::string, std::vector<std::string>>;
-using JobValues = std::map<std::string, JobValue>;
 
 /// Builds and validates a job. Keys must be schema keys. Relative paths (data, randoms, output)
 /// are resolved against `base_dir` (empty: kept as given). `field_prefix` is put before a key in
 /// error messages ("--" for flags, "jobs.toml: job 2: " for job files).
 /// Throws ConfigError listing every problem found (joined with "; "): unknown key, value of the
-/// wrong type, missing required key, unknown statistic, values out of range (binning, periodic
-/// box, pixel grid; NpcfConfig::validate() for every requested statistic), inconsistent options
-/// (--box without --periodic, no randoms without --periodic, --omega-m outside (0, 1]).
+/// wrong type, missing required key, values outside the schema's ranges and choices, unknown or
+/// repeated statistics, and the cross-field rules (box only with periodic, randoms required
+/// unless periodic, NpcfConfig::validate() for every requested statistic).
 /// Does not touch the file system.
-NpcfJob make_npcf_job(const JobValues& values, const std::string& base_dir,
+NpcfJob make_npcf_job(const schema::Values& values, const std::string& base_dir,
                       const std::string& field_prefix);
 
-/// The job as job-file values (inverse of make_npcf_job up to path resolution): lets the GUI
+/// The job as schema values (inverse of make_npcf_job up to path resolution): lets the GUI
 /// save a job file that the CLI runs.
-JobValues to_job_values(const NpcfJob& job);
+schema::Values to_job_values(const NpcfJob& job);
+
+/// What an N-point job produced.
+struct NpcfOutcome : jobs::Outcome {
+  std::vector<NpcfResult> results;         ///< one per statistic, in job order (empty: dry run)
+  GraphEstimate estimate;                  ///< dry run only
+  std::size_t ndata = 0, nrandom = 0;
+  std::uint64_t graph_edges = 0;
+  double load_seconds = 0, graph_seconds = 0, write_seconds = 0;
+  std::vector<double> statistic_seconds;   ///< per statistic
+};
+
+/// Runs one job: reads the catalogues, builds the plan (validation, Auto policy, graph), evaluates
+/// every statistic and, unless options.write is false, writes the outputs through one OutputSet
+/// (all or nothing) with provenance (config_json(), backend, device, input paths and their
+/// content hashes). options.dry_run reads the catalogues, estimates the graph and fills
+/// outcome.plan (inputs and sizes, host and device memory, tiling, estimated time) without
+/// building or writing anything. Progress and log go through ctx; it never prints. Throws
+/// ConfigError, IoError (inputs, and outputs naming the output file), BackendUnavailable,
+/// Cancelled.
+NpcfOutcome run_npcf_job(const NpcfJob& job, const JobContext& ctx, const jobs::RunOptions& options);
+
+/// The dry-run report of a job whose catalogues are read into `points` (run_npcf_job uses it).
+jobs::PlanReport plan_report(const NpcfJob& job, const PointSet& points, const GraphEstimate& e);
+
+/// The job layer's entry points (registered in engine/src/jobs/registry.cpp).
+std::unique_ptr<jobs::Job> make_npcf_job(const jobs::JobRequest& request);
+jobs::EngineEntry npcf_job_entry();
 
 }  // namespace almagest::npcf

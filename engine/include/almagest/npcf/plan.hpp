@@ -17,6 +17,8 @@
 
 namespace almagest::npcf {
 
+struct CudaOptions;
+
 class NpcfPlan {
 public:
   /// Validates config (ConfigError), checks points against it (periodic box range), builds the
@@ -34,8 +36,11 @@ public:
   const Graph& graph() const noexcept;
   double graph_seconds() const noexcept;
   std::string backend_name() const;  ///< "cpu" or "cuda"
+  /// Why the Auto policy chose the CPU ("" otherwise): logged, and kept in the provenance.
+  const std::string& backend_note() const noexcept;
 
 private:
+  CudaOptions cuda_options() const;  // the plan's resident key and devices
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
