@@ -4,6 +4,7 @@
 #include "registry.hpp"
 
 // ENGINE ENTRIES: each engine's job header is included here and its entry added below.
+#include "almagest/npcf/job.hpp"
 #include "almagest/sht/job.hpp"
 #include "almagest/stack/job.hpp"
 
@@ -12,6 +13,7 @@ namespace almagest::jobs {
 std::vector<EngineEntry> registered_engines() {
   std::vector<EngineEntry> e;
   // e.push_back(npcf::npcf_job_entry()); etc., added by each engine's job layer.
+  e.push_back(npcf::npcf_job_entry());
   e.push_back(sht::sht_job_entry());
   e.push_back(stack::stack_job_entry());
   return e;
