@@ -58,7 +58,7 @@ schema::Schema build_schema() {
   add(f);
 
   f = {};
-  f.key = "input"; f.kind = Kind::Text; f.group = "Files"; f.value_name = "INPUT"; f.role = Role::InputFile;
+  f.key = "input"; f.kind = Kind::Text; f.group = "Files"; f.value_name = "FILE"; f.role = Role::InputFile;
   f.required = true;
   f.help = "Input file. synth: alm (FITS as healpy write_alm: INDEX, REAL, IMAG, one HDU per set; or HDF5 /alm). "
            "Other operations: a HEALPix map (FITS as healpy write_map, RING or NESTED, full or partial sky; or "
@@ -188,6 +188,12 @@ schema::Schema build_schema() {
   return s;
 }
 
+std::string joined(const std::vector<std::string>& v) {
+  std::string s;
+  for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
+  return s;
+}
+
 std::string absolute(const std::string& p) {
   if (p.empty()) return p;
   std::error_code ec;
@@ -273,9 +279,12 @@ ShtJob parse_sht_job(const jobs::JobRequest& request) {
   }
   schema::Reader r(s, job.given, job.label);
   const auto op = r.choice("op");
-  std::string opname = op.value_or("");
-  r.check_keys(opname);
-  if (op) job.op = static_cast<ShtOp>(std::find(kOps.begin(), kOps.end(), *op) - kOps.begin());
+  if (!op) {
+    if (!r.has("op")) r.problem("op", "is required (" + joined(kOps) + ")");
+    r.throw_if_problems();  // the other fields depend on the operation
+  }
+  r.check_keys(*op);
+  job.op = static_cast<ShtOp>(std::find(kOps.begin(), kOps.end(), *op) - kOps.begin());
 
   auto path = [&](const char* key) {
     auto t = r.text(key);
@@ -346,13 +355,13 @@ ShtJob parse_sht_job(const jobs::JobRequest& request) {
   }
   if (job.nest_out && job.nside > 0 && (job.nside & (job.nside - 1)) != 0)
     r.problem("nest-out", "NESTED ordering needs a power-of-two NSIDE, got " + std::to_string(job.nside));
-  if (op && job.op == ShtOp::Synth && !r.has("nside")) r.problem("nside", "is required for sht synth");
-  if (op && job.lmax >= 0 && job.layout() != ShtLayout::Scalar && job.lmax < 2)
+  if (job.op == ShtOp::Synth && !r.has("nside")) r.problem("nside", "is required for sht synth");
+  if (job.lmax >= 0 && job.layout() != ShtLayout::Scalar && job.lmax < 2)
     r.problem("lmax", "spin 2 needs lmax >= 2, got " + std::to_string(job.lmax));
-  if (op && job.lmax > 4 * job.nside && job.nside > 0)
+  if (job.lmax > 4 * job.nside && job.nside > 0)
     r.problem("lmax", "must be in 0..4 NSIDE = " + std::to_string(4 * job.nside) + " for NSIDE " +
                           std::to_string(job.nside) + ", got " + std::to_string(job.lmax));
-  if (op && !job.output.empty()) {
+  if (!job.output.empty()) {
     try {
       job.out_format = files::output_format(job.output, job.format, job.op == ShtOp::Cl, job.name("format"));
     } catch (const ConfigError& e) {
