@@ -90,7 +90,9 @@ void print_text(const schema::Schema& s) {
     if (f.required) line += ", required";
     if (!f.operations.empty()) line += "; " + join(f.operations);
     line += ")";
-    std::printf("%s\n%s\n", line.c_str(), ("      " + wrap_text(schema::full_help(f), 72)).c_str());
+    std::string help = "      ";
+    for (char c : wrap_text(schema::full_help(f), 72)) help += c == '\n' ? std::string("\n      ") : std::string(1, c);
+    std::printf("%s\n%s\n", line.c_str(), help.c_str());
   }
   std::printf("\n");
 }
