@@ -446,8 +446,11 @@ StackBackend resolve_stack_backend(const StackJob& job) {
   return b;
 }
 
-StackOutcome run_stack_job(const StackJob& job, const JobContext& ctx, const jobs::RunOptions& options, const StackInputs& pre) {
+StackOutcome run_stack_job(const StackJob& job, const JobContext& ctx_in, const jobs::RunOptions& options, const StackInputs& pre) {
   if (options.dry_run) return detail::plan_stack_job(job);
+  // The job's thread count (0: the context's).
+  JobContext ctx = ctx_in;
+  if (job.threads > 0) ctx.threads = job.threads;
   switch (job.op) {
     case StackOp::Simulate: return detail::run_simulate(job, ctx, options);
     case StackOp::Psiphi: return run_psiphi(job, ctx, options, pre);
