@@ -522,6 +522,7 @@ StackJob make_stack_job(const jobs::JobRequest& req) {
   schema::Reader r(sc, values, prefix_of(req));
   StackJob job;
   job.label = req.label;
+  job.base_dir = req.base_dir;
   job.values = values;
   const auto op = r.choice("op");
   if (!op) {
@@ -650,7 +651,7 @@ std::string StackJob::config_json() const {
     if (!v) continue;
     nlohmann::json x;
     std::visit([&](const auto& a) { x = a; }, *v);
-    if ((f->role == Role::InputFile || f->role == Role::OutputFile) && x.is_string()) x = absolute(x.get<std::string>());
+    if ((f->role == Role::InputFile || f->role == Role::OutputFile) && x.is_string()) x = absolute(schema::resolve_path(x.get<std::string>(), base_dir));
     j[f->key] = x;
   }
   // Resolved values a default leaves implicit.

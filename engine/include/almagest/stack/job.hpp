@@ -56,6 +56,7 @@ struct SimulateJob {
 struct StackJob {
   StackOp op = StackOp::Search;
   std::string label;                    ///< message prefix of the request ("" for the CLI)
+  std::string base_dir;                 ///< relative paths of the request resolve against it
   // Inputs.
   std::string stack;                    ///< stamps: "" until the table's recorded stack is known
   std::string candidates;               ///< stamps
