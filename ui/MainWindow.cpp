@@ -28,6 +28,7 @@
 #include "almagest/core/provenance.hpp"
 #include "almagest/npcf/result.hpp"
 #include "panels/JobPanel.hpp"
+#include "panels/SchemaForm.hpp"
 #include "panels/LogPanel.hpp"
 #include "sky/SkyMapWindow.hpp"
 #include "stackview/StackWindow.hpp"
@@ -246,7 +247,11 @@ bool MainWindow::loadCatalogues(const QString& dataPath, const QString& randomsP
   if (dataPath.isEmpty() && randomsPath.isEmpty()) return false;
   runAfterLoad_ = false;
   if (loadRunner_) delete loadRunner_.data();
-  auto* runner = new JobRunner(tr("load"), makeLoadJob(dataPath, randomsPath), this);
+  // The view reads the catalogues as the job will (format, columns, weights, sky coordinates).
+  almagest::io::CatalogueSpec dataSpec, randomsSpec;
+  if (!dataPath.isEmpty()) dataSpec = panel_->catalogueSpec(dataPath, false);
+  if (!randomsPath.isEmpty()) randomsSpec = panel_->catalogueSpec(randomsPath, true);
+  auto* runner = new JobRunner(tr("load"), makeLoadJob(dataSpec, randomsSpec), this);
   loadRunner_ = runner;
   connect(runner, &JobRunner::logMessage, log_, &LogPanel::append);
   connect(runner, &JobRunner::progressChanged, panel_, &JobPanel::setProgress);
@@ -308,24 +313,25 @@ bool MainWindow::runJob() {
     reportError(tr("No data"), tr("Open a data catalogue first (File > Open data…)."));
     return false;
   }
-  npcf::NpcfConfig cfg = panel_->config();
-  if (!randoms_ && !cfg.periodic) {
-    reportError(tr("No randoms"), tr("Open a random catalogue first (File > Open randoms…)."));
+  // The job layer validates (the schema's and the engine's messages, as on the CLI); the window
+  // computes without writing and File > Save writes the result.
+  almagest::schema::Values values = panel_->values();
+  values["output"] = std::string("unsaved.h5");
+  npcf::NpcfJob job;
+  try {
+    job = npcf::make_npcf_job(values, "", "");
+  } catch (const almagest::ConfigError& e) {
+    panel_->form()->showProblems(QString::fromUtf8(e.what()));
+    reportError(tr("Invalid settings"), QString::fromUtf8(e.what()).replace(QStringLiteral("; "), QStringLiteral("\n")));
     return false;
   }
-  const std::vector<std::string> problems = cfg.validate();
-  if (!problems.empty()) {
-    QStringList lines;
-    for (const auto& p : problems) lines << QString::fromStdString(p);
-    reportError(tr("Invalid settings"), lines.join(QLatin1Char('\n')));
-    return false;
-  }
+  const npcf::NpcfConfig cfg = job.config;
 
   if (npcfRunner_) delete npcfRunner_.data();  // the previous job is finished (not busy)
   result_.reset();
   chart_->clear();
   auto* runner = new JobRunner(QString::fromLatin1(npcf::to_string(cfg.statistic)),
-                               makeNpcfJob(data_, randoms_, cfg), this);
+                               makeNpcfJob(job), this);
   runner->setThreads(cfg.threads);
   npcfRunner_ = runner;
   connect(runner, &JobRunner::logMessage, log_, &LogPanel::append);
@@ -441,7 +447,7 @@ void MainWindow::closeEvent(QCloseEvent* event) {
 
 void MainWindow::updateActions() {
   const bool busy = isBusy();
-  const bool ready = data_ && randoms_;
+  const bool ready = data_ && (randoms_ || panel_->periodic());
   panel_->setReady(ready);
   runAction_->setEnabled(ready && !busy);
   cancelAction_->setEnabled(busy);

@@ -29,6 +29,7 @@
 #include "almagest/npcf/result.hpp"
 #include "jobs/JobRunner.hpp"
 #include "panels/JobPanel.hpp"
+#include "panels/SchemaForm.hpp"
 #include "sky/SkyMapWindow.hpp"
 #include "stackview/StackWindow.hpp"
 #include "views/CorrelationChart.hpp"
@@ -366,16 +367,16 @@ void TestUiMainWindow::cancelledJobLeavesNoResult() {
 
 void TestUiMainWindow::backendChoiceFollowsGpuStatus() {
   MainWindow w;
-  auto* backend = w.jobPanel()->findChild<QComboBox*>(QStringLiteral("backend"));
-  QVERIFY2(backend, "the job panel has no backend selector");
-  auto* model = qobject_cast<QStandardItemModel*>(backend->model());
-  QVERIFY(model);
-  const int cuda = backend->findData(static_cast<int>(almagest::npcf::Backend::Cuda));
-  QCOMPARE(model->item(cuda)->isEnabled(), almagest::gpu_status().available);
+  // The backend is the schema's field (cpu, cuda, cuda:N, auto); its tool tip says whether a GPU
+  // can be used, and the job layer reports an unusable one when the job runs.
+  QWidget* backend = w.jobPanel()->form()->editor(QStringLiteral("backend"));
+  QVERIFY2(backend, "the job panel has no backend field");
+  QVERIFY(backend->toolTip().contains(almagest::gpu_status().available ? QStringLiteral("GPU:") : QStringLiteral("No usable GPU")));
   // The chosen backend reaches the job configuration.
-  const int autoIdx = backend->findData(static_cast<int>(almagest::npcf::Backend::Auto));
-  backend->setCurrentIndex(autoIdx);
-  QCOMPARE(w.jobPanel()->config().backend, almagest::npcf::Backend::Auto);
+  auto v = w.jobPanel()->values();
+  v["backend"] = std::string("auto");
+  w.jobPanel()->setValues(v);
+  QCOMPARE(int(w.jobPanel()->config().backend.kind), int(almagest::BackendKind::Auto));
 }
 
 void TestUiMainWindow::toolsMenuOpensSkyMap() {

@@ -10,12 +10,6 @@ namespace almagest::ui {
 
 namespace {
 
-almagest::io::Catalogue loadOne(const QString& path) {
-  almagest::io::CatalogueSpec spec;
-  spec.path = path.toStdString();
-  return almagest::io::load_catalogue(spec);
-}
-
 /// Share of the job spent building the graph, by statistic (the rest is counting): pair counts
 /// are cheap next to the tree queries, triangles and tetrahedra dominate their jobs.
 double graphShare(almagest::npcf::Statistic s) {
@@ -33,24 +27,53 @@ double graphShare(almagest::npcf::Statistic s) {
 }  // namespace
 
 JobRunner::Job makeLoadJob(const QString& dataPath, const QString& randomsPath) {
-  return [dataPath, randomsPath](const almagest::JobContext& ctx) -> std::any {
+  almagest::io::CatalogueSpec d, r;
+  d.path = dataPath.toStdString();
+  r.path = randomsPath.toStdString();
+  return makeLoadJob(d, r);
+}
+
+JobRunner::Job makeLoadJob(const almagest::io::CatalogueSpec& dataSpec, const almagest::io::CatalogueSpec& randomsSpec) {
+  return [dataSpec, randomsSpec](const almagest::JobContext& ctx) -> std::any {
+    const QString dataPath = QString::fromStdString(dataSpec.path);
+    const QString randomsPath = QString::fromStdString(randomsSpec.path);
     LoadedCatalogues out;
     const bool both = !dataPath.isEmpty() && !randomsPath.isEmpty();
     if (!dataPath.isEmpty()) {
       ctx.progress(0, 1, "reading data");
       ctx.info("Reading data catalogue " + dataPath.toStdString());
-      out.data = std::make_shared<const almagest::io::Catalogue>(loadOne(dataPath));
+      out.data = std::make_shared<const almagest::io::Catalogue>(almagest::io::load_catalogue(dataSpec));
       ctx.info("Data: " + std::to_string(out.data->size()) + " points");
     }
     ctx.check_cancel();
     if (!randomsPath.isEmpty()) {
       ctx.progress(both ? 0.5 : 0.0, 1, "reading randoms");
       ctx.info("Reading random catalogue " + randomsPath.toStdString());
-      out.randoms = std::make_shared<const almagest::io::Catalogue>(loadOne(randomsPath));
+      out.randoms = std::make_shared<const almagest::io::Catalogue>(almagest::io::load_catalogue(randomsSpec));
       ctx.info("Randoms: " + std::to_string(out.randoms->size()) + " points");
     }
     ctx.check_cancel();
     return out;
+  };
+}
+
+JobRunner::Job makeNpcfJob(const almagest::npcf::NpcfJob& job) {
+  return [job](const almagest::JobContext& ctx) -> std::any {
+    namespace npcf = almagest::npcf;
+    almagest::jobs::RunOptions options;
+    options.write = false;
+    // The graph's share of the progress range, as for the in-memory job.
+    const almagest::JobContext c = JobRunner::stageContext(ctx, 0.0, 1.0);
+    npcf::NpcfOutcome o = npcf::run_npcf_job(job, c, options);
+    auto out = std::make_shared<NpcfJobOutput>();
+    ALMAGEST_ASSERT(!o.results.empty(), "npcf job without a result");
+    out->result = std::move(o.results.front());
+    out->graphSeconds = o.graph_seconds;
+    out->countSeconds = o.statistic_seconds.empty() ? 0.0 : o.statistic_seconds.front();
+    out->backend = o.backend;
+    ctx.info("Graph: " + std::to_string(o.graph_edges) + " edges; " + (o.summary.empty() ? std::string() : o.summary.back()));
+    ctx.check_cancel();
+    return NpcfOutputPtr(std::move(out));
   };
 }
 

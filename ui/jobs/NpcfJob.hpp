@@ -1,12 +1,14 @@
 #pragma once
-// The engine jobs the desktop window runs through JobRunner: loading catalogues and computing an
-// N-point correlation function. Both run on a worker thread and only read their inputs.
+// The engine jobs the desktop window runs through JobRunner: loading catalogues (for the view) and
+// computing an N-point correlation function through the job layer (npcf::run_npcf_job, the
+// CLI's runner). Both run on a worker thread and only read their inputs.
 #include <QString>
 
 #include <memory>
 
 #include "almagest/io/catalogue.hpp"
 #include "almagest/npcf/config.hpp"
+#include "almagest/npcf/job.hpp"
 #include "almagest/npcf/result.hpp"
 #include "jobs/JobRunner.hpp"
 
@@ -32,7 +34,16 @@ using NpcfOutputPtr = std::shared_ptr<const NpcfJobOutput>;
 /// a LoadedCatalogues. Throws IoError from the engine (reported as Failed by JobRunner).
 JobRunner::Job makeLoadJob(const QString& dataPath, const QString& randomsPath);
 
-/// Computes `config.statistic` from data and randoms (randoms may be null only for a periodic
+/// Reads the catalogues as `data` and `randoms` say (format, columns, weights, sky); an empty
+/// path skips that catalogue.
+JobRunner::Job makeLoadJob(const almagest::io::CatalogueSpec& data, const almagest::io::CatalogueSpec& randoms);
+
+/// Runs a validated N-point job through the job layer without writing (RunOptions::write =
+/// false): the first statistic's result is the job's value (an NpcfOutputPtr); File > Save
+/// writes it with the same writers. Cancellable between graph chunks and hub batches.
+JobRunner::Job makeNpcfJob(const almagest::npcf::NpcfJob& job);
+
+/// In-memory catalogues (tests, scripting): computes `config.statistic` from data and randoms (randoms may be null only for a periodic
 /// box). The job's value is an NpcfOutputPtr. Cancellable between graph chunks and hub batches.
 JobRunner::Job makeNpcfJob(CataloguePtr data, CataloguePtr randoms,
                            const almagest::npcf::NpcfConfig& config);

@@ -2,10 +2,7 @@
 
 #include <QStandardItemModel>
 
-#include <QCheckBox>
 #include <QComboBox>
-#include <QDoubleSpinBox>
-#include <QFileDialog>
 #include <QFileInfo>
 #include <QFormLayout>
 #include <QGroupBox>
@@ -14,18 +11,19 @@
 #include <QLineEdit>
 #include <QProgressBar>
 #include <QPushButton>
-#include <QSpinBox>
+#include <QScrollArea>
 #include <QStyle>
-#include <QToolButton>
 #include <QVBoxLayout>
 
-#include <thread>
-
+#include "almagest/core/error.hpp"
 #include "almagest/core/gpu.hpp"
+#include "almagest/npcf/job.hpp"
+#include "panels/SchemaForm.hpp"
 
 namespace almagest::ui {
 
 namespace npcf = almagest::npcf;
+namespace sc = almagest::schema;
 
 namespace {
 
@@ -34,6 +32,24 @@ QLabel* makeInfoLabel(QWidget* parent) {
   l->setStyleSheet(QStringLiteral("color: palette(mid);"));
   l->setWordWrap(true);
   return l;
+}
+
+QLineEdit* lineEditOf(QWidget* editor) {
+  if (auto* e = qobject_cast<QLineEdit*>(editor)) return e;
+  return editor ? editor->findChild<QLineEdit*>() : nullptr;
+}
+
+/// Placeholder values for the required keys a form may not have yet, so that make_npcf_job can
+/// derive a configuration or a catalogue spec from what is there.
+sc::Values completed(sc::Values v) {
+  v.try_emplace("stat", std::string("2pcf"));
+  v.try_emplace("data", std::string("data"));
+  v.try_emplace("randoms", std::string("randoms"));
+  v.try_emplace("rmin", 1.0);
+  v.try_emplace("rmax", 2.0);
+  v.try_emplace("nbins", std::int64_t{1});
+  v.try_emplace("output", std::string("unsaved.h5"));
+  return v;
 }
 
 }  // namespace
@@ -48,39 +64,10 @@ JobPanel::JobPanel(QWidget* parent) : QWidget(parent) {
   settingsLayout->setContentsMargins(0, 0, 0, 0);
   settingsLayout->setSpacing(10);
 
-  // Catalogues.
-  auto* files = new QGroupBox(tr("Catalogues"), settings_);
-  auto* filesForm = new QFormLayout(files);
-  filesForm->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
-  auto fileRow = [this, files](QLineEdit*& edit, QLabel*& info, bool randoms) {
-    auto* row = new QWidget(files);
-    auto* h = new QHBoxLayout(row);
-    h->setContentsMargins(0, 0, 0, 0);
-    h->setSpacing(4);
-    edit = new QLineEdit(row);
-    edit->setReadOnly(true);
-    edit->setPlaceholderText(randoms ? tr("random catalogue") : tr("data catalogue"));
-    auto* browseButton = new QToolButton(row);
-    browseButton->setText(tr("…"));
-    browseButton->setToolTip(randoms ? tr("Open a random catalogue") : tr("Open a data catalogue"));
-    browseButton->setIcon(style()->standardIcon(QStyle::SP_DirOpenIcon));
-    browseButton->setAutoRaise(false);
-    connect(browseButton, &QToolButton::clicked, this, [this, randoms] { browse(randoms); });
-    h->addWidget(edit, 1);
-    h->addWidget(browseButton);
-    info = makeInfoLabel(files);
-    return row;
-  };
-  filesForm->addRow(tr("Data"), fileRow(dataEdit_, dataInfo_, false));
-  filesForm->addRow(QString(), dataInfo_);
-  filesForm->addRow(tr("Randoms"), fileRow(randomsEdit_, randomsInfo_, true));
-  filesForm->addRow(QString(), randomsInfo_);
-  settingsLayout->addWidget(files);
-
-  // Statistic and binning.
-  auto* stat = new QGroupBox(tr("Statistic and binning"), settings_);
-  auto* form = new QFormLayout(stat);
-  form->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
+  // Statistic: one at a time in the window (the chart shows one result).
+  auto* stat = new QGroupBox(tr("Statistic"), settings_);
+  auto* statForm = new QFormLayout(stat);
+  statForm->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
   statistic_ = new QComboBox(stat);
   statistic_->setObjectName(QStringLiteral("statistic"));
   statistic_->addItem(tr("2pCF  ξ(r)"), static_cast<int>(npcf::Statistic::TwoPoint));
@@ -88,53 +75,33 @@ JobPanel::JobPanel(QWidget* parent) : QWidget(parent) {
   statistic_->addItem(tr("3pCF  equilateral"), static_cast<int>(npcf::Statistic::ThreePointEquilateral));
   statistic_->addItem(tr("4pCF  with connected part"), static_cast<int>(npcf::Statistic::FourPoint));
   statistic_->addItem(tr("4pCF  parity (even and odd)"), static_cast<int>(npcf::Statistic::FourPointParity));
-  form->addRow(tr("Statistic"), statistic_);
-
-  rmin_ = new QDoubleSpinBox(stat);
-  rmin_->setRange(0.0, 1e5);
-  rmin_->setDecimals(2);
-  rmin_->setSuffix(tr(" Mpc/h"));
-  rmin_->setToolTip(tr("Pairs closer than r min are ignored (strict)."));
-  rmax_ = new QDoubleSpinBox(stat);
-  rmax_->setRange(0.01, 1e5);
-  rmax_->setDecimals(2);
-  rmax_->setSuffix(tr(" Mpc/h"));
-  rmax_->setToolTip(tr("Pairs farther than r max are ignored (strict)."));
-  nbins_ = new QSpinBox(stat);
-  nbins_->setRange(1, 255);
-  log_ = new QCheckBox(tr("logarithmic bins"), stat);
-  form->addRow(tr("r min"), rmin_);
-  form->addRow(tr("r max"), rmax_);
-  form->addRow(tr("Bins"), nbins_);
-  form->addRow(QString(), log_);
-
-  threads_ = new QSpinBox(stat);
-  const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  threads_->setRange(0, std::max(256, 4 * hw));
-  threads_->setSpecialValueText(tr("all (%1)").arg(hw));
-  threads_->setToolTip(tr("Worker threads of the CPU backend. Results do not depend on it."));
-  form->addRow(tr("Threads"), threads_);
-
-  // Backend: the CUDA entry is disabled (with the reason) where no GPU can be used.
-  backend_ = new QComboBox(stat);
-  backend_->setObjectName(QStringLiteral("backend"));
-  backend_->addItem(tr("CPU"), static_cast<int>(npcf::Backend::Cpu));
-  backend_->addItem(tr("CUDA (GPU)"), static_cast<int>(npcf::Backend::Cuda));
-  backend_->addItem(tr("Auto (GPU when it pays)"), static_cast<int>(npcf::Backend::Auto));
-  const GpuStatus& gpu = gpu_status();
-  if (!gpu.available) {
-    if (auto* model = qobject_cast<QStandardItemModel*>(backend_->model()))
-      if (QStandardItem* item = model->item(1)) {
-        item->setEnabled(false);
-        item->setToolTip(QString::fromStdString(gpu.reason));
-      }
-    backend_->setToolTip(tr("No usable GPU: %1").arg(QString::fromStdString(gpu.reason)));
-  } else {
-    backend_->setToolTip(tr("GPU: %1").arg(QString::fromStdString(gpu.summary())));
-  }
-  form->addRow(tr("Backend"), backend_);
+  statistic_->setToolTip(QString::fromStdString(sc::full_help(*npcf::npcf_schema().find("stat"))));
+  statForm->addRow(tr("Statistic"), statistic_);
   settingsLayout->addWidget(stat);
-  outer->addWidget(settings_);
+
+  // Every other option of the job, generated from the schema (the CLI's help texts and ranges).
+  form_ = new SchemaForm(npcf::npcf_schema(), {}, {QStringLiteral("stat"), QStringLiteral("output"), QStringLiteral("format")},
+                         settings_);
+  form_->setObjectName(QStringLiteral("npcfForm"));
+  settingsLayout->addWidget(form_);
+  dataInfo_ = makeInfoLabel(settings_);
+  randomsInfo_ = makeInfoLabel(settings_);
+  settingsLayout->insertWidget(1, dataInfo_);
+  settingsLayout->insertWidget(2, randomsInfo_);
+  dataInfo_->hide();
+  randomsInfo_->hide();
+
+  // Backend: say where no GPU can be used (the job layer reports it when cuda is asked for).
+  const GpuStatus& gpu = gpu_status();
+  if (QWidget* b = form_->editor(QStringLiteral("backend")))
+    b->setToolTip(gpu.available ? tr("GPU: %1").arg(QString::fromStdString(gpu.summary()))
+                                : tr("No usable GPU: %1").arg(QString::fromStdString(gpu.reason)));
+
+  auto* scroll = new QScrollArea(this);
+  scroll->setWidgetResizable(true);
+  scroll->setFrameShape(QFrame::NoFrame);
+  scroll->setWidget(settings_);
+  outer->addWidget(scroll, 1);
 
   // Run / Cancel.
   auto* buttons = new QHBoxLayout;
@@ -158,59 +125,138 @@ JobPanel::JobPanel(QWidget* parent) : QWidget(parent) {
   outer->addWidget(progress_);
   outer->addWidget(stage_);
   outer->addWidget(status_);
-  outer->addStretch(1);
 
   connect(run_, &QPushButton::clicked, this, &JobPanel::runRequested);
   connect(cancel_, &QPushButton::clicked, this, &JobPanel::cancelRequested);
-  connect(statistic_, &QComboBox::currentIndexChanged, this, [this] { statisticChanged(); });
-  connect(rmin_, &QDoubleSpinBox::valueChanged, this, [this] { updateRunEnabled(); });
-  connect(rmax_, &QDoubleSpinBox::valueChanged, this, [this] { updateRunEnabled(); });
-  connect(log_, &QCheckBox::toggled, this, [this] { updateRunEnabled(); });
+  connect(statistic_, &QComboBox::currentIndexChanged, this, [this] { updateRunEnabled(); });
+  connect(form_, &SchemaForm::changed, this, [this] {
+    // A path picked with Browse (the edit does not have the focus): load it for the view now;
+    // a typed path when editing finishes.
+    for (bool randoms : {false, true}) {
+      QLineEdit* e = lineEditOf(form_->editor(randoms ? QStringLiteral("randoms") : QStringLiteral("data")));
+      if (e && !e->hasFocus()) pathEdited(randoms);
+    }
+    updateRunEnabled();
+  });
+  for (bool randoms : {false, true})
+    if (QLineEdit* e = lineEditOf(form_->editor(randoms ? QStringLiteral("randoms") : QStringLiteral("data"))))
+      connect(e, &QLineEdit::editingFinished, this, [this, randoms] { pathEdited(randoms); });
 
-  setConfig(npcf::NpcfConfig{});
+  setConfig(npcf::NpcfConfig{});  // binning prefilled (1 < r < 50 Mpc/h, 10 bins), as before
   setRunning(false);
 }
 
+void JobPanel::pathEdited(bool randoms) {
+  const QString p = formPath(randoms ? "randoms" : "data");
+  if (p.isEmpty() || p == (randoms ? randomsPath_ : dataPath_)) return;
+  if (randoms) emit randomsFileChosen(p);
+  else emit dataFileChosen(p);
+}
+
+QString JobPanel::formPath(const char* key) const {
+  QLineEdit* e = lineEditOf(form_->editor(QString::fromLatin1(key)));
+  return e ? e->text().trimmed() : QString();
+}
+
+void JobPanel::setFormPath(const char* key, const QString& path) {
+  sc::Values v = form_->values();
+  if (path.isEmpty()) v.erase(key);
+  else v[key] = path.toStdString();
+  form_->setValues(v);
+}
+
+sc::Values JobPanel::values() const {
+  sc::Values v = form_->values();
+  v["stat"] = std::string(npcf::to_string(static_cast<npcf::Statistic>(statistic_->currentData().toInt())));
+  for (const char* key : {"data", "randoms"}) {
+    const QString p = formPath(key);
+    if (p.isEmpty()) v.erase(key);
+    else v[key] = p.toStdString();
+  }
+  return v;
+}
+
+void JobPanel::setValues(const sc::Values& values) {
+  sc::Values v = values;
+  if (auto it = v.find("stat"); it != v.end()) {
+    std::string s;
+    if (auto t = std::get_if<std::string>(&it->second)) s = *t;
+    else if (auto l = std::get_if<std::vector<std::string>>(&it->second); l && !l->empty()) s = l->front();
+    try {
+      const int idx = statistic_->findData(static_cast<int>(npcf::statistic_from_string(s)));
+      if (idx >= 0) statistic_->setCurrentIndex(idx);
+    } catch (const almagest::ConfigError&) {
+    }
+    v.erase(it);
+  }
+  for (const char* key : {"data", "randoms"})
+    if (!v.count(key) && !formPath(key).isEmpty()) v[key] = formPath(key).toStdString();
+  v.erase("output");
+  v.erase("format");
+  form_->setValues(v);
+  updateRunEnabled();
+}
+
 npcf::NpcfConfig JobPanel::config() const {
-  npcf::NpcfConfig c;
-  c.statistic = static_cast<npcf::Statistic>(statistic_->currentData().toInt());
-  c.bins.rmin = rmin_->value();
-  c.bins.rmax = rmax_->value();
-  c.bins.nbins = nbins_->value();
-  c.bins.scale = log_->isChecked() ? npcf::BinScale::Log : npcf::BinScale::Linear;
-  c.threads = threads_->value();
-  c.backend = static_cast<npcf::Backend>(backend_->currentData().toInt());
-  // Parity: spoke directions from the edges' direction pixels (the engine's default mode).
-  c.store_pixels = c.statistic == npcf::Statistic::FourPointParity;
-  return c;
+  try {
+    return npcf::make_npcf_job(completed(values()), "", "").config;
+  } catch (const almagest::ConfigError&) {
+    npcf::NpcfConfig c;
+    c.statistic = static_cast<npcf::Statistic>(statistic_->currentData().toInt());
+    return c;
+  }
 }
 
 void JobPanel::setConfig(const npcf::NpcfConfig& c) {
-  const int idx = statistic_->findData(static_cast<int>(c.statistic));
-  statistic_->setCurrentIndex(idx >= 0 ? idx : 0);
-  rmin_->setValue(c.bins.rmin);
-  rmax_->setValue(c.bins.rmax);
-  nbins_->setValue(c.bins.nbins);
-  log_->setChecked(c.bins.scale == npcf::BinScale::Log);
-  threads_->setValue(c.threads);
-  const int bidx = backend_->findData(static_cast<int>(c.backend));
-  backend_->setCurrentIndex(bidx >= 0 ? bidx : 0);
-  statisticChanged();
+  sc::Values v = form_->values();
+  v["stat"] = std::string(npcf::to_string(c.statistic));
+  v["rmin"] = c.bins.rmin;
+  v["rmax"] = c.bins.rmax;
+  v["nbins"] = std::int64_t{c.bins.nbins};
+  v["log-bins"] = c.bins.scale == npcf::BinScale::Log;
+  v["periodic"] = c.periodic;
+  if (c.periodic) v["box"] = c.box;
+  else v.erase("box");
+  v["directions"] = std::string(c.directions == npcf::DirectionMode::Exact ? "exact" : "pixel");
+  v["pixel-grid"] = std::to_string(c.pixel_ntheta) + "x" + std::to_string(c.pixel_nphi);
+  v["threads"] = std::int64_t{c.threads};
+  v["backend"] = almagest::to_string(c.backend);
+  setValues(v);
+}
+
+io::CatalogueSpec JobPanel::catalogueSpec(const QString& path, bool randoms) const {
+  sc::Values v = completed(values());
+  v[randoms ? "randoms" : "data"] = path.toStdString();
+  if (randoms) v.try_emplace("data", path.toStdString());
+  else if (!v.count("randoms")) v["periodic"] = true, v["box"] = 1e9;  // only the spec matters
+  try {
+    npcf::NpcfJob job = npcf::make_npcf_job(v, "", "");
+    if (randoms && job.randoms) return *job.randoms;
+    if (!randoms) return job.data;
+  } catch (const almagest::ConfigError&) {
+  }
+  io::CatalogueSpec spec;
+  spec.path = path.toStdString();
+  return spec;
+}
+
+bool JobPanel::periodic() const {
+  auto v = form_->values();
+  auto it = v.find("periodic");
+  return it != v.end() && std::holds_alternative<bool>(it->second) && std::get<bool>(it->second);
 }
 
 void JobPanel::setDataPath(const QString& path, const QString& info) {
   dataPath_ = path;
-  dataEdit_->setText(QFileInfo(path).fileName());
-  dataEdit_->setToolTip(path);
-  dataInfo_->setText(info);
+  if (formPath("data") != path) setFormPath("data", path);
+  dataInfo_->setText(info.isEmpty() ? QString() : tr("Data: %1").arg(info));
   dataInfo_->setVisible(!info.isEmpty());
 }
 
 void JobPanel::setRandomsPath(const QString& path, const QString& info) {
   randomsPath_ = path;
-  randomsEdit_->setText(QFileInfo(path).fileName());
-  randomsEdit_->setToolTip(path);
-  randomsInfo_->setText(info);
+  if (formPath("randoms") != path) setFormPath("randoms", path);
+  randomsInfo_->setText(info.isEmpty() ? QString() : tr("Randoms: %1").arg(info));
   randomsInfo_->setVisible(!info.isEmpty());
 }
 
@@ -222,6 +268,7 @@ void JobPanel::setReady(bool ready) {
 void JobPanel::setRunning(bool running) {
   running_ = running;
   settings_->setEnabled(!running);
+  form_->setLocked(running);
   cancel_->setEnabled(running);
   updateRunEnabled();
 }
@@ -233,31 +280,19 @@ void JobPanel::setProgress(int percent, const QString& stage) {
 
 void JobPanel::setStatusText(const QString& text) { status_->setText(text); }
 
-void JobPanel::browse(bool randoms) {
-  const QString filter = tr("Catalogues (*.txt *.dat *.csv *.fits *.fit *.fits.gz *.h5 *.hdf5);;All files (*)");
-  const QString start = randoms ? (randomsPath_.isEmpty() ? dataPath_ : randomsPath_) : dataPath_;
-  const QString path = QFileDialog::getOpenFileName(
-      this, randoms ? tr("Open random catalogue") : tr("Open data catalogue"),
-      start.isEmpty() ? QString() : QFileInfo(start).absolutePath(), filter);
-  if (path.isEmpty()) return;
-  if (randoms) emit randomsFileChosen(path);
-  else emit dataFileChosen(path);
-}
-
-void JobPanel::statisticChanged() {
-  const auto s = static_cast<npcf::Statistic>(statistic_->currentData().toInt());
-  const bool four = s == npcf::Statistic::FourPoint || s == npcf::Statistic::FourPointParity;
-  nbins_->setMaximum(four ? 16 : 255);
-  updateRunEnabled();
-}
-
 void JobPanel::updateRunEnabled() {
-  const bool binsOk = rmax_->value() > rmin_->value() && (!log_->isChecked() || rmin_->value() > 0);
-  run_->setEnabled(ready_ && !running_ && binsOk);
-  if (!binsOk)
-    run_->setToolTip(log_->isChecked() && rmin_->value() <= 0
-                         ? tr("Logarithmic bins need r min > 0")
-                         : tr("r max must be larger than r min"));
+  // The job layer's own messages, shown under the form as the user edits (the same text the
+  // CLI prints for the same values).
+  QString problems;
+  try {
+    npcf::make_npcf_job(completed(values()), "", "");
+  } catch (const almagest::ConfigError& e) {
+    problems = QString::fromUtf8(e.what()).replace(QStringLiteral("; "), QStringLiteral("\n"));
+  }
+  form_->showProblems(problems);
+  run_->setEnabled(ready_ && !running_ && problems.isEmpty());
+  if (!problems.isEmpty())
+    run_->setToolTip(problems);
   else if (!ready_)
     run_->setToolTip(tr("Open a data and a random catalogue first"));
   else
