@@ -1,4 +1,4 @@
-// almagest N-point bindings: the option schema (npcf_job_options) as Python data, the job run
+// almagest N-point bindings: the job schema (npcf_schema()) as Python data, the job run
 // from keyword values (catalogues from files or arrays), results with NumPy views.
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/string.h>
@@ -20,15 +20,15 @@ namespace {
 
 using Vec = nb::ndarray<const double, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
 
-const char* kind_name(npcf::OptionKind k) {
+const char* kind_name(schema::Kind k) {
   switch (k) {
-    case npcf::OptionKind::Text: return "text";
-    case npcf::OptionKind::TextList: return "text-list";
-    case npcf::OptionKind::Number: return "number";
-    case npcf::OptionKind::Integer: return "integer";
-    case npcf::OptionKind::Flag: return "flag";
-    case npcf::OptionKind::Choice: return "choice";
-    case npcf::OptionKind::ChoiceList: return "choice-list";
+    case schema::Kind::Text: return "text";
+    case schema::Kind::TextList: return "text-list";
+    case schema::Kind::Number: return "number";
+    case schema::Kind::Integer: return "integer";
+    case schema::Kind::Flag: return "flag";
+    case schema::Kind::Choice: return "choice";
+    case schema::Kind::ChoiceList: return "choice-list";
   }
   return "text";
 }
@@ -36,7 +36,7 @@ const char* kind_name(npcf::OptionKind k) {
 /// The schema as a list of dicts, in help order (the Python keywords are generated from it).
 nb::list options() {
   nb::list out;
-  for (const auto& o : npcf::npcf_job_options()) {
+  for (const auto& o : npcf::npcf_schema().fields) {
     nb::dict d;
     d["key"] = o.key;
     d["kind"] = kind_name(o.kind);
@@ -45,13 +45,15 @@ nb::list options() {
     d["value_name"] = o.value_name;
     d["choices"] = o.choices;
     d["required"] = o.required;
+    d["unit"] = o.unit;
+    d["full_help"] = schema::full_help(o);
     out.append(d);
   }
   return out;
 }
 
 /// A Python value as a schema value; the schema checks its kind (make_npcf_job).
-npcf::JobValue to_value(const std::string& key, nb::handle v) {
+schema::Value to_value(const std::string& key, nb::handle v) {
   if (nb::isinstance<nb::bool_>(v)) return nb::cast<bool>(v);
   if (nb::isinstance<nb::int_>(v)) {
     try {
@@ -105,14 +107,14 @@ io::Catalogue catalogue_of(nb::handle arrays, const std::string& source) {
 /// make_npcf_job's ConfigError lists every problem under an empty field; a single problem
 /// "key: message" gets its key as the field (what the schema Reader does), so that
 /// almagest.ConfigError.field names the keyword.
-npcf::NpcfJob make_job(const npcf::JobValues& values) {
+npcf::NpcfJob make_job(const schema::Values& values) {
   try {
     return npcf::make_npcf_job(values, "", "");
   } catch (const ConfigError& e) {
     std::string msg = e.what();
     auto colon = msg.find(": ");
     if (e.field().empty() && colon != std::string::npos && msg.find("; ") == std::string::npos &&
-        npcf::find_job_option(msg.substr(0, colon)))
+        npcf::npcf_schema().find(msg.substr(0, colon)))
       throw ConfigError(msg.substr(0, colon), msg.substr(colon + 2));
     throw;
   }
@@ -196,7 +198,7 @@ void bind_npcf(nb::module_& m) {
   // values). Returns one result per statistic, in the order of `stat`.
   m.def("_npcf", [](nb::dict py_values, nb::handle data, nb::handle randoms, bool write,
                     nb::handle progress) {
-    npcf::JobValues values;
+    schema::Values values;
     for (auto [k, v] : py_values) {
       std::string key = nb::cast<std::string>(k);
       values[key] = to_value(key, v);
