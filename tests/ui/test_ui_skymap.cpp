@@ -40,12 +40,15 @@
 #include "sky/SkyMapWindow.hpp"
 #include "sky/SkyProjection.hpp"
 #include "sky/SpectrumChart.hpp"
+#include "panels/SchemaForm.hpp"
+#include "almagest/sht/job.hpp"
 
 using almagest::ui::JobRunner;
 using almagest::ui::SkyMapWindow;
 using State = almagest::ui::JobRunner::State;
 namespace sky = almagest::ui::sky;
 namespace sht = almagest::sht;
+namespace schema = almagest::schema;
 
 namespace {
 
@@ -108,6 +111,7 @@ private slots:
   void windowShowsMapAndSpectrum();
   void chainedJobsAndClosingWhileBusy();
   void spectrumWithHealpyWeights();
+  void shtJobsThroughTheJobLayer();
 
 private:
   QString tmpDir_;
@@ -695,6 +699,67 @@ void TestUiSkyMap::spectrumWithHealpyWeights() {
   QCOMPARE(waitJob(finished), State::Completed);
   plan.map2alm(values, a, 3);
   check(a, 3, "uniform");
+}
+
+// The SHT job dock: every sht operation's schema fields have an editor; synthesis of (T, E, B)
+// alm writes the map (atomically, through the job layer) and shows it; polarised spectra give
+// TT, EE, BB, TE, EB, TB equal to run_sht_job's through the C++ API; a bad value shows the
+// schema's message in the form and starts nothing.
+void TestUiSkyMap::shtJobsThroughTheJobLayer() {
+  SkyMapWindow w;
+  w.setInteractiveErrors(false);
+  for (const auto& op : sht::sht_schema().find("op")->choices) {
+    w.shtOperationCombo()->setCurrentText(QString::fromStdString(op));
+    for (const schema::Field* f : sht::sht_schema().fields_for(op)) {
+      if (f->key != "op") QVERIFY2(w.shtForm()->editor(QString::fromStdString(f->key)), (op + " " + f->key).c_str());
+    }
+  }
+  const int lmax = 24, nside = 8;
+  std::mt19937_64 rng(7);
+  std::normal_distribution<double> g;
+  std::vector<std::vector<sht::Complex>> teb(3, std::vector<sht::Complex>(sht::alm_size(lmax)));
+  for (auto& a : teb) {
+    for (auto& x : a) x = {g(rng), g(rng)};
+    for (int l = 0; l <= lmax; ++l) a[l] = {a[l].real(), 0.0};
+  }
+  for (int k = 1; k < 3; ++k)
+    for (int m = 0; m <= 1; ++m)
+      for (int l = m; l < 2; ++l) teb[k][sht::alm_index(lmax, l, m)] = 0.0;
+  const std::string alm = (tmpDir_ + "/teb.fits").toStdString(), map = (tmpDir_ + "/tqu_job.fits").toStdString();
+  sht::write_alm(alm, teb, lmax);
+
+  QSignalSpy finished(&w, &SkyMapWindow::jobFinished);
+  QSignalSpy done(&w, &SkyMapWindow::shtJobDone);
+  QSignalSpy loaded(&w, &SkyMapWindow::mapLoaded);
+  schema::Values bad = {{"op", std::string("synth")}, {"input", alm}, {"output", map}, {"nside", std::string("8")},
+                       {"spin", std::string("1")}};
+  QVERIFY(!w.runShtJob(bad));
+  QCOMPARE(w.shtForm()->problems(), QStringLiteral("--spin: must be 0 or 2, got 1"));
+  QVERIFY(!w.isBusy());
+
+  schema::Values synth = {{"op", std::string("synth")}, {"input", alm}, {"output", map},
+                          {"nside", std::string("8")}, {"pol", true}, {"threads", std::string("2")}};
+  QVERIFY(w.runShtJob(synth));
+  QCOMPARE(waitJob(finished), State::Completed);
+  QCOMPARE(done.size(), 1);
+  QCOMPARE(w.shtForm()->problems(), QString());
+  QVERIFY(QFile::exists(QString::fromStdString(map)));
+  QCOMPARE(w.shtResult()->map->columns.size(), std::size_t(3));
+  QCOMPARE(waitJob(finished), State::Completed);  // the written map is opened
+  QCOMPARE(loaded.size(), 1);
+  QCOMPARE(w.nside(), nside);
+  QCOMPARE(w.columnCount(), 3);
+
+  const std::string cl = (tmpDir_ + "/cl_job.fits").toStdString();
+  schema::Values spectra = {{"op", std::string("cl")}, {"input", map}, {"output", cl}, {"pol", true},
+                            {"lmax", std::string("20")}, {"threads", std::string("2")}};
+  QVERIFY(w.runShtJob(spectra));
+  QCOMPARE(waitJob(finished), State::Completed);
+  QCOMPARE(w.shtResult()->spectra, (std::vector<std::string>{"TT", "EE", "BB", "TE", "EB", "TB"}));
+  spectra["output"] = (tmpDir_ + "/cl_api.fits").toStdString();
+  const sht::ShtOutcome api = sht::run_sht_job(sht::parse_sht_job({"sht", spectra, "", ""}), {}, {});
+  QCOMPARE(w.shtResult()->cl, api.cl);
+  QCOMPARE(w.spectrumChart() != nullptr, true);
 }
 
 QTEST_MAIN(TestUiSkyMap)

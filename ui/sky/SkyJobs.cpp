@@ -10,7 +10,9 @@
 
 #include "almagest/core/atomic_file.hpp"
 #include "almagest/core/error.hpp"
+#include "almagest/core/backend.hpp"
 #include "almagest/core/gpu.hpp"
+#include "almagest/jobs/job.hpp"
 #include "almagest/npcf/synthetic.hpp"
 #include "almagest/sht/alm.hpp"
 #include "almagest/sht/healpix_io.hpp"
@@ -156,10 +158,20 @@ sht::Backend resolveBackend(BackendChoice choice) {
   switch (choice) {
     case BackendChoice::Cpu: return sht::Backend::Cpu;
     case BackendChoice::Cuda: return sht::Backend::Cuda;
-    case BackendChoice::Auto:
-      return gpu_status().available ? sht::Backend::Cuda : sht::Backend::Cpu;
+    case BackendChoice::Auto: return resolve_backend({BackendKind::Auto, 0}).kind;
   }
   return sht::Backend::Cpu;
+}
+
+std::string backendText(BackendChoice choice) {
+  return choice == BackendChoice::Cuda ? "cuda" : choice == BackendChoice::Auto ? "auto" : "cpu";
+}
+
+std::shared_ptr<const sht::ShtOutcome> runShtJob(const schema::Values& values, const JobContext& ctx) {
+  const std::unique_ptr<jobs::Job> job = jobs::make_job({"sht", values, "", ""});
+  jobs::check_job_files(*job, "");
+  std::unique_ptr<jobs::Outcome> outcome = job->run(ctx, {});
+  return std::shared_ptr<const sht::ShtOutcome>(static_cast<sht::ShtOutcome*>(outcome.release()));
 }
 
 std::string SkyWeights::describe() const {
@@ -283,16 +295,24 @@ std::string spectrumText(const SkySpectrum& s) {
 
 void writeSpectrum(const std::string& path, const SkySpectrum& s, const JobContext& ctx) {
   const std::string text = spectrumText(s);
-  AtomicFile file(path);
+  // One output set, as every job output: the rename waits for its commit, which honours a cancel.
+  std::vector<std::string> inputs;
+  if (!s.source.empty() && std::filesystem::exists(s.source)) inputs.push_back(s.source);
+  OutputSet set(inputs, ctx.token());
   {
-    std::ofstream out(file.temp_path(), std::ios::binary | std::ios::trunc);
-    if (!out) throw IoError(path, "", "cannot open the temporary file " + file.temp_path());
-    out.write(text.data(), static_cast<std::streamsize>(text.size()));
-    out.flush();
-    if (!out) throw IoError(path, "", "write failed (disk full?)");
+    OutputSet::Scope scope(set);
+    AtomicFile file(path);
+    {
+      std::ofstream out(file.temp_path(), std::ios::binary | std::ios::trunc);
+      if (!out) throw IoError(path, "", "cannot open the temporary file " + file.temp_path());
+      out.write(text.data(), static_cast<std::streamsize>(text.size()));
+      out.flush();
+      if (!out) throw IoError(path, "", "write failed (disk full?)");
+    }
+    ctx.check_cancel();  // the set's destructor removes the temporary file
+    file.commit();
   }
-  ctx.check_cancel();  // the destructor removes the temporary file
-  file.commit();
+  set.commit();
 }
 
 }  // namespace almagest::ui::sky

@@ -8,7 +8,9 @@
 //  - computeSkySpectrum: map2alm (3 Jacobi iterations, as healpy anafast; healpy's ring or pixel
 //    weights optional) + alm2cl, on the CPU or CUDA backend; optionally writes the spectrum file
 //    (atomically) before returning.
-//  - writeSpectrum: the text file (columns l, C_l, D_l) through AtomicFile.
+//  - writeSpectrum: the text file (columns l, C_l, D_l) through an OutputSet.
+//  - runShtJob: any sht operation of the job layer (synthesis from alm, adjoint, inverse,
+//    map2alm, polarised spectra TT/EE/BB/TE/EB/TB, smoothing), as the CLI runs it.
 // Errors: almagest::IoError naming the file, ConfigError naming the field; Cancelled.
 #include <QString>
 
@@ -18,7 +20,9 @@
 #include <vector>
 
 #include "almagest/core/job_context.hpp"
+#include "almagest/core/schema.hpp"
 #include "almagest/sht/config.hpp"
+#include "almagest/sht/job.hpp"
 #include "sky/SkyProjection.hpp"
 
 namespace almagest::ui::sky {
@@ -94,9 +98,18 @@ struct SkySpectrum {
   double dl(int l) const noexcept;
 };
 
-/// Backend choice of the window: Auto is CUDA when gpu_status().available, else CPU.
+/// Backend choice of the window's spectrum; Auto follows core's one Auto policy
+/// (almagest::resolve_backend: the GPU when one is usable, else the CPU). Cuda stays Cuda (the
+/// plan reports BackendUnavailable when no GPU can be used).
 enum class BackendChoice { Cpu, Cuda, Auto };
 sht::Backend resolveBackend(BackendChoice choice);
+/// The job layer's backend text of a choice ("cpu", "cuda", "auto").
+std::string backendText(BackendChoice choice);
+
+/// An sht job of the job layer (sht/job.hpp: any operation of `almagest-cli sht`, from the
+/// window's SchemaForm): validated (ConfigError with the schema's message, label ""), run and
+/// written atomically through one OutputSet with provenance, exactly as the CLI runs it.
+std::shared_ptr<const sht::ShtOutcome> runShtJob(const schema::Values& values, const JobContext& ctx);
 
 /// map2alm + alm2cl of map.columns[column] up to lmax (0 <= lmax <= 4 nside), with `weights`
 /// (3 iterations, none with pixel weights). With a non-empty savePath the spectrum file is
@@ -108,7 +121,7 @@ SkySpectrum computeSkySpectrum(const SkyMapData& map, int column, int lmax, sht:
 
 /// The spectrum file text: '#' header lines, then lmax + 1 rows "l C_l D_l".
 std::string spectrumText(const SkySpectrum& s);
-/// Writes spectrumText(s) to `path` through AtomicFile (nothing is left on error or cancel).
+/// Writes spectrumText(s) to `path` through one OutputSet (nothing is left on error or cancel).
 void writeSpectrum(const std::string& path, const SkySpectrum& s, const JobContext& ctx = {});
 
 }  // namespace almagest::ui::sky

@@ -26,8 +26,10 @@
 #include "almagest/core/error.hpp"
 #include "almagest/core/gpu.hpp"
 #include "almagest/sht/config.hpp"
+#include "almagest/sht/job.hpp"
 #include "jobs/JobProgressBar.hpp"
 #include "panels/LogPanel.hpp"
+#include "panels/SchemaForm.hpp"
 #include "sky/SkyMapView.hpp"
 #include "sky/SkyProjection.hpp"
 #include "sky/SpectrumChart.hpp"
@@ -53,6 +55,7 @@ SkyMapWindow::SkyMapWindow(QWidget* parent) : JobWindow(parent) {
   setWindowTitle(tr("Sky map — Almagest"));
   setObjectName(QStringLiteral("SkyMapWindow"));
   buildUi();
+  buildShtDock();
   buildActions();
   // 1100 x 880, or 90% of the screen where that is smaller.
   QSize size(1100, 880);
@@ -377,6 +380,32 @@ void SkyMapWindow::onJobFinished(JobRunner* runner, JobKind kind, int column) {
                        .arg(runner->elapsedSeconds(), 0, 'f', 2));
         loaded = true;
       }
+    } else if (kind == JobKind::Sht) {
+      if (const auto* r = runner->resultAs<std::shared_ptr<const sht::ShtOutcome>>()) {
+        shtResult_ = *r;
+        const sht::ShtOutcome& o = **r;
+        log_->info(tr("sht %1: wrote %2 (%3 %4) in %5 s on %6 (%7)")
+                       .arg(QString::fromStdString(o.operation),
+                            QString::fromStdString(o.outputs.empty() ? std::string() : o.outputs.front()),
+                            QString::fromLatin1(sht::to_string(o.format)), QString::fromStdString(o.what))
+                       .arg(runner->elapsedSeconds(), 0, 'f', 2)
+                       .arg(QString::fromStdString(o.backend), QString::fromStdString(o.device)));
+        for (const auto& line : o.summary) log_->info(QStringLiteral("  ") + QString::fromStdString(line));
+        if (o.what == "spectra" && !o.cl.empty()) {
+          // Every spectrum in the log (TT, EE, BB, TE, EB, TB); the first one plotted.
+          for (std::size_t k = 0; k < o.spectra.size(); ++k) {
+            QStringList head;
+            for (std::size_t l = 0; l < o.cl[k].size() && l < 6; ++l) head << QString::number(o.cl[k][l], 'g', 6);
+            log_->info(tr("  C_l %1: %2%3").arg(QString::fromStdString(o.spectra[k]), head.join(QStringLiteral(", ")),
+                                                o.cl[k].size() > 6 ? QStringLiteral(", ...") : QString()));
+          }
+          chart_->setSpectrum(o.cl.front(), tr("%1 — lmax %2, %3 backend (sht cl)")
+                                                .arg(QString::fromStdString(o.spectra.front()))
+                                                .arg(o.lmax)
+                                                .arg(QString::fromStdString(o.backend)),
+                              {});
+        }
+      }
     } else if (const auto* s = runner->resultAs<std::shared_ptr<const sky::SkySpectrum>>()) {
       spectrum_ = *s;
       const std::vector<double> ref =
@@ -397,13 +426,23 @@ void SkyMapWindow::onJobFinished(JobRunner* runner, JobKind kind, int column) {
   } else if (state == JobRunner::State::Cancelled) {
     log_->info(tr("%1 cancelled.").arg(runner->name()));
   }
-  if (state == JobRunner::State::Failed)
-    reportError(kind == JobKind::Map ? tr("Could not open the map") : tr("Spectrum failed"),
+  if (state == JobRunner::State::Failed) {
+    if (kind == JobKind::Sht) shtForm_->showProblems(runner->errorMessage());
+    reportError(kind == JobKind::Map   ? tr("Could not open the map")
+                : kind == JobKind::Sht ? tr("SHT job failed")
+                                       : tr("Spectrum failed"),
                 runner->errorMessage());
+  }
   endJob(state);
+  // A map written by the job is shown (after endJob: opening it is the next job).
+  const bool showMap = state == JobRunner::State::Completed && kind == JobKind::Sht && shtResult_ &&
+                       shtResult_->what == "map" && !shtResult_->outputs.empty() &&
+                       shtResult_->format == sht::FileFormat::Fits;
+  if (showMap) openMap(QString::fromStdString(shtResult_->outputs.front()));
   // Last, so that slots may start the next job (the finished runner is deleted later).
   if (loaded) emit mapLoaded();
   if (spectrum) emit spectrumReady();
+  if (kind == JobKind::Sht && state == JobRunner::State::Completed) emit shtJobDone();
   emit jobFinished(state);
 }
 
@@ -464,6 +503,61 @@ bool SkyMapWindow::saveImage(const QString& path) {
   return true;
 }
 
+void SkyMapWindow::buildShtDock() {
+  // Every operation of `almagest-cli sht`, its options generated from the job schema (the same
+  // fields, ranges, defaults and help as the command line); validation is the job layer's.
+  auto* panel = new QWidget(this);
+  auto* layout = new QVBoxLayout(panel);
+  shtOpBox_ = new QComboBox(panel);
+  shtOpBox_->setObjectName(QStringLiteral("shtOperation"));
+  const schema::Field* op = sht::sht_schema().find("op");
+  for (const auto& name : op->choices) shtOpBox_->addItem(QString::fromStdString(name));
+  shtOpBox_->setToolTip(QString::fromStdString(schema::full_help(*op)));
+  shtForm_ = new SchemaForm(sht::sht_schema(), {}, {QStringLiteral("op")}, panel);
+  shtForm_->setObjectName(QStringLiteral("shtForm"));
+  shtForm_->setOperation(shtOpBox_->currentText());
+  connect(shtOpBox_, &QComboBox::currentTextChanged, shtForm_, &SchemaForm::setOperation);
+  shtRun_ = new QPushButton(tr("Run SHT job"), panel);
+  shtRun_->setObjectName(QStringLiteral("shtRun"));
+  connect(shtRun_, &QPushButton::clicked, this, [this] {
+    schema::Values v = shtForm_->values();
+    v["op"] = shtOpBox_->currentText().toStdString();
+    runShtJob(v);
+  });
+  layout->addWidget(shtOpBox_);
+  layout->addWidget(shtForm_);
+  layout->addWidget(shtRun_);
+  layout->addStretch(1);
+  auto* dock = new QDockWidget(tr("SHT job"), this);
+  dock->setObjectName(QStringLiteral("skyShtDock"));
+  dock->setWidget(panel);
+  addDockWidget(Qt::RightDockWidgetArea, dock);
+}
+
+bool SkyMapWindow::runShtJob(const schema::Values& values) {
+  if (isBusy()) {
+    reportError(tr("Busy"), tr("A job is running: cancel it or wait."));
+    return false;
+  }
+  // Validate here so that the form shows the schema's message at once (as the CLI prints it).
+  std::string problems;
+  try {
+    jobs::check_job_files(*sht::make_sht_job({"sht", values, "", ""}), "");
+  } catch (const Error& e) {
+    problems = e.what();
+  }
+  shtForm_->showProblems(QString::fromStdString(problems));
+  if (!problems.empty()) {
+    log_->warning(tr("SHT job not started: %1").arg(QString::fromStdString(problems)));
+    return false;
+  }
+  const auto it = values.find("op");
+  const QString op = it != values.end() ? QString::fromStdString(schema::describe(it->second)).remove('\'') : QString();
+  log_->info(tr("SHT job: sht %1").arg(op));
+  return startJob(JobKind::Sht, tr("sht %1").arg(op),
+                  [values](const JobContext& ctx) { return std::any(sky::runShtJob(values, ctx)); }, 0);
+}
+
 void SkyMapWindow::updateActions() {
   const bool busy = isBusy();
   openAction_->setEnabled(!busy);
@@ -476,6 +570,11 @@ void SkyMapWindow::updateActions() {
   saveImageAction_->setEnabled(!image_.isNull());
   columnBox_->setEnabled(map_ && map_->columns.size() > 1);
   lmaxSpin_->setEnabled(map_ != nullptr);
+  if (shtRun_) {
+    shtRun_->setEnabled(!busy);
+    shtOpBox_->setEnabled(!busy);
+    shtForm_->setLocked(busy);
+  }
 }
 
 void SkyMapWindow::openMapDialog() {

@@ -28,6 +28,7 @@ class QSpinBox;
 namespace almagest::ui {
 
 class LogPanel;
+class SchemaForm;
 class SkyMapView;
 class SpectrumChart;
 
@@ -52,6 +53,14 @@ public:
   /// 3 nside - 1) on the backend chosen in the toolbar. With savePath, the job also writes the
   /// spectrum file (atomically: nothing is left if it is cancelled or fails).
   bool computeSpectrum(int lmax = -1, const QString& savePath = {});
+  /// Starts an sht job of the job layer (any `almagest-cli sht` operation; values as the SHT job
+  /// form gives them, "op" included): validated first (the schema's message in the form's
+  /// problem label, false), then run and written atomically on the window's JobRunner. A map
+  /// result is opened in the view, spectra (TT, EE, BB, TE, EB, TB) are plotted and logged.
+  bool runShtJob(const almagest::schema::Values& values);
+  std::shared_ptr<const sht::ShtOutcome> shtResult() const noexcept { return shtResult_; }
+  SchemaForm* shtForm() const noexcept { return shtForm_; }
+  QComboBox* shtOperationCombo() const noexcept { return shtOpBox_; }
   /// Writes the last spectrum (columns l, C_l, D_l) through AtomicFile. False (with a message)
   /// without a spectrum or on error.
   bool saveSpectrum(const QString& path);
@@ -90,9 +99,11 @@ public:
 signals:
   void mapLoaded();
   void spectrumReady();
+  void shtJobDone();
 
 private:
-  enum class JobKind { Map, Spectrum };
+  enum class JobKind { Map, Spectrum, Sht };
+  void buildShtDock();
   void buildUi();
   void buildActions();
   bool startJob(JobKind kind, const QString& name, JobRunner::Job job, int column);
@@ -111,6 +122,10 @@ private:
   std::shared_ptr<const sky::SkySpectrum> spectrum_;
   QString lastDir_;
   sky::SkyWeights weights_;
+  std::shared_ptr<const sht::ShtOutcome> shtResult_;
+  SchemaForm* shtForm_ = nullptr;
+  QComboBox* shtOpBox_ = nullptr;
+  QPushButton* shtRun_ = nullptr;
 
   SkyMapView* view_ = nullptr;
   SpectrumChart* chart_ = nullptr;
