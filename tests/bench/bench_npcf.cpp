@@ -22,6 +22,7 @@
 
 #include "almagest/core/error.hpp"
 #include "almagest/core/provenance.hpp"
+#include "almagest/io/catalogue.hpp"
 #include "almagest/npcf/plan.hpp"
 #include "almagest/npcf/synthetic.hpp"
 
@@ -66,7 +67,9 @@ void usage() {
       "  --threads  worker threads, default 2\n"
       "  --seed     catalogue seed, default 20240601\n"
       "  --box      box side in Mpc/h, default 1000\n"
-      "  --exact    parity directions from coordinates instead of pixels");
+      "  --exact    parity directions from coordinates instead of pixels\n"
+      "  --write-catalogues DIR  write the workload's data.txt and randoms.txt into DIR and stop\n"
+      "             (the same points through `almagest-cli npcf` / `run`: the job layer's cost)");
 }
 
 }  // namespace
@@ -77,6 +80,7 @@ int main(int argc, char** argv) {
   int nbins = 10, threads = 2;
   std::uint64_t seed = 20240601;
   bool exact = false;
+  std::string write_dir;
   std::vector<Statistic> stats;
   try {
     for (int i = 1; i < argc; ++i) {
@@ -99,6 +103,8 @@ int main(int argc, char** argv) {
         box = std::stod(value());
       else if (a == "--exact")
         exact = true;
+      else if (a == "--write-catalogues")
+        write_dir = value();
       else if (a == "--stat") {
         std::stringstream ss(value());
         std::string s;
@@ -128,6 +134,13 @@ int main(int argc, char** argv) {
                 "box %g, rmin 1, rmax %g, %d bins, seed %llu\n",
                 n, n / 3, n - n / 3, box, rmax, nbins, static_cast<unsigned long long>(seed));
     const auto cats = synthetic::benchmark_catalogues(n, seed, box);
+    if (!write_dir.empty()) {
+      io::save_catalogue_text(cats.data, write_dir + "/data.txt");
+      io::save_catalogue_text(cats.randoms, write_dir + "/randoms.txt");
+      std::printf("wrote %s/data.txt (%zu points) and %s/randoms.txt (%zu points)\n", write_dir.c_str(),
+                  cats.data.size(), write_dir.c_str(), cats.randoms.size());
+      return 0;
+    }
     PointSet points = make_point_set(cats.data, &cats.randoms);
     const double rss_points = current_rss_mib();
 
