@@ -76,6 +76,17 @@ StackWindow::StackWindow(QWidget* parent) : JobWindow(parent) {
 StackWindow::~StackWindow() { stopJob(); }  // while the views still exist
 
 void StackWindow::closeEvent(QCloseEvent* event) {
+  // A running search may be minutes of work: closing asks before the job is dropped.
+  if (isBusy() && confirmCloseDuringJob_) {
+    const auto answer = QMessageBox::question(
+        this, tr("A job is running"),
+        tr("A job is running in this window. Cancel it and close the window? Nothing of it will be written."),
+        QMessageBox::Yes | QMessageBox::No, QMessageBox::No);
+    if (answer != QMessageBox::Yes) {
+      event->ignore();
+      return;
+    }
+  }
   cancelJob();
   JobWindow::closeEvent(event);
 }

@@ -75,6 +75,9 @@ public:
   /// -1 clears the selection. False if out of range.
   bool selectCandidate(int index);
 
+  /// Closing the window while a job runs asks first (default); false closes and cancels (tests).
+  void setConfirmCloseDuringJob(bool on) noexcept { confirmCloseDuringJob_ = on; }
+
   void setSearchSettings(const stackview::SearchSettings& s);
   stackview::SearchSettings searchSettings() const;
   /// The engine configuration a search would run now (throws ConfigError; needs a stack).
@@ -147,6 +150,7 @@ private:
   int exposure_ = 0;
   int selected_ = -1;
   bool syncingSelection_ = false;
+  bool confirmCloseDuringJob_ = true;
   QString lastDir_;
   QImage exposureImage_, bestZImage_, stampImage_, cutoutImage_;
 
