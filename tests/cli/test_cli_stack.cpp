@@ -679,7 +679,7 @@ private slots:
     QTest::newRow("fourier on the CPU") << search(good, {"--method", "fourier"}) << 2 << "--method";
     QTest::newRow("unknown storage") << search(good, {"--storage", "fp8"}) << 2 << "--storage";
     QTest::newRow("top-k out of range") << search(good, {"--top-k", "17"}) << 2 << "--top-k";
-    QTest::newRow("negative device memory") << search(good, {"--device-memory=-5"}) << 2 << "--device-memory: must be in >= 0 MiB, got -5";  // the schema's range message
+    QTest::newRow("negative device memory") << search(good, {"--device-memory=-5"}) << 2 << "--device-memory: must be >= 0 MiB, got -5";  // the schema's range message
     QTest::newRow("bad range") << (QStringList{"stack", "search", good, "--vx-range", "3,1", "--vy-range=-2,2", "-o", out}) << 2
                                << "--vx-range: maximum 1 is below minimum 3";
     QTest::newRow("cuda backend without GPU") << search(good, {"--backend", "cuda"}) << 4 << "backend unavailable";

@@ -109,7 +109,7 @@ private slots:
     QTest::newRow("max-candidates -1") << (search + QStringList{"--max-candidates", "-1"}) << "got -1";
     QTest::newRow("threads 2^32") << (search + QStringList{"--threads", "4294967296"}) << "got 4294967296";
     QTest::newRow("top-k 2^64") << (search + QStringList{"--top-k", "18446744073709551616"}) << "got 18446744073709551616";
-    QTest::newRow("min-obs octal") << (search + QStringList{"--min-obs", "0x10"}) << "--min-obs: '0x10'";  // the schema's message
+    QTest::newRow("min-obs octal") << (search + QStringList{"--min-obs", "0x10"}) << "--min-obs: must be an integer, got '0x10'";  // the schema's message
     QTest::newRow("grid 1e5 squared") << (search + QStringList{"--grid", "100000x100000"}) << "10000000000 velocities";
     QTest::newRow("psf sigma 1e6") << (search + QStringList{"--psf-sigma", "1e6"}) << "--psf-sigma";
     QTest::newRow("stamp radius") << QStringList{"stack", "stamps", q(kCorrupt / "ubsan_candh5_139.h5"), "--stamp-radius", "4294967299", "-o", "/tmp/never.h5"}

@@ -141,7 +141,7 @@ private slots:
   void valueTypes() {
     auto v = minimal();
     v["nbins"] = std::string("7.5");
-    QVERIFY(error_of(v).contains("--nbins: '7.5' is not an integer"));
+    QVERIFY(error_of(v).contains("--nbins: must be an integer, got '7.5'"));
     v["nbins"] = 6.0;  // an integral JSON/TOML float is accepted
     QCOMPARE(make_npcf_job(v, "", "").config.bins.nbins, 6);
     v["rmax"] = std::string("inf");

@@ -73,7 +73,7 @@ private slots:
     QTest::newRow("fourier polar") << schema::Values{{"op", "search"}, {"stack", "s"}, {"speed-range", "0,1"}, {"angle-range", "0,1"}, {"method", "fourier"}, {"backend", "auto"}, {"output", "c.ecsv"}}
                                    << "--method: fourier needs a Cartesian bank";
     QTest::newRow("two thresholds") << search({{"threshold-sigma", "5"}, {"false-alarms", "2"}}) << "--threshold-sigma: excludes false-alarms";
-    QTest::newRow("threshold 0") << search({{"threshold-sigma", "0"}}) << "--threshold-sigma: must be in > 0";
+    QTest::newRow("threshold 0") << search({{"threshold-sigma", "0"}}) << "--threshold-sigma: must be > 0";
     QTest::newRow("top-k 17") << search({{"top-k", "17"}}) << "--top-k: must be in [0, 16], got 17";
     QTest::newRow("storage") << search({{"storage", "fp8"}}) << "--storage: unknown value 'fp8'";
     QTest::newRow("psf sigma") << search({{"psf-sigma", "50.5"}}) << "--psf-sigma: must be in [0, 50] pixels, got 50.5";

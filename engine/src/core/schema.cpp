@@ -191,7 +191,9 @@ void Reader::check_range(const Field& f, double v, const std::string& written) {
     range = (f.min_exclusive ? "> " : ">= ") + number_text(*f.min);
   else
     range = (f.max_exclusive ? "< " : "<= ") + number_text(*f.max);
-  problem(f.key, "must be in " + range + (f.unit.empty() ? "" : " " + f.unit) + ", got " + written);
+  // "must be in [1, 255]" for a closed range, "must be >= 0" / "must be > 0" for a bound.
+  problem(f.key, std::string("must be ") + (f.min && f.max ? "in " : "") + range +
+                     (f.unit.empty() ? "" : " " + f.unit) + ", got " + written);
 }
 
 std::optional<std::string> Reader::text(const std::string& key) {
@@ -294,7 +296,7 @@ std::optional<std::int64_t> Reader::integer(const std::string& key) {
     }
   }
   if (!v) {
-    problem(key, describe(it->second) + " is not an integer");
+    problem(key, "must be an integer, got " + describe(it->second));
     return std::nullopt;
   }
   const std::size_t before = problems_.size();
