@@ -269,14 +269,21 @@ void write_sht_outcome(const ShtJob& job, ShtOutcome& o, const JobContext& ctx, 
   const auto t0 = Clock::now();
   const files::OutputMeta meta = meta_of(job, o);
   // One output set: the writer joins it, and the commit honours a cancel until the rename.
-  OutputSet outputs(job.input_paths(), ctx.token());
-  {
-    OutputSet::Scope scope(outputs);
-    if (o.what == "map") files::write_map(out, format, *o.map, meta);
-    else if (o.what == "alm") files::write_alm(out, format, o.alm, o.lmax, meta);
-    else files::write_cl(out, format, o.spectra, o.cl, meta);
+  try {
+    OutputSet outputs(job.input_paths(), ctx.token());
+    {
+      OutputSet::Scope scope(outputs);
+      if (o.what == "map") files::write_map(out, format, *o.map, meta);
+      else if (o.what == "alm") files::write_alm(out, format, o.alm, o.lmax, meta);
+      else files::write_cl(out, format, o.spectra, o.cl, meta);
+    }
+    outputs.commit();
+  } catch (const IoError& e) {
+    // An error of a temporary (disk full, ...) is about the output: name it, so that every
+    // front end sees file() == the output (the CLI's exit code 5).
+    if (e.file() == out) throw;
+    throw IoError(out, "", e.what());
   }
-  outputs.commit();
   o.write_s = seconds_since(t0);
   o.format = format;
   o.outputs = {out};
