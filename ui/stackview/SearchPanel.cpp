@@ -14,23 +14,15 @@
 #include <QVBoxLayout>
 
 #include "almagest/core/gpu.hpp"
+#include "almagest/stack/job.hpp"
+#include "panels/SchemaForm.hpp"
 
 namespace almagest::ui::stackview {
 
 namespace stk = almagest::stack;
+namespace sc = almagest::schema;
 
 namespace {
-
-QDoubleSpinBox* velocityBox(double value, const QString& tip, QWidget* parent) {
-  auto* b = new QDoubleSpinBox(parent);
-  b->setRange(-1000.0, 1000.0);
-  b->setDecimals(3);
-  b->setSingleStep(0.5);
-  b->setSuffix(QObject::tr(" px/d"));
-  b->setValue(value);
-  b->setToolTip(tip);
-  return b;
-}
 
 QSpinBox* countBox(int value, const QString& tip, QWidget* parent) {
   auto* b = new QSpinBox(parent);
@@ -49,107 +41,53 @@ QHBoxLayout* row(std::initializer_list<QWidget*> widgets) {
 
 }  // namespace
 
+QStringList SearchPanel::hiddenKeys() {
+  return {QStringLiteral("op"), QStringLiteral("stack"), QStringLiteral("output"), QStringLiteral("backend")};
+}
+
 SearchPanel::SearchPanel(QWidget* parent) : QWidget(parent) {
   auto* top = new QVBoxLayout(this);
 
-  // ---- velocity grid
-  auto* grid = new QGroupBox(tr("Velocity grid"), this);
-  auto* gf = new QFormLayout(grid);
-  vxMin_ = velocityBox(-4, tr("Smallest vx of the Cartesian grid (pixels/day)"), grid);
-  vxMax_ = velocityBox(4, tr("Largest vx of the grid (inclusive)"), grid);
-  nvx_ = countBox(17, tr("Number of vx values (1: only the minimum)"), grid);
-  vyMin_ = velocityBox(-4, tr("Smallest vy of the Cartesian grid (pixels/day)"), grid);
-  vyMax_ = velocityBox(4, tr("Largest vy of the grid (inclusive)"), grid);
-  nvy_ = countBox(17, tr("Number of vy values (1: only the minimum)"), grid);
-  gf->addRow(tr("vx"), row({vxMin_, new QLabel(tr("to"), grid), vxMax_}));
-  gf->addRow(tr("  steps"), nvx_);
-  gf->addRow(tr("vy"), row({vyMin_, new QLabel(tr("to"), grid), vyMax_}));
-  gf->addRow(tr("  steps"), nvy_);
-  reach_ = new QDoubleSpinBox(grid);
+  // ---- the schema's search options (every option of `almagest-cli stack search`)
+  form_ = new SchemaForm(stk::stack_schema(), {}, hiddenKeys(), this);
+  form_->setObjectName(QStringLiteral("searchForm"));
+  form_->setOperation(QStringLiteral("search"));
+  top->addWidget(form_);
+
+  // ---- backend: the schema's `backend` text as a combo (CUDA disabled with the reason)
+  auto* comp = new QGroupBox(tr("Run"), this);
+  auto* cf = new QFormLayout(comp);
+  backend_ = new QComboBox(comp);
+  backend_->setObjectName(QStringLiteral("backend"));
+  backend_->addItem(tr("CPU"), QStringLiteral("cpu"));
+  backend_->addItem(tr("CUDA"), QStringLiteral("cuda"));
+  backend_->addItem(tr("Auto (GPU when usable)"), QStringLiteral("auto"));
+  if (const sc::Field* f = stk::stack_schema().find("backend"))
+    backend_->setToolTip(QString::fromStdString(sc::full_help(*f)));
+  const GpuStatus& gpu = gpu_status();
+  if (!gpu.available) {
+    const QString why = QString::fromStdString(gpu.reason.empty() ? std::string("no usable GPU") : gpu.reason);
+    if (auto* model = qobject_cast<QStandardItemModel*>(backend_->model()))
+      if (QStandardItem* item = model->item(1)) {
+        item->setEnabled(false);
+        item->setToolTip(tr("Unavailable: %1").arg(why));
+      }
+  }
+  cf->addRow(tr("Backend"), backend_);
+
+  // ---- reach helper (fills vx-range, vy-range and grid)
+  reach_ = new QDoubleSpinBox(comp);
   reach_->setRange(0.5, 10000.0);
   reach_->setDecimals(1);
   reach_->setValue(16.0);
   reach_->setSuffix(tr(" px"));
   reach_->setToolTip(tr("Largest displacement over the stack's baseline: the grid spans "
                         "±reach / baseline pixels/day on both axes"));
-  reachN_ = countBox(33, tr("Steps per axis for the reach grid (odd keeps v = 0 on the grid)"), grid);
-  applyReach_ = new QPushButton(tr("Set"), grid);
-  applyReach_->setToolTip(tr("Fill the ranges from the reach and the loaded stack's baseline"));
-  gf->addRow(tr("Reach"), row({reach_, reachN_, applyReach_}));
-  top->addWidget(grid);
+  reachN_ = countBox(33, tr("Steps per axis for the reach grid (odd keeps v = 0 on the grid)"), comp);
+  applyReach_ = new QPushButton(tr("Set"), comp);
+  cf->addRow(tr("Reach"), row({reach_, reachN_, applyReach_}));
 
-  // ---- detection
-  auto* det = new QGroupBox(tr("Detection"), this);
-  auto* df = new QFormLayout(det);
-  bonferroni_ = new QRadioButton(tr("False alarms"), det);
-  bonferroni_->setToolTip(tr("Bonferroni threshold: the Z whose Gaussian tail probability times the "
-                             "number of trials (origins × velocities) equals this number"));
-  fixed_ = new QRadioButton(tr("Fixed Z"), det);
-  fixed_->setToolTip(tr("A fixed threshold on Z = A / sqrt(B)"));
-  bonferroni_->setChecked(true);
-  falseAlarms_ = new QDoubleSpinBox(det);
-  falseAlarms_->setRange(1e-6, 1e6);
-  falseAlarms_->setDecimals(4);
-  falseAlarms_->setValue(1.0);
-  falseAlarms_->setToolTip(bonferroni_->toolTip());
-  thresholdZ_ = new QDoubleSpinBox(det);
-  thresholdZ_->setRange(0.1, 1000.0);
-  thresholdZ_->setDecimals(2);
-  thresholdZ_->setValue(6.0);
-  thresholdZ_->setToolTip(fixed_->toolTip());
-  df->addRow(bonferroni_, falseAlarms_);
-  df->addRow(fixed_, thresholdZ_);
-  minObs_ = new QSpinBox(det);
-  minObs_->setRange(0, 1000000);
-  minObs_->setValue(1);
-  minObs_->setToolTip(tr("Candidates need at least this many valid samples along their track"));
-  df->addRow(tr("Min obs"), minObs_);
-  cluster_ = new QCheckBox(tr("Cluster"), det);
-  cluster_->setChecked(true);
-  cluster_->setToolTip(tr("Merge near-duplicates: in Z order, a candidate within the radius of a kept one at "
-                          "the first and the last exposure is merged into it"));
-  clusterRadius_ = new QDoubleSpinBox(det);
-  clusterRadius_->setRange(0.0, 1000.0);
-  clusterRadius_->setDecimals(1);
-  clusterRadius_->setValue(2.0);
-  clusterRadius_->setSuffix(tr(" px"));
-  clusterRadius_->setToolTip(cluster_->toolTip());
-  df->addRow(cluster_, clusterRadius_);
-  top->addWidget(det);
-
-  // ---- computation
-  auto* comp = new QGroupBox(tr("Computation"), this);
-  auto* cf = new QFormLayout(comp);
-  encoding_ = new QComboBox(comp);
-  encoding_->setObjectName(QStringLiteral("encoding"));
-  encoding_->addItem(tr("fp32 (8 B/sample)"), static_cast<int>(stk::Encoding::Fp32));
-  encoding_->addItem(tr("fp16 (4 B/sample)"), static_cast<int>(stk::Encoding::Fp16));
-  encoding_->addItem(tr("int8 (2 B/sample)"), static_cast<int>(stk::Encoding::Int8));
-  encoding_->setToolTip(tr("Storage of the psi/phi planes. fp16 and int8 scale per exposure by the noise; "
-                           "every backend decodes them identically"));
-  cf->addRow(tr("Storage"), encoding_);
-  backend_ = new QComboBox(comp);
-  backend_->setObjectName(QStringLiteral("backend"));
-  backend_->addItem(tr("CPU"), static_cast<int>(stk::Backend::Cpu));
-  backend_->addItem(tr("CUDA tiled"), static_cast<int>(stk::Backend::GpuTiled));
-  backend_->addItem(tr("CUDA Fourier"), static_cast<int>(stk::Backend::GpuFourier));
-  backend_->setItemData(0, tr("Multithreaded CPU twin: the exact oracle"), Qt::ToolTipRole);
-  backend_->setItemData(1, tr("Shared-memory tiled gather on the GPU: bit-identical to the CPU"), Qt::ToolTipRole);
-  backend_->setItemData(2, tr("FP16 tensor-core Fourier scan; candidates re-scored exactly"), Qt::ToolTipRole);
-  const GpuStatus& gpu = gpu_status();
-  if (!gpu.available) {
-    const QString why = QString::fromStdString(gpu.reason.empty() ? std::string("no usable GPU") : gpu.reason);
-    if (auto* model = qobject_cast<QStandardItemModel*>(backend_->model()))
-      for (int i : {1, 2})
-        if (QStandardItem* item = model->item(i)) {
-          item->setEnabled(false);
-          item->setToolTip(tr("Unavailable: %1").arg(why));
-        }
-    backend_->setToolTip(tr("Search backend. CUDA unavailable: %1").arg(why));
-  } else {
-    backend_->setToolTip(tr("Search backend. GPU: %1").arg(QString::fromStdString(gpu.summary())));
-  }
-  cf->addRow(tr("Backend"), backend_);
+  // ---- the window's own options
   bestZ_ = new QCheckBox(tr("Best-Z map"), comp);
   bestZ_->setChecked(true);
   bestZ_->setToolTip(tr("Run a second scan keeping the best velocity of every origin pixel (top-1) and show "
@@ -162,11 +100,6 @@ SearchPanel::SearchPanel(QWidget* parent) : QWidget(parent) {
   stampRadius_->setToolTip(tr("Radius of the coadded stamps and the per-exposure cutouts"));
   cf->addRow(tr("Stamp radius"), stampRadius_);
   top->addWidget(comp);
-
-  summary_ = new QLabel(this);
-  summary_->setWordWrap(true);
-  summary_->setObjectName(QStringLiteral("searchSummary"));
-  top->addWidget(summary_);
 
   run_ = new QPushButton(tr("Run search"), this);
   run_->setToolTip(tr("psi/phi, plan and scan in one job (Ctrl+R)"));
@@ -182,60 +115,49 @@ SearchPanel::SearchPanel(QWidget* parent) : QWidget(parent) {
   connect(run_, &QPushButton::clicked, this, &SearchPanel::runRequested);
   connect(cancel_, &QPushButton::clicked, this, &SearchPanel::cancelRequested);
   connect(applyReach_, &QPushButton::clicked, this, &SearchPanel::applyReach);
-  for (QDoubleSpinBox* b : {vxMin_, vxMax_, vyMin_, vyMax_, falseAlarms_, thresholdZ_, clusterRadius_})
-    connect(b, &QDoubleSpinBox::valueChanged, this, [this] { updateSummary(); emit settingsChanged(); });
-  for (QSpinBox* b : {nvx_, nvy_, minObs_, stampRadius_})
-    connect(b, &QSpinBox::valueChanged, this, [this] { updateSummary(); emit settingsChanged(); });
-  for (QAbstractButton* b : std::initializer_list<QAbstractButton*>{bonferroni_, fixed_, cluster_, bestZ_})
-    connect(b, &QAbstractButton::toggled, this, [this] { updateEnabled(); emit settingsChanged(); });
-  for (QComboBox* b : {encoding_, backend_})
-    connect(b, &QComboBox::currentIndexChanged, this, [this] { emit settingsChanged(); });
+  connect(form_, &SchemaForm::changed, this, &SearchPanel::settingsChanged);
+  connect(backend_, &QComboBox::currentIndexChanged, this, &SearchPanel::settingsChanged);
+  connect(bestZ_, &QCheckBox::toggled, this, &SearchPanel::settingsChanged);
+  connect(stampRadius_, &QSpinBox::valueChanged, this, &SearchPanel::settingsChanged);
   setBaseline(0);
-  updateEnabled();
-  updateSummary();
+}
+
+sc::Values SearchPanel::values() const {
+  sc::Values v = form_->values();
+  const std::string b = backend_->currentData().toString().toStdString();
+  if (b != "cpu") v["backend"] = b;  // the schema's default is cpu: only what the user chose
+  return v;
+}
+
+void SearchPanel::setValues(const sc::Values& v) {
+  sc::Values f = v;
+  QString b = QStringLiteral("cpu");
+  if (auto it = f.find("backend"); it != f.end()) {
+    if (const auto* t = std::get_if<std::string>(&it->second)) b = QString::fromStdString(*t);
+    f.erase(it);
+  }
+  const int i = backend_->findData(b.startsWith(QStringLiteral("cuda")) ? QStringLiteral("cuda") : b);
+  backend_->setCurrentIndex(std::max(0, i));
+  form_->setValues(f);
 }
 
 SearchSettings SearchPanel::settings() const {
-  SearchSettings s;
-  s.vxMin = vxMin_->value();
-  s.vxMax = vxMax_->value();
-  s.nvx = nvx_->value();
-  s.vyMin = vyMin_->value();
-  s.vyMax = vyMax_->value();
-  s.nvy = nvy_->value();
-  s.fixedThreshold = fixed_->isChecked();
-  s.falseAlarms = falseAlarms_->value();
-  s.thresholdZ = thresholdZ_->value();
-  s.minObs = minObs_->value();
-  s.encoding = static_cast<stk::Encoding>(encoding_->currentData().toInt());
-  s.backend = static_cast<stk::Backend>(backend_->currentData().toInt());
-  s.cluster = cluster_->isChecked();
-  s.clusterRadius = clusterRadius_->value();
+  SearchSettings s = fromValues(values());
+  s.backend = backend_->currentData().toString() == QStringLiteral("cpu") ? stk::Backend::Cpu : stk::Backend::GpuTiled;
   s.bestZMap = bestZ_->isChecked();
   s.stampRadius = stampRadius_->value();
   return s;
 }
 
 void SearchPanel::setSettings(const SearchSettings& s) {
-  vxMin_->setValue(s.vxMin);
-  vxMax_->setValue(s.vxMax);
-  nvx_->setValue(s.nvx);
-  vyMin_->setValue(s.vyMin);
-  vyMax_->setValue(s.vyMax);
-  nvy_->setValue(s.nvy);
-  (s.fixedThreshold ? fixed_ : bonferroni_)->setChecked(true);
-  falseAlarms_->setValue(s.falseAlarms);
-  thresholdZ_->setValue(s.thresholdZ);
-  minObs_->setValue(s.minObs);
-  encoding_->setCurrentIndex(std::max(0, encoding_->findData(static_cast<int>(s.encoding))));
-  backend_->setCurrentIndex(std::max(0, backend_->findData(static_cast<int>(s.backend))));
-  cluster_->setChecked(s.cluster);
-  clusterRadius_->setValue(s.clusterRadius);
   bestZ_->setChecked(s.bestZMap);
   stampRadius_->setValue(s.stampRadius);
-  updateEnabled();
-  updateSummary();
+  setValues(toValues(s));
 }
+
+bool SearchPanel::bestZMap() const { return bestZ_->isChecked(); }
+int SearchPanel::stampRadius() const { return stampRadius_->value(); }
+void SearchPanel::showProblems(const QString& text) { form_->showProblems(text); }
 
 void SearchPanel::setBaseline(double days) {
   baseline_ = days;
@@ -244,37 +166,28 @@ void SearchPanel::setBaseline(double days) {
   reachN_->setEnabled(days > 0);
   if (days <= 0) applyReach_->setToolTip(tr("Load a stack with more than one exposure time first"));
   else
-    applyReach_->setToolTip(tr("Fill the ranges with ±reach / %1 days on both axes").arg(days, 0, 'f', 3));
+    applyReach_->setToolTip(tr("Fill vx-range, vy-range and grid with ±reach / %1 days on both axes").arg(days, 0, 'f', 3));
 }
 
 void SearchPanel::setRunEnabled(bool on) { run_->setEnabled(on); }
 void SearchPanel::setCancelEnabled(bool on) { cancel_->setEnabled(on); }
+void SearchPanel::setLocked(bool locked) {
+  form_->setLocked(locked);
+  backend_->setEnabled(!locked);
+}
 
 void SearchPanel::applyReach() {
   if (!(baseline_ > 0)) return;
   const double v = reach_->value() / baseline_;
-  vxMin_->setValue(-v);
-  vxMax_->setValue(v);
-  vyMin_->setValue(-v);
-  vyMax_->setValue(v);
-  nvx_->setValue(reachN_->value());
-  nvy_->setValue(reachN_->value());
-}
-
-void SearchPanel::updateEnabled() {
-  falseAlarms_->setEnabled(bonferroni_->isChecked());
-  thresholdZ_->setEnabled(fixed_->isChecked());
-  clusterRadius_->setEnabled(cluster_->isChecked());
-}
-
-void SearchPanel::updateSummary() {
-  const SearchSettings s = settings();
-  const double stepX = s.nvx > 1 ? (s.vxMax - s.vxMin) / (s.nvx - 1) : 0.0;
-  const double stepY = s.nvy > 1 ? (s.vyMax - s.vyMin) / (s.nvy - 1) : 0.0;
-  const QStringList problems = s.validate();
-  summary_->setText(problems.isEmpty()
-                        ? tr("%1 velocities, steps %2 × %3 px/day").arg(qint64(s.nvx) * s.nvy).arg(stepX, 0, 'g', 3).arg(stepY, 0, 'g', 3)
-                        : problems.join(QStringLiteral("\n")));
+  sc::Values vals = values();
+  vals.erase("speed-range");
+  vals.erase("angle-range");
+  vals.erase("velocities");
+  const QString r = QStringLiteral("%1,%2").arg(-v, 0, 'g', 10).arg(v, 0, 'g', 10);
+  vals["vx-range"] = r.toStdString();
+  vals["vy-range"] = r.toStdString();
+  vals["grid"] = std::to_string(reachN_->value());
+  setValues(vals);
 }
 
 }  // namespace almagest::ui::stackview

@@ -1,5 +1,6 @@
 #include "stackview/StackJobs.hpp"
 
+#include <QCoreApplication>
 #include <QDir>
 #include <QFileInfo>
 
@@ -7,9 +8,12 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <cstdio>
+#include <cstdlib>
 #include <random>
 #include <system_error>
 
+#include "almagest/core/atomic_file.hpp"
 #include "almagest/core/error.hpp"
 #include "jobs/JobProgressBar.hpp"
 #include "almagest/core/gpu.hpp"
@@ -27,8 +31,6 @@ double secondsSince(Clock::time_point t0) {
 }
 
 
-bool isEcsv(const QString& path) { return path.endsWith(QStringLiteral(".ecsv"), Qt::CaseInsensitive); }
-
 /// Details for the rows of an ECSV table: only when the stack has a WCS (RA/Dec columns); the
 /// stamps are not written to ECSV, so radius 0 keeps this cheap.
 std::vector<stk::CandidateDetail> ecsvDetails(const SearchOutput& out, const almagest::JobContext& ctx) {
@@ -38,6 +40,9 @@ std::vector<stk::CandidateDetail> ecsvDetails(const SearchOutput& out, const alm
 
 void writeOutput(const SearchOutput& out, SaveKind kind, const std::string& path, int stampRadius,
                  const almagest::JobContext& ctx) {
+  // One OutputSet of the job's inputs: the file appears whole or not at all, never over an input.
+  almagest::OutputSet set(out.job.input_paths(), ctx.token());
+  almagest::OutputSet::Scope scope(set);
   if (kind == SaveKind::CandidatesEcsv) {
     const auto details = ecsvDetails(out, ctx);
     ctx.check_cancel();
@@ -50,40 +55,104 @@ void writeOutput(const SearchOutput& out, SaveKind kind, const std::string& path
     ctx.check_cancel();
     stk::write_result_hdf5(path, out.result, details);
   }
+  set.commit();
+}
+
+std::string fmtNumber(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+/// "MIN,MAX" of a range text, false if it does not read as two numbers.
+bool parseRange(const std::string& t, double& lo, double& hi) {
+  return std::sscanf(t.c_str(), " %lf , %lf", &lo, &hi) == 2;
 }
 
 }  // namespace
 
-QStringList SearchSettings::validate() const {
-  QStringList p;
-  auto finite = [](double v) { return std::isfinite(v); };
-  if (!finite(vxMin) || !finite(vxMax) || vxMax < vxMin) p << QStringLiteral("vx range: maximum must be >= minimum");
-  if (!finite(vyMin) || !finite(vyMax) || vyMax < vyMin) p << QStringLiteral("vy range: maximum must be >= minimum");
-  if (nvx < 1 || nvy < 1) p << QStringLiteral("velocity grid: at least one velocity per axis");
-  if (fixedThreshold && !(thresholdZ > 0)) p << QStringLiteral("threshold Z: must be > 0");
-  if (!fixedThreshold && !(falseAlarms > 0)) p << QStringLiteral("false alarms: must be > 0");
-  if (minObs < 0) p << QStringLiteral("min obs: must be >= 0");
-  if (cluster && !(clusterRadius >= 0)) p << QStringLiteral("cluster radius: must be >= 0");
-  if (stampRadius < 0) p << QStringLiteral("stamp radius: must be >= 0");
-  return p;
+std::string memoryStackPath(const LoadedStack& st) {
+  return QDir::toNativeSeparators(QDir::tempPath() + QStringLiteral("/almagest-stack-%1-%2.h5")
+                                                          .arg(QCoreApplication::applicationPid())
+                                                          .arg(quintptr(&st), 0, 16))
+      .toStdString();
 }
 
-stk::SearchConfig makeSearchConfig(const SearchSettings& s, const LoadedStack& st) {
-  const QStringList problems = s.validate();
-  if (!problems.isEmpty()) throw almagest::ConfigError("", problems.join(QStringLiteral("; ")).toStdString());
-  stk::SearchConfig cfg;
-  cfg.bank = stk::TrajectoryBank::cartesian(s.vxMin, s.vxMax, s.nvx, s.vyMin, s.vyMax, s.nvy);
-  cfg.curve_dx = st.curveDx;
-  cfg.curve_dy = st.curveDy;
-  cfg.encoding = s.encoding;
-  cfg.backend = s.backend;
-  cfg.mode = stk::ResultMode::Threshold;
-  cfg.false_alarms = s.falseAlarms;
-  cfg.threshold_z = s.fixedThreshold ? s.thresholdZ : 0.0;
-  cfg.min_obs = s.minObs;
-  cfg.cluster.enabled = s.cluster;
-  cfg.cluster.radius_px = s.clusterRadius;
-  cfg.check();
+std::string unsavedOutputPath() {
+  return QDir::toNativeSeparators(QDir::tempPath() + QStringLiteral("/almagest-unsaved-search.ecsv")).toStdString();
+}
+
+almagest::schema::Values toValues(const SearchSettings& s) {
+  almagest::schema::Values v;
+  v["vx-range"] = fmtNumber(s.vxMin) + "," + fmtNumber(s.vxMax);
+  v["vy-range"] = fmtNumber(s.vyMin) + "," + fmtNumber(s.vyMax);
+  v["grid"] = std::to_string(s.nvx) + "x" + std::to_string(s.nvy);
+  if (s.fixedThreshold) v["threshold-sigma"] = fmtNumber(s.thresholdZ);
+  else v["false-alarms"] = fmtNumber(s.falseAlarms);
+  v["min-obs"] = std::to_string(s.minObs);
+  v["storage"] = std::string(stk::to_string(s.encoding));
+  if (!s.cluster) v["no-cluster"] = true;
+  v["cluster-radius"] = fmtNumber(s.clusterRadius);
+  switch (s.backend) {
+    case stk::Backend::Cpu: v["backend"] = std::string("cpu"); break;
+    case stk::Backend::GpuGather: v["backend"] = std::string("cuda"); v["method"] = std::string("gather"); break;
+    case stk::Backend::GpuFourier: v["backend"] = std::string("cuda"); v["method"] = std::string("fourier"); break;
+    default: v["backend"] = std::string("cuda"); v["method"] = std::string("tiled"); break;
+  }
+  return v;
+}
+
+SearchSettings fromValues(const almagest::schema::Values& v, SearchSettings s) {
+  auto text = [&](const char* key) -> std::string {
+    auto it = v.find(key);
+    if (it == v.end()) return {};
+    if (const auto* t = std::get_if<std::string>(&it->second)) return *t;
+    if (const auto* d = std::get_if<double>(&it->second)) return fmtNumber(*d);
+    if (const auto* i = std::get_if<std::int64_t>(&it->second)) return std::to_string(*i);
+    return {};
+  };
+  double lo = 0, hi = 0;
+  if (parseRange(text("vx-range"), lo, hi)) s.vxMin = lo, s.vxMax = hi;
+  if (parseRange(text("vy-range"), lo, hi)) s.vyMin = lo, s.vyMax = hi;
+  const std::string g = text("grid");
+  int nx = 0, ny = 0;
+  if (std::sscanf(g.c_str(), "%dx%d", &nx, &ny) == 2) s.nvx = nx, s.nvy = ny;
+  else if (std::sscanf(g.c_str(), "%d", &nx) == 1) s.nvx = s.nvy = nx;
+  else if (g.empty()) s.nvx = s.nvy = 21;  // the schema's default grid
+  if (!text("threshold-sigma").empty()) {
+    s.fixedThreshold = true;
+    s.thresholdZ = std::atof(text("threshold-sigma").c_str());
+  }
+  if (!text("min-obs").empty()) s.minObs = std::atoi(text("min-obs").c_str());
+  return s;
+}
+
+stk::StackJob makeSearchStackJob(const almagest::schema::Values& form, const LoadedStack* st, const QString& savePath) {
+  almagest::jobs::JobRequest req;
+  req.engine = "stack";
+  req.values = form;
+  req.values["op"] = std::string("search");
+  // The job layer requires a stack file and an output (an empty value is refused). The window
+  // holds the stack: its file when it came from one (recorded and hashed in the provenance); an
+  // in-memory synthetic stack is written once to an HDF5 cube in the temp folder by the search
+  // job (memoryStackPath) so the provenance names and hashes real bytes. Without a save path the
+  // output is a placeholder and the job runs with write = false.
+  req.values["stack"] = st ? (st->synthetic ? memoryStackPath(*st) : st->stack.source)
+                           : (QDir::tempPath() + QStringLiteral("/almagest-stack-none.h5")).toStdString();
+  req.values["output"] = savePath.isEmpty() ? unsavedOutputPath()
+                                            : QDir::toNativeSeparators(savePath).toStdString();
+  return stk::make_stack_job(req);
+}
+
+stk::SearchConfig searchConfigOf(const stk::StackJob& job, const LoadedStack& st) {
+  stk::SearchConfig cfg = job.search;
+  if (job.bank_from_file) cfg.bank = stk::files::read_velocities(job.velocities);
+  if (!job.common_curve.empty()) {
+    stk::files::read_common_curve(job.common_curve, st.stack.mjd, cfg.curve_dx, cfg.curve_dy);
+  } else {
+    cfg.curve_dx = st.curveDx;
+    cfg.curve_dy = st.curveDy;
+  }
   return cfg;
 }
 
@@ -134,72 +203,81 @@ JobRunner::Job makeSyntheticJob(const stk::SyntheticConfig& config) {
   };
 }
 
-JobRunner::Job makeSearchJob(StackPtr stack, PsiPhiCache cache, const SearchSettings& settings,
-                             const QString& savePath) {
-  const std::string save = savePath.isEmpty() ? std::string() : QDir::toNativeSeparators(savePath).toStdString();
-  const SaveKind saveKind = isEcsv(savePath) ? SaveKind::CandidatesEcsv : SaveKind::ResultHdf5;
-  return [stack = std::move(stack), cache = std::move(cache), settings, save, saveKind,
-          savePath](const almagest::JobContext& ctx) -> std::any {
+JobRunner::Job makeSearchJob(StackPtr stack, PsiPhiCache cache, stk::StackJob job, bool bestZMap) {
+  return [stack = std::move(stack), cache = std::move(cache), job = std::move(job),
+          bestZMap](const almagest::JobContext& ctx) -> std::any {
     ALMAGEST_ASSERT(stack != nullptr, "search job without a stack");
     auto out = std::make_shared<SearchOutput>();
     out->stack = stack;
-    stk::SearchConfig cfg = makeSearchConfig(settings, *stack);
-    cfg.threads = ctx.threads;
-    const bool gpu = cfg.backend != stk::Backend::Cpu;
-    if (gpu && !almagest::gpu_status().available) {
-      const std::string why = almagest::gpu_status().reason;
-      throw almagest::BackendUnavailable("backend " + stk::to_string(cfg.backend) + ": " +
-                                         (why.empty() ? std::string("no usable GPU") : why));
-    }
+    const stk::StackBackend backend = stk::resolve_stack_backend(job);  // BackendUnavailable here
     const stk::ExposureStack& st = stack->stack;
+    const bool gpu = backend.resolved.cuda();
+    const bool save = job.output != unsavedOutputPath();
+    if (stack->synthetic) {
+      std::error_code ec;
+      if (!std::filesystem::exists(job.stack, ec)) {
+        ctx.progress(0, 1, "writing the in-memory stack");
+        almagest::OutputSet set({}, ctx.token());
+        almagest::OutputSet::Scope scope(set);
+        stk::write_stack_hdf5(job.stack, st);
+        set.commit();
+      }
+    }
 
-    // Shares of the progress range: psi/phi, threshold scan, best-Z scan, writing.
+    // Shares of the progress range: psi/phi, the job (scan and writing), best-Z scan.
     const bool reuse = cache.planes && cache.stack == stack && cache.gpu == gpu;
     const double pEnd = reuse ? 0.02 : 0.15;
-    const double sEnd = settings.bestZMap ? (save.empty() ? 0.58 : 0.55) : (save.empty() ? 0.99 : 0.9);
-    const double zEnd = save.empty() ? 0.99 : 0.9;
+    const double sEnd = bestZMap ? 0.58 : 0.99;
 
     auto t0 = Clock::now();
     if (reuse) {
       out->psiphi = cache.planes;
       out->psiphiOnGpu = cache.gpu;
-      ctx.info("Reusing the psi/phi planes of this stack");
     } else {
       const almagest::JobContext pctx = JobRunner::stageContext(ctx, 0.0, pEnd);
       pctx.progress(0, 1, gpu ? "psi/phi (gpu)" : "psi/phi");
-      out->psiphi = std::make_shared<const stk::PsiPhi>(gpu ? stk::compute_psiphi_gpu(st, cfg.device, pctx)
+      out->psiphi = std::make_shared<const stk::PsiPhi>(gpu ? stk::compute_psiphi_gpu(st, backend.resolved.device, pctx)
                                                             : stk::compute_psiphi(st, pctx));
       out->psiphiOnGpu = gpu;
     }
-    ctx.check_cancel();
-    const stk::PsiPhi& p = *out->psiphi;
-    const stk::EncodedPsiPhi enc = stk::encode(p, cfg.encoding);
     out->psiphiSeconds = secondsSince(t0);
     ctx.check_cancel();
 
-    auto plan = std::make_shared<stk::SearchPlan>(stk::make_plan(cfg, p.mjd, p.width, p.height, ctx));
-    {
-      const almagest::JobContext sctx = JobRunner::stageContext(ctx, pEnd, sEnd);
-      out->result = plan->execute(enc, sctx);
-    }
+    // The job layer: bank, common curve (file or the synthetic stack's), plan, scan, provenance
+    // and, with an output, the file through one OutputSet.
+    stk::StackInputs inputs;
+    inputs.stack = std::shared_ptr<const stk::ExposureStack>(stack, &stack->stack);
+    inputs.psiphi = out->psiphi;
+    inputs.psiphi_gpu = out->psiphiOnGpu;
+    inputs.curve_dx = stack->curveDx;
+    inputs.curve_dy = stack->curveDy;
+    almagest::jobs::RunOptions opt;
+    opt.write = save;
+    stk::StackOutcome o = stk::run_stack_job(job, JobRunner::stageContext(ctx, pEnd, sEnd), opt, inputs);
     ctx.check_cancel();
-    ctx.info("Search: " + std::to_string(out->result.candidates.size()) + " candidates from " +
-             std::to_string(out->result.raw_hits) + " hits, threshold Z >= " +
-             std::to_string(out->result.threshold_z) + ", max Z " + std::to_string(out->result.digest.max_z));
+    for (const std::string& line : o.summary) ctx.info(line);
+    out->result = std::move(o.result);
+    out->plan = o.search_plan;
+    out->config = out->plan->config();
+    out->job = job;
+    // The planes the search summed (decoded from the job's storage), for stamps and details.
+    out->psiphi = o.psiphi ? o.psiphi : out->psiphi;
+    if (stack->synthetic) out->result.provenance.seeds["synthetic"] = stack->seed;
 
-    if (settings.bestZMap) {
+    if (bestZMap) {
       t0 = Clock::now();
-      stk::SearchConfig zc = cfg;
+      stk::SearchConfig zc = out->config;
       zc.mode = stk::ResultMode::TopK;
       zc.top_k = 1;
       zc.min_obs = 0;
       zc.cluster.enabled = false;
       zc.dense = false;
+      const stk::PsiPhi& p = *out->psiphi;
       zc.max_candidates = std::max<std::size_t>(1, p.pixels());
       if (zc.backend == stk::Backend::GpuFourier) zc.backend = stk::Backend::GpuTiled;  // no top-k there
       const stk::SearchPlan zplan = stk::make_plan(zc, p.mjd, p.width, p.height, ctx);
-      const almagest::JobContext zctx = JobRunner::stageContext(ctx, sEnd, zEnd);
-      const stk::SearchResult zr = zplan.execute(enc, zctx);
+      const almagest::JobContext zctx = JobRunner::stageContext(ctx, sEnd, 0.99);
+      const stk::SearchResult zr = zplan.execute(stk::encode(p, zc.encoding), zctx);
       ctx.check_cancel();
       out->bestZ.assign(p.pixels(), 0.0f);
       for (const stk::Candidate& c : zr.candidates)
@@ -207,20 +285,7 @@ JobRunner::Job makeSearchJob(StackPtr stack, PsiPhiCache cache, const SearchSett
           out->bestZ[std::size_t(c.y) * std::size_t(p.width) + std::size_t(c.x)] = static_cast<float>(c.z);
       out->bestZSeconds = secondsSince(t0);
     }
-
-    out->result.provenance.inputs = {st.source.empty() ? stack->label.toStdString() : st.source};
-    if (stack->synthetic) out->result.provenance.seeds["synthetic"] = stack->seed;
-    out->result.provenance.timings_s["psiphi"] = out->psiphiSeconds;
-    out->config = cfg;
-    out->plan = std::move(plan);
-
-    if (!save.empty()) {
-      const almagest::JobContext wctx = JobRunner::stageContext(ctx, zEnd, 1.0);
-      wctx.progress(0, 1, "writing");
-      writeOutput(*out, saveKind, save, settings.stampRadius, wctx);
-      out->savedPath = savePath;
-      ctx.info("Wrote " + save);
-    }
+    if (save) out->savedPath = QString::fromStdString(job.output);
     ctx.check_cancel();
     return SearchOutputPtr(std::move(out));
   };

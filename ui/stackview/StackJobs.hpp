@@ -3,9 +3,11 @@
 // JobRunner, and the plain data they hand back. Everything here only reads its inputs; results
 // are immutable and shared (shared_ptr<const ...>) with the GUI thread.
 //
-// Pipeline (the same engine calls as `almagest-cli stack search`, app/cli/stack_command.cpp):
-//   read_stack | make_synthetic -> compute_psiphi -> encode -> make_plan -> execute
-//   -> describe_candidates (on selection / when saving) -> write_candidates_ecsv | write_result_hdf5
+// A search is the stack job layer's (almagest/stack/job.hpp), exactly as `almagest-cli stack search`:
+// the window's form gives schema::Values, makeSearchStackJob() adds op, stack and output and
+// validates them with make_stack_job() (its ConfigError text is what the form shows), and the
+// job runs run_stack_job() with the stack and psi/phi planes the window already holds
+// (StackInputs). Saving writes through the engine writers inside one OutputSet.
 #include <QString>
 #include <QStringList>
 
@@ -14,7 +16,9 @@
 #include <string>
 #include <vector>
 
+#include "almagest/core/schema.hpp"
 #include "almagest/stack/candidates.hpp"
+#include "almagest/stack/job.hpp"
 #include "almagest/stack/exposure_stack.hpp"
 #include "almagest/stack/psiphi.hpp"
 #include "almagest/stack/search.hpp"
@@ -37,7 +41,9 @@ struct LoadedStack {
 };
 using StackPtr = std::shared_ptr<const LoadedStack>;
 
-/// What the search panel edits. Velocities in pixels/day; the grid is Cartesian and inclusive.
+/// A convenience description of a Cartesian search (tests, the synthetic dialog's movers). The
+/// window's form is the source of truth: toValues() gives the schema values of these settings,
+/// fromValues() reads back what it can. Only bestZMap and stampRadius are the window's own.
 struct SearchSettings {
   double vxMin = -4.0, vxMax = 4.0;
   int nvx = 17;
@@ -51,15 +57,27 @@ struct SearchSettings {
   almagest::stack::Backend backend = almagest::stack::Backend::Cpu;
   bool cluster = true;
   double clusterRadius = 2.0;   ///< pixels (max norm at the first and last exposure)
-  bool bestZMap = true;         ///< second, top-1 scan giving the best Z of every origin pixel
-  int stampRadius = 10;         ///< pixels, for stamps and the HDF5 result
-
-  /// Every problem, "field: message" (empty when fine).
-  QStringList validate() const;
+  bool bestZMap = true;         ///< second, top-1 scan giving the best Z of every origin pixel (GUI only)
+  int stampRadius = 10;         ///< pixels, for stamps and the HDF5 result (GUI only)
 };
 
-/// The engine configuration for `s` on stack `st` (common curve included). Throws ConfigError.
-almagest::stack::SearchConfig makeSearchConfig(const SearchSettings& s, const LoadedStack& st);
+/// The stack schema's values of `s` (keys of stack_schema(), texts as the CLI would pass them).
+almagest::schema::Values toValues(const SearchSettings& s);
+/// `base` with the grid, threshold, min obs, storage and clustering read from `v` where given.
+SearchSettings fromValues(const almagest::schema::Values& v, SearchSettings base = {});
+
+/// The search job of the form's values on `st` (nullptr: no stack yet; validation only): op
+/// "search", the stack's file (empty for an in-memory stack) and `savePath` as output are added.
+/// Throws make_stack_job()'s ConfigError (every problem, the CLI's message without "--").
+almagest::stack::StackJob makeSearchStackJob(const almagest::schema::Values& form, const LoadedStack* st,
+                                             const QString& savePath = {});
+/// Where the search job writes an in-memory (synthetic) stack so the job layer has a stack file:
+/// an HDF5 cube in the temp folder, one per stack object of this process.
+std::string memoryStackPath(const LoadedStack& st);
+/// The placeholder output of a search that is not saved (the job then runs with write = false).
+std::string unsavedOutputPath();
+/// The engine configuration `job` runs on `st` (the common curve of its file or of `st`).
+almagest::stack::SearchConfig searchConfigOf(const almagest::stack::StackJob& job, const LoadedStack& st);
 
 /// psi/phi of one stack, computed once and reused by later searches of the same stack.
 struct PsiPhiCache {
@@ -71,7 +89,8 @@ struct PsiPhiCache {
 /// Result of makeSearchJob().
 struct SearchOutput {
   StackPtr stack;
-  almagest::stack::SearchConfig config;
+  almagest::stack::StackJob job;                          ///< the validated job it ran
+  almagest::stack::SearchConfig config;                   ///< what the engine ran (curve, bank)
   std::shared_ptr<const almagest::stack::SearchPlan> plan;
   std::shared_ptr<const almagest::stack::PsiPhi> psiphi;  ///< decoded float planes (fp32)
   bool psiphiOnGpu = false;
@@ -89,14 +108,14 @@ JobRunner::Job makeOpenStackJob(const QString& path, double fallbackPsfSigma);
 /// Generates a seeded synthetic stack. Value: StackPtr.
 JobRunner::Job makeSyntheticJob(const almagest::stack::SyntheticConfig& config);
 
-/// psi/phi (reused from `cache` when it matches), encode, plan, execute; with settings.bestZMap a
-/// second scan in top-1 mode for the best-Z image. With a non-empty `savePath` the job also writes
-/// the candidates (ECSV by .ecsv, otherwise HDF5) atomically. Value: SearchOutputPtr.
-JobRunner::Job makeSearchJob(StackPtr stack, PsiPhiCache cache, const SearchSettings& settings,
-                             const QString& savePath);
+/// psi/phi (reused from `cache` when it matches), then run_stack_job(job) with the stack and the
+/// planes; with bestZMap a second scan in top-1 mode for the best-Z image. With job.output set the
+/// job layer writes it (OutputSet, provenance). Value: SearchOutputPtr.
+JobRunner::Job makeSearchJob(StackPtr stack, PsiPhiCache cache, almagest::stack::StackJob job, bool bestZMap);
 
 /// Writes the candidates of `out` as ECSV (with RA/Dec when the stack has a WCS) or the full result
-/// as HDF5 (candidates, curves, tracks, stamps of radius settings.stampRadius). Value: QString path.
+/// as HDF5 (candidates, curves, tracks, stamps of radius stampRadius) with the engine writers in one
+/// OutputSet of the job's inputs (the result carries the job layer's provenance). Value: QString.
 enum class SaveKind { CandidatesEcsv, ResultHdf5 };
 JobRunner::Job makeSaveJob(SearchOutputPtr out, SaveKind kind, const QString& path, int stampRadius);
 

@@ -209,6 +209,8 @@ void StackWindow::buildUi() {
   addDockWidget(Qt::LeftDockWidgetArea, panelDock);
   connect(panel_, &SearchPanel::runRequested, this, [this] { runSearch(); });
   connect(panel_, &SearchPanel::cancelRequested, this, &StackWindow::cancelJob);
+  // Every change is validated by the job layer at once: the form shows its message.
+  connect(panel_, &SearchPanel::settingsChanged, this, [this] { checkSearchForm(); });
 
   log_ = new LogPanel(this);
   setJobLog(log_);
@@ -353,32 +355,23 @@ bool StackWindow::runSearch(const QString& savePath) {
     reportError(tr("No stack"), tr("Open a stack or generate a synthetic one first."));
     return false;
   }
-  const QString ext = QFileInfo(savePath).suffix().toLower();
-  if (!savePath.isEmpty() && ext != QLatin1String("ecsv") && ext != QLatin1String("h5") && ext != QLatin1String("hdf5")) {
-    reportError(tr("Search output"), tr("%1: unknown extension '%2' (use .ecsv for candidates or .h5 for the result)")
-                                         .arg(savePath, ext));
-    return false;
-  }
-  SearchSettings s = panel_->settings();
+  // The job layer validates (the schema's ranges and choices, then make_stack_job's cross-field
+  // rules, e.g. a .txt output or threshold-sigma with false-alarms): its message, the CLI's
+  // without the "--", goes to the form's problem label and the log.
+  stk::StackJob job;
   try {
-    (void)makeSearchConfig(s, *stack_);
-  } catch (const std::exception& e) {
+    job = makeSearchStackJob(panel_->values(), stack_.get(), savePath);
+  } catch (const almagest::ConfigError& e) {
+    panel_->showProblems(QString::fromUtf8(e.what()));
     reportError(tr("Invalid search settings"), QString::fromUtf8(e.what()));
     return false;
   }
-  log_->info(tr("Search: %1 × %2 velocities (vx %3..%4, vy %5..%6 px/day), %7, min obs %8, %9, %10 backend%11")
-                 .arg(s.nvx)
-                 .arg(s.nvy)
-                 .arg(s.vxMin)
-                 .arg(s.vxMax)
-                 .arg(s.vyMin)
-                 .arg(s.vyMax)
-                 .arg(s.fixedThreshold ? tr("Z >= %1").arg(s.thresholdZ) : tr("%1 false alarm(s)").arg(s.falseAlarms))
-                 .arg(s.minObs)
-                 .arg(QString::fromStdString(stk::to_string(s.encoding)))
-                 .arg(QString::fromStdString(stk::to_string(s.backend)))
+  panel_->showProblems({});
+  log_->info(tr("Search: %1 velocities, %2%3")
+                 .arg(qulonglong(job.bank_from_file ? 0 : job.search.bank.size()))
+                 .arg(QString::fromStdString(job.config_json()))
                  .arg(savePath.isEmpty() ? QString() : tr(", writing %1").arg(savePath)));
-  return startJob(JobKind::Search, tr("search"), makeSearchJob(stack_, psiphiCache_, s, savePath));
+  return startJob(JobKind::Search, tr("search"), makeSearchJob(stack_, psiphiCache_, std::move(job), panel_->bestZMap()));
 }
 
 bool StackWindow::saveCandidates(const QString& path) {
@@ -389,7 +382,7 @@ bool StackWindow::saveCandidates(const QString& path) {
   }
   lastDir_ = QFileInfo(path).absolutePath();
   return startJob(JobKind::Save, tr("save candidates"),
-                  makeSaveJob(output_, SaveKind::CandidatesEcsv, path, panel_->settings().stampRadius));
+                  makeSaveJob(output_, SaveKind::CandidatesEcsv, path, panel_->stampRadius()));
 }
 
 bool StackWindow::saveResult(const QString& path) {
@@ -400,7 +393,7 @@ bool StackWindow::saveResult(const QString& path) {
   }
   lastDir_ = QFileInfo(path).absolutePath();
   return startJob(JobKind::Save, tr("save result"),
-                  makeSaveJob(output_, SaveKind::ResultHdf5, path, panel_->settings().stampRadius));
+                  makeSaveJob(output_, SaveKind::ResultHdf5, path, panel_->stampRadius()));
 }
 
 bool StackWindow::saveBestZImage(const QString& path) {
@@ -597,7 +590,7 @@ bool StackWindow::selectCandidate(int index) {
   detail_.reset();
   if (index >= 0) {
     try {
-      detail_ = std::make_unique<stk::CandidateDetail>(describeOne(*output_, index, panel_->settings().stampRadius));
+      detail_ = std::make_unique<stk::CandidateDetail>(describeOne(*output_, index, panel_->stampRadius()));
     } catch (const std::exception& e) {
       reportError(tr("Candidate details"), QString::fromUtf8(e.what()));
     }
@@ -704,7 +697,18 @@ SearchSettings StackWindow::searchSettings() const { return panel_->settings(); 
 
 stk::SearchConfig StackWindow::searchConfig() const {
   if (!stack_) throw almagest::ConfigError("stack", "no stack loaded");
-  return makeSearchConfig(panel_->settings(), *stack_);
+  return searchConfigOf(makeSearchStackJob(panel_->values(), stack_.get()), *stack_);
+}
+
+QString StackWindow::checkSearchForm() {
+  QString text;
+  try {
+    (void)makeSearchStackJob(panel_->values(), stack_.get());
+  } catch (const almagest::ConfigError& e) {
+    text = QString::fromUtf8(e.what());
+  }
+  panel_->showProblems(text);
+  return text;
 }
 
 void StackWindow::updateActions() {
@@ -718,6 +722,7 @@ void StackWindow::updateActions() {
   cancelButton_->setEnabled(busy);
   panel_->setRunEnabled(!busy && haveStack);
   panel_->setCancelEnabled(busy);
+  panel_->setLocked(busy);
   saveCandidatesAction_->setEnabled(!busy && haveResult);
   saveResultAction_->setEnabled(!busy && haveResult);
   saveImageAction_->setEnabled(!bestZImage_.isNull());

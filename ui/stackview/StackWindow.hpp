@@ -3,8 +3,8 @@
 //
 // Open a stack (KBMOD WorkUnit FITS, HDF5 cube or a folder of per-exposure FITS files) or generate
 // a seeded synthetic one with injected movers; browse its exposures (grey, asinh stretch between
-// robust limits; MJD in the status bar); set the velocity grid, threshold, min obs, storage,
-// backend and clustering in the side panel; run psi/phi + plan + scan in one job with progress and
+// robust limits; MJD in the status bar); set every option of `almagest-cli stack search`
+// in the side panel (a form from the stack job schema; the job layer runs the search); run psi/phi + plan + scan in one job with progress and
 // Cancel; see the candidates in a sortable table and the best Z of every origin pixel as an image
 // with the candidates circled; select a candidate to see its coadded stamp, the strip of
 // per-exposure cutouts along its track and the track on the exposure viewer; save the candidates
@@ -82,6 +82,9 @@ public:
   stackview::SearchSettings searchSettings() const;
   /// The engine configuration a search would run now (throws ConfigError; needs a stack).
   almagest::stack::SearchConfig searchConfig() const;
+  /// Validates the form's values through make_stack_job() and shows its message in the form's
+  /// problem label (also done on every change). Returns the message ("" when fine).
+  QString checkSearchForm();
 
   // ---- state --------------------------------------------------------------------------------
   stackview::StackPtr stack() const noexcept { return stack_; }
