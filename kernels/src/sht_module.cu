@@ -378,12 +378,13 @@ public:
     CUDA_CHECK(cudaEventCreateWithFlags(&join_, cudaEventDisableTiming));
     CUDA_CHECK(cudaEventCreateWithFlags(&polar_in_, cudaEventDisableTiming));
     CUDA_CHECK(cudaEventCreateWithFlags(&polar_out_, cudaEventDisableTiming));
+    CUDA_CHECK(cudaEventCreateWithFlags(&legacy_, cudaEventDisableTiming));
     stream_->sync();
   }
 
   ~DevicePlan() override {
     for (auto& [k, ex] : graphs_) cudaGraphExecDestroy(ex);
-    for (cudaEvent_t e : {ev0_, ev1_, fork_, join_, polar_in_, polar_out_})
+    for (cudaEvent_t e : {ev0_, ev1_, fork_, join_, polar_in_, polar_out_, legacy_})
       if (e) cudaEventDestroy(e);
   }
 
@@ -415,6 +416,43 @@ public:
     run(ShtOp::Adjoint, ncols);
     download_alm(alm, ncols);
     synchronize();
+  }
+  void synthesis_device(const double* alm, double* map, int ncols) override {
+    check_cols(ncols);
+    DeviceGuard g(d_.device);
+    check_device_pointer(alm, "alm");
+    check_device_pointer(map, "map");
+    after_legacy_stream();
+    CUDA_CHECK(cudaMemcpyAsync(alm_.data(), alm, cc(ncols) * nalm_ * sizeof(cplx), cudaMemcpyDeviceToDevice, *stream_));
+    run(ShtOp::Synthesis, ncols);
+    CUDA_CHECK(cudaMemcpyAsync(map, map_.data(), cc(ncols) * static_cast<std::size_t>(msize_) * sizeof(double),
+                               cudaMemcpyDeviceToDevice, *stream_));
+    synchronize();
+  }
+  void adjoint_device(const double* map, double* alm, int ncols) override {
+    check_cols(ncols);
+    DeviceGuard g(d_.device);
+    check_device_pointer(map, "map");
+    check_device_pointer(alm, "alm");
+    after_legacy_stream();
+    CUDA_CHECK(cudaMemcpyAsync(map_.data(), map, cc(ncols) * static_cast<std::size_t>(msize_) * sizeof(double),
+                               cudaMemcpyDeviceToDevice, *stream_));
+    run(ShtOp::Adjoint, ncols);
+    CUDA_CHECK(cudaMemcpyAsync(alm, alm_.data(), cc(ncols) * nalm_ * sizeof(cplx), cudaMemcpyDeviceToDevice, *stream_));
+    synchronize();
+  }
+  void check_device_pointer(const void* p, const char* what) const {
+    cudaPointerAttributes a{};
+    if (!p || cudaPointerGetAttributes(&a, p) != cudaSuccess ||
+        (a.type != cudaMemoryTypeDevice && a.type != cudaMemoryTypeManaged) || a.device != d_.device) {
+      cudaGetLastError();  // clear a failed query
+      throw DeviceError(std::string("sht device call: the ") + what + " array is not device memory of CUDA device " +
+                        std::to_string(d_.device));
+    }
+  }
+  void after_legacy_stream() {
+    CUDA_CHECK(cudaEventRecord(legacy_, cudaStreamLegacy));
+    CUDA_CHECK(cudaStreamWaitEvent(*stream_, legacy_, 0));
   }
   void upload_alm(const double* alm, int ncols) override {
     check_cols(ncols);
@@ -1075,6 +1113,7 @@ private:
   std::unique_ptr<sht::LegendreTables> tables_;  ///< the batched table path (table_path_for)
   std::vector<std::pair<const char*, cudaEvent_t>>* marks_ = nullptr;
   cudaEvent_t ev0_ = nullptr, ev1_ = nullptr;
+  cudaEvent_t legacy_ = nullptr;  // the legacy default stream's work before a device call
   std::unique_ptr<Stream> side_;  ///< the belt rows' stream (Switches::fork_belt_rows)
   cudaEvent_t fork_ = nullptr, join_ = nullptr;
   cudaEvent_t polar_in_ = nullptr, polar_out_ = nullptr;  ///< polar_convolution's two streams

@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <mutex>
+#include <type_traits>
 
 #include "almagest/core/error.hpp"
 #include "almagest/sht/healpix_io.hpp"
@@ -31,15 +32,46 @@ const char* dtype_name(const std::int64_t*) { return "int64"; }
 
 std::string py_type_name(nb::handle h) { return nb::cast<std::string>(nb::str(h.type().attr("__name__"))); }
 
-/// Device arrays (CuPy, PyTorch CUDA, JAX GPU) reach the engine only through a device-pointer
-/// entry point of ShtPlan, which the engine does not have yet (docs/python.md, "DLPack").
-void refuse_device(nb::handle obj, const std::string& name) {
+bool is_device_array(nb::handle obj) {
   nb::ndarray<> any;
-  if (nb::try_cast(obj, any, false) && any.device_type() != nb::device::cpu::value)
-    throw Error(name + ": a device array (DLPack device type " + std::to_string(any.device_type()) +
-                ") was given; this build takes host arrays only: ShtPlan has no device-pointer "
-                "entry point yet, so device arrays would need a copy to the host "
-                "(pass numpy.asarray(x.get()) / x.cpu().numpy() explicitly)");
+  return nb::try_cast(obj, any, false) && any.device_type() != nb::device::cpu::value;
+}
+
+/// Host-only paths (map2alm, inverse, smooth, ...) take device arrays through an explicit copy.
+void refuse_device(nb::handle obj, const std::string& name) {
+  if (is_device_array(obj))
+    throw ConfigError(name, "a device array was given to a host-only operation; synthesis and adjoint take "
+                            "device arrays (DLPack), the others need host arrays (x.get() / x.cpu().numpy())");
+}
+
+template <class T>
+using DeviceArray = nb::ndarray<T, nb::c_contig>;
+
+/// A C-contiguous device array of T (no conversion: device data are never copied implicitly).
+template <class T>
+DeviceArray<T> device_array(nb::handle obj, const std::string& name) {
+  DeviceArray<T> a;
+  if (!nb::try_cast(obj, a, false) || a.device_type() == nb::device::cpu::value)
+    throw ConfigError(name, std::string("expected a C-contiguous ") + dtype_name((const T*)nullptr) +
+                                " device array (like the input), got " + py_type_name(obj));
+  return a;
+}
+
+/// A new device array shaped `shape` of `dtype`, from the library of `like` (CuPy or PyTorch).
+nb::object device_empty_like(nb::handle like, const std::vector<std::size_t>& shape, const char* dtype) {
+  const std::string mod = nb::cast<std::string>(nb::str(like.type().attr("__module__")));
+  nb::list dims;
+  for (auto d : shape) dims.append(d);
+  if (mod.rfind("cupy", 0) == 0) {
+    nb::object cp = nb::module_::import_("cupy");
+    return cp.attr("empty")(nb::tuple(dims), nb::arg("dtype") = dtype);
+  }
+  if (mod.rfind("torch", 0) == 0) {
+    nb::object torch = nb::module_::import_("torch");
+    return torch.attr("empty")(nb::tuple(dims), nb::arg("dtype") = torch.attr(dtype),
+                               nb::arg("device") = like.attr("device"));
+  }
+  throw ConfigError("out", "give out= (a device array of the result's shape) for device arrays of " + mod);
 }
 
 /// An input array: any DLPack / buffer-protocol host array of the right dtype and C order is
@@ -111,7 +143,33 @@ struct Plan {
 
   int threads() const { return plan.config().threads; }
 
+  /// Device arrays in and out (DLPack, CUDA): the result goes into `out` (or a new array of the
+  /// input's library) with no host copy; the returned object is `out` itself.
+  template <class TI, class TO>
+  nb::object on_device(nb::handle in, nb::handle out, std::size_t in_len, std::size_t out_len, const char* in_name,
+                       const char* out_dtype, bool synth) const {
+    auto a = device_array<const TI>(in, in_name);
+    const std::size_t ncols = columns_of(a, plan.ncomp(), in_len, in_name, synth ? "alm" : "map pixels");
+    std::vector<std::size_t> shape(a.ndim());
+    for (std::size_t i = 0; i < a.ndim(); ++i) shape[i] = a.shape(i);
+    shape.back() = out_len;
+    nb::object result = out.is_none() ? device_empty_like(in, shape, out_dtype) : nb::borrow(out);
+    auto o = device_array<TO>(result, "out");
+    bool same = o.ndim() == shape.size();
+    for (std::size_t i = 0; same && i < shape.size(); ++i) same = o.shape(i) == shape[i];
+    if (!same) throw ConfigError("out", std::string("has the wrong shape for the ") + (synth ? "map" : "alm"));
+    const TI* pin = a.data();
+    TO* pout = o.data();
+    run_engine([&](const JobContext& ctx) {
+      std::lock_guard<std::mutex> lk(mu);
+      if constexpr (std::is_same_v<TI, Complex>) plan.synthesis_device(pin, pout, int(ncols), ctx);
+      else plan.adjoint_device(pin, pout, int(ncols), ctx);
+    }, threads());
+    return result;
+  }
+
   nb::object synthesis(nb::handle alm, nb::handle out) const {
+    if (is_device_array(alm)) return on_device<Complex, double>(alm, out, plan.nalm(), plan.map_size(), "alm", "float64", true);
     auto a = host_in<Complex>(alm, "alm");
     columns_of(a, plan.ncomp(), plan.nalm(), "alm", "alm (alm_size(lmax))");
     std::span<const Complex> in(a.data(), a.size());
@@ -121,6 +179,7 @@ struct Plan {
     }, threads());
   }
   nb::object adjoint(nb::handle map, nb::handle out) const {
+    if (is_device_array(map)) return on_device<double, Complex>(map, out, plan.map_size(), plan.nalm(), "map", "complex128", false);
     auto a = host_in<double>(map, "map");
     columns_of(a, plan.ncomp(), plan.map_size(), "map", "map pixels");
     std::span<const double> in(a.data(), a.size());
@@ -147,7 +206,7 @@ int lmax_of_size(std::size_t n, const std::string& name) {
 }  // namespace
 
 void bind_sht(nb::module_& m) {
-  m.attr("SHT_DEVICE_ARRAYS") = false;  // see refuse_device()
+  m.attr("SHT_DEVICE_ARRAYS") = true;  // synthesis and adjoint take DLPack device arrays
 
   nb::class_<Plan>(m, "ShtPlan",
                    "HEALPix RING spherical harmonic transform plan (sht::ShtPlan). alm: complex128 "

@@ -1,7 +1,6 @@
 # Device arrays through DLPack (run on a machine with a GPU and CuPy or PyTorch; skipped cleanly
-# elsewhere). Today ShtPlan has no device-pointer entry point (almagest.SHT_DEVICE_ARRAYS is
-# False): a CUDA array must raise almagest.Error saying so, never be copied silently. Once the
-# entry point exists the round trip and pointer-identity checks below are what it must pass.
+# elsewhere): ShtPlan.synthesis / adjoint take CUDA arrays and write the caller's out= buffer
+# (pointer identity), results equal the CPU backend's.
 import numpy as np
 import pytest
 

@@ -28,6 +28,11 @@ public:
                          const JobContext& ctx) const = 0;
   virtual void adjoint(const double* map, std::complex<double>* alm, int ncols,
                        const JobContext& ctx) const = 0;
+  /// Device pointers (ShtPlan::synthesis_device); the CPU backend refuses them (ConfigError).
+  virtual void synthesis_device(const std::complex<double>* alm, double* map, int ncols,
+                                const JobContext& ctx) const;
+  virtual void adjoint_device(const double* map, std::complex<double>* alm, int ncols,
+                              const JobContext& ctx) const;
 
 private:
   ShtConfig cfg_;

@@ -67,6 +67,19 @@ public:
     with_cuda_errors([&] { plan_->adjoint(map, reinterpret_cast<double*>(alm), ncols); });
   }
 
+  void synthesis_device(const std::complex<double>* alm, double* map, int ncols,
+                        const JobContext& ctx) const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    ctx.check_cancel();
+    with_cuda_errors([&] { plan_->synthesis_device(reinterpret_cast<const double*>(alm), map, ncols); });
+  }
+  void adjoint_device(const double* map, std::complex<double>* alm, int ncols,
+                      const JobContext& ctx) const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    ctx.check_cancel();
+    with_cuda_errors([&] { plan_->adjoint_device(map, reinterpret_cast<double*>(alm), ncols); });
+  }
+
 private:
   std::unique_ptr<kernels::ShtDevicePlan> plan_;
   std::string name_;

@@ -79,6 +79,37 @@ void ShtPlan::synthesis(std::span<const Complex> alm, std::span<double> map,
   }
 }
 
+void ShtBackendImpl::synthesis_device(const std::complex<double>*, double*, int, const JobContext&) const {
+  throw ConfigError("backend", "device arrays need the cuda backend (this plan runs on the cpu)");
+}
+void ShtBackendImpl::adjoint_device(const double*, std::complex<double>*, int, const JobContext&) const {
+  throw ConfigError("backend", "device arrays need the cuda backend (this plan runs on the cpu)");
+}
+
+void ShtPlan::synthesis_device(const Complex* alm, double* map, int ncols, const JobContext& ctx) const {
+  if (ncols < 1) throw ConfigError("ncols", "must be >= 1, got " + std::to_string(ncols));
+  const int b = impl_->batch();
+  const std::size_t acol = nalm() * ncomp(), mcol = map_size() * ncomp();
+  for (int c0 = 0; c0 < ncols; c0 += b) {
+    ctx.check_cancel();
+    const int n = std::min(b, ncols - c0);
+    impl_->synthesis_device(alm + c0 * acol, map + c0 * mcol, n, ctx);
+    ctx.progress(c0 + n, ncols, "sht synthesis");
+  }
+}
+
+void ShtPlan::adjoint_device(const double* map, Complex* alm, int ncols, const JobContext& ctx) const {
+  if (ncols < 1) throw ConfigError("ncols", "must be >= 1, got " + std::to_string(ncols));
+  const int b = impl_->batch();
+  const std::size_t acol = nalm() * ncomp(), mcol = map_size() * ncomp();
+  for (int c0 = 0; c0 < ncols; c0 += b) {
+    ctx.check_cancel();
+    const int n = std::min(b, ncols - c0);
+    impl_->adjoint_device(map + c0 * mcol, alm + c0 * acol, n, ctx);
+    ctx.progress(c0 + n, ncols, "sht adjoint");
+  }
+}
+
 void ShtPlan::adjoint(std::span<const double> map, std::span<Complex> alm,
                       const JobContext& ctx) const {
   const int ncols = columns_of(*this, alm.size(), map.size(), "adjoint");

@@ -61,6 +61,13 @@ public:
   /// alm = Y^T map, the exact transpose (no quadrature weights; ducc0 adjoint_synthesis).
   void adjoint(std::span<const double> map, std::span<Complex> alm,
                const JobContext& ctx = {}) const;
+  /// Device-resident synthesis and adjoint (CUDA backend): `alm` and `map` are device pointers
+  /// on the plan's device (the host shapes above, `ncols` columns), e.g. CuPy or PyTorch arrays
+  /// received through DLPack; the call is synchronous and orders itself after the legacy
+  /// default stream. ConfigError on the CPU backend; CudaError for a pointer that is not device
+  /// memory of the plan's device.
+  void synthesis_device(const Complex* alm, double* map, int ncols, const JobContext& ctx = {}) const;
+  void adjoint_device(const double* map, Complex* alm, int ncols, const JobContext& ctx = {}) const;
   /// Least-squares inverse min ||Y alm - map|| by CGLS (inner product of alm_dot). Throws
   /// NotConverged (with iterations and residual) instead of returning an unconverged answer.
   InverseReport inverse(std::span<const double> map, std::span<Complex> alm,

@@ -15,8 +15,9 @@
 
 namespace almagest::kernels {
 
-inline constexpr std::uint32_t kAbiVersion = 4;  // 2: NpcfOptions::accumulate; 3: StackPlanes::memory_limit;
-                                                 // 4: NpcfOptions::resident_key, release_resident
+inline constexpr std::uint32_t kAbiVersion = 5;  // 2: NpcfOptions::accumulate; 3: StackPlanes::memory_limit;
+                                                 // 4: NpcfOptions::resident_key, release_resident;
+                                                 // 5: ShtDevicePlan::synthesis_device, adjoint_device
 
 class DeviceError : public std::runtime_error {
 public:

@@ -62,6 +62,14 @@ public:
   virtual void upload_map(const double* map, int ncols) = 0;
   virtual void download_alm(double* alm, int ncols) = 0;
   virtual void download_map(double* map, int ncols) = 0;
+  /// Caller's device memory in and out (pointers on this plan's device, ncols <= max_cols
+  /// columns of the host layouts), synchronous. The plan's stream first waits for the work
+  /// queued on the legacy default stream (where DLPack producers such as CuPy and PyTorch leave
+  /// their arrays), then copies the input into the plan's buffer device-to-device, runs, and
+  /// copies the result into the caller's buffer (two device copies: about 1 us at nside 128).
+  /// A pointer that is not device memory of this device is a DeviceError naming it.
+  virtual void synthesis_device(const double* alm_dev, double* map_dev, int ncols) = 0;
+  virtual void adjoint_device(const double* map_dev, double* alm_dev, int ncols) = 0;
   /// Enqueues op on the plan's stream (device alm buffer <-> device map buffer).
   virtual void run(ShtOp op, int ncols) = 0;
   virtual void synchronize() = 0;
