@@ -5,8 +5,11 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <memory>
 
 #include "almagest/core/error.hpp"
 
@@ -36,6 +39,155 @@ long long bounded_product(long long a, long long b, long long limit) {
   return a * b;
 }
 
+
+constexpr long long kBlock = 2880;
+constexpr int kCard = 80;
+
+/// The integer value of a fixed- or free-format card "KEY     = value / comment"; false when the
+/// card has no value indicator or its value is not a plain integer (or overflows long long).
+bool card_integer(const char* card, long long& out) {
+  if (card[8] != '=' || card[9] != ' ') return false;
+  int i = 10;
+  while (i < kCard && card[i] == ' ') ++i;
+  bool negative = false;
+  if (i < kCard && (card[i] == '+' || card[i] == '-')) negative = card[i++] == '-';
+  if (i >= kCard || card[i] < '0' || card[i] > '9') return false;
+  long long v = 0;
+  for (; i < kCard && card[i] >= '0' && card[i] <= '9'; ++i) {
+    const int d = card[i] - '0';
+    if (v > (std::numeric_limits<long long>::max() - d) / 10) return false;
+    v = v * 10 + d;
+  }
+  while (i < kCard && card[i] == ' ') ++i;
+  if (i < kCard && card[i] != '/') return false;
+  out = negative ? -v : v;
+  return true;
+}
+
+/// The card's keyword for messages (bytes outside 0x20..0x7E shown as '?').
+std::string card_keyword(const char* card) {
+  std::string k(card, 8);
+  for (char& c : k)
+    if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) > 0x7e) c = '?';
+  return trim_right(k);
+}
+
+/// Walks the HDUs of the file at `path` with plain reads before cfitsio parses any header:
+/// cfitsio copies header text into fixed buffers with strcpy/strncat and trusts it to be
+/// printable ASCII (corrupt bytes abort it under glibc's fortify checks, or worse). Every byte
+/// of every card up to and including END must be 0x20..0x7E (FITS standard 4.1.1), the END card
+/// must be inside the file, and each HDU's data (BITPIX, NAXISn, PCOUNT, GCOUNT, overflow
+/// checked) rounded to 2880 bytes must fit before the next header is read. The walk stops at the
+/// end of the file or at an HDU whose data run past it (a truncated last HDU is left to the size
+/// checks of table_rows / image_shape), and at an HDU whose structural keywords are missing or
+/// not integers (cfitsio reports those itself, and cannot reach a later HDU either).
+/// Files that do not start with "SIMPLE  =" (gzip / compress / bzip2 inputs, which cfitsio
+/// decompresses in memory, and non-FITS files, which cfitsio refuses) are not scanned: a
+/// compressed file's header bytes are only visible after decompression.
+void validate_headers(const std::string& path, const std::string& name) {
+  struct Closer {
+    void operator()(std::FILE* f) const { std::fclose(f); }
+  };
+  std::unique_ptr<std::FILE, Closer> f(std::fopen(path.c_str(), "rb"));
+  if (!f) return;  // cfitsio reports the missing / unreadable file
+  if (::fseeko(f.get(), 0, SEEK_END) != 0) return;
+  const long long size = ::ftello(f.get());
+  if (size < 9 || ::fseeko(f.get(), 0, SEEK_SET) != 0) return;
+  char block[kBlock];
+  if (std::fread(block, 1, 9, f.get()) != 9 || std::memcmp(block, "SIMPLE  =", 9) != 0) return;
+  long long offset = 0;  // start of the current HDU's header
+  for (int hdu = 1; offset < size; ++hdu) {
+    const std::string field = "HDU " + std::to_string(hdu);
+    if (::fseeko(f.get(), offset, SEEK_SET) != 0)
+      throw IoError(name, field, "cannot seek to the header at byte " + std::to_string(offset));
+    long long bitpix = 0, naxis = -1, pcount = 0, gcount = 1;
+    bool have_bitpix = false, structural_ok = true, groups = false;
+    std::vector<long long> dims;
+    bool ended = false;
+    long long card_number = 0;
+    long long header_bytes = 0;
+    while (!ended) {
+      if (offset + header_bytes + kBlock > size)
+        throw IoError(name, field,
+                      "the header runs past the end of the file (no END card in its " +
+                          std::to_string(header_bytes / kBlock) + " complete 2880-byte blocks; the file is " +
+                          std::to_string(size) + " bytes: truncated or not FITS)");
+      if (std::fread(block, 1, kBlock, f.get()) != static_cast<size_t>(kBlock))
+        throw IoError(name, field, "cannot read the header block at byte " +
+                                       std::to_string(offset + header_bytes));
+      header_bytes += kBlock;
+      // Zero bytes where an extension would start: padding some writers leave after the last
+      // HDU, which cfitsio does not take for an HDU either.
+      if (hdu > 1 && header_bytes == kBlock && block[0] == '\0') return;
+      for (int c = 0; c < kBlock / kCard && !ended; ++c) {
+        const char* card = block + c * kCard;
+        ++card_number;
+        for (int col = 0; col < kCard; ++col) {
+          const auto b = static_cast<unsigned char>(card[col]);
+          if (b >= 0x20 && b <= 0x7e) continue;
+          char hex[8];
+          std::snprintf(hex, sizeof hex, "0x%02x", b);
+          throw IoError(name, field,
+                        "header card " + std::to_string(card_number) + " (keyword '" +
+                            card_keyword(card) + "') has a " +
+                            (b < 0x80 ? "non-printable" : "non-ASCII") + " byte " + hex +
+                            " at column " + std::to_string(col + 1) +
+                            " (FITS headers allow only printable ASCII 0x20..0x7E)");
+        }
+        const std::string key = trim_right(std::string(card, 8));
+        if (key == "END") {
+          ended = true;
+          continue;
+        }
+        long long v = 0;
+        if (key == "BITPIX") {
+          have_bitpix = card_integer(card, bitpix);
+          structural_ok = structural_ok && have_bitpix;
+        } else if (key == "NAXIS") {
+          if (!card_integer(card, naxis) || naxis < 0 || naxis > 999) structural_ok = false;
+          else dims.assign(static_cast<size_t>(naxis), -1);
+        } else if (key == "GROUPS") {
+          groups = card[8] == '=' && trim_right(std::string(card + 10, 20)).find('T') != std::string::npos;
+        } else if (key == "PCOUNT") {
+          if (!card_integer(card, pcount) || pcount < 0) structural_ok = false;
+        } else if (key == "GCOUNT") {
+          if (!card_integer(card, gcount) || gcount < 0) structural_ok = false;
+        } else if (key.size() > 5 && key.compare(0, 5, "NAXIS") == 0 &&
+                   key.find_first_not_of("0123456789", 5) == std::string::npos) {
+          const long long n = std::stoll(key.substr(5));
+          if (n >= 1 && n <= static_cast<long long>(dims.size())) {
+            if (!card_integer(card, v) || v < 0) structural_ok = false;
+            else dims[static_cast<size_t>(n - 1)] = v;
+          }
+        }
+      }
+    }
+    offset += header_bytes;
+    // Sizes of a header cfitsio will itself refuse: stop here and let it say why.
+    if (!structural_ok || !have_bitpix || naxis < 0) return;
+    if (bitpix != 8 && bitpix != 16 && bitpix != 32 && bitpix != 64 && bitpix != -32 && bitpix != -64)
+      return;
+    if (std::any_of(dims.begin(), dims.end(), [](long long d) { return d < 0; })) return;
+    // data bytes = |BITPIX| / 8 x GCOUNT x (PCOUNT + NAXIS1 x ... x NAXISn); a primary with
+    // GROUPS = T, NAXIS1 = 0 and more axes is random groups (NAXIS1 left out of the product).
+    long long data = 0;
+    if (naxis > 0) {
+      long long product = 1;
+      const size_t first = (hdu == 1 && groups && naxis > 1 && dims[0] == 0) ? 1 : 0;
+      for (size_t i = first; i < dims.size(); ++i) {
+        product = bounded_product(product, dims[i], size);
+        if (product < 0) return;  // more than the file holds: a truncated last HDU at most
+      }
+      if (pcount > size || product + pcount > size) return;
+      data = bounded_product(bounded_product(product + pcount, gcount, size), std::llabs(bitpix) / 8, size);
+      if (data < 0) return;
+    }
+    const long long padded = (data + kBlock - 1) / kBlock * kBlock;
+    if (padded > size - offset) return;  // data past the end: left to the existing size checks
+    offset += padded;
+  }
+}
+
 }  // namespace
 
 std::string fits_status_text(int status) {
@@ -61,6 +213,8 @@ long long FitsImageShape::pixels() const noexcept {
 
 FitsFile FitsFile::open(const std::string& path, bool writable, const std::string& shown) {
   const std::string name = shown.empty() ? path : shown;
+  // Once per opened file, before cfitsio parses a header (writable opens read headers too).
+  validate_headers(path, name);
   fitsfile* f = nullptr;
   int st = 0;
   if (fits_open_diskfile(&f, literal_name(path).c_str(), writable ? READWRITE : READONLY, &st)) {
