@@ -530,7 +530,7 @@ struct Hdf5Reader::Impl {
   Handle open_dataset(const std::string& dataset, std::string& field) const {
     const std::string p = normalise(dataset);
     field = "dataset '" + p + "'";
-    if (!path_exists(file.get(), p)) throw IoError(path, field, "no such dataset");
+    if (!resolve(p, field)) throw IoError(path, field, "no such dataset");
     Handle d = checked(H5Dopen2(file.get(), p.c_str(), H5P_DEFAULT), H5Dclose, path, field,
                        "cannot open dataset (a group, or a corrupt header?)");
     return d;
@@ -600,30 +600,61 @@ struct Hdf5Reader::Impl {
     return out;
   }
 
-  /// Opens `object` and, the first time its header is seen, checks its attribute messages on the
-  /// raw bytes before libhdf5 decodes any of them.
-  Handle open_object(const std::string& p, const std::string& field) const {
-    if (!path_exists(file.get(), p)) throw IoError(path, field, "object '" + p + "' does not exist");
-    Handle obj = checked(H5Oopen(file.get(), p.c_str(), H5P_DEFAULT), H5Oclose, path, field,
-                         "cannot open object '" + p + "'");
-    std::uint64_t addr = 0;
+  /// Checks the header at `addr` (of object `p`) the first time it is seen (hdf5_guard.hpp).
+  void check_header(std::uint64_t addr, const std::string& p, const std::string& field) const {
+    if (checked_headers.count(addr) != 0) return;
+    const std::string problem = detail::check_object_header(raw, addr);
+    if (!problem.empty())
+      throw IoError(path, field, "corrupt object header of '" + p + "': " + problem);
+    checked_headers.insert(addr);
+  }
+
+  /// Header address of the object `name` resolves to from `loc`; nullopt when it does not
+  /// resolve. Loads only the header's message list (no message of it is decoded).
+  std::optional<std::uint64_t> header_addr(hid_t loc, const char* name) const {
 #if H5_VERSION_GE(1, 12, 0)
     H5O_info2_t info;
-    if (H5Oget_info3(obj.get(), &info, H5O_INFO_BASIC) < 0) fail(path, field, "cannot query object");
+    if (H5Oget_info_by_name3(loc, name, &info, H5O_INFO_BASIC, H5P_DEFAULT) < 0) return std::nullopt;
     // The native VOL's token is the header address, little-endian, sizeof_addr bytes.
+    std::uint64_t addr = 0;
     for (unsigned i = raw.sizeof_addr; i-- > 0;) addr = (addr << 8) | info.token.__data[i];
+    return addr;
 #else
     H5O_info_t info;
-    if (H5Oget_info2(obj.get(), &info, H5O_INFO_BASIC) < 0) fail(path, field, "cannot query object");
-    addr = info.addr;
+    if (H5Oget_info_by_name2(loc, name, &info, H5O_INFO_BASIC, H5P_DEFAULT) < 0) return std::nullopt;
+    return static_cast<std::uint64_t>(info.addr);
 #endif
-    if (checked_headers.count(addr) == 0) {
-      const std::string problem = detail::check_attribute_messages(raw, addr);
-      if (!problem.empty())
-        throw IoError(path, field, "corrupt object header of '" + p + "': " + problem);
-      checked_headers.insert(addr);
+  }
+
+  /// True when every link along `p` exists and the final object resolves. The header of the root
+  /// group and of every object on the way is checked before libhdf5 decodes its links (a group's
+  /// link messages, link info or symbol table, on H5Lexists) or its attributes.
+  bool resolve(const std::string& p, const std::string& field) const {
+    auto root = header_addr(file.get(), "/");
+    if (!root) {
+      H5Eclear2(H5E_DEFAULT);
+      throw IoError(path, field, "cannot open the root group (corrupt file?)");
     }
-    return obj;
+    check_header(*root, "/", field);
+    std::string prefix;
+    for (const auto& part : split_path(p)) {
+      prefix += "/" + part;
+      const htri_t e = H5Lexists(file.get(), prefix.c_str(), H5P_DEFAULT);
+      auto addr = e > 0 ? header_addr(file.get(), prefix.c_str()) : std::nullopt;
+      if (!addr) {
+        H5Eclear2(H5E_DEFAULT);
+        return false;
+      }
+      check_header(*addr, prefix, field);
+    }
+    return true;
+  }
+
+  /// Opens `object` after resolve() has checked the headers on its path.
+  Handle open_object(const std::string& p, const std::string& field) const {
+    if (!resolve(p, field)) throw IoError(path, field, "object '" + p + "' does not exist");
+    return checked(H5Oopen(file.get(), p.c_str(), H5P_DEFAULT), H5Oclose, path, field,
+                   "cannot open object '" + p + "'");
   }
 
   Handle open_attr(const std::string& object, const std::string& name, std::string& field) const {
@@ -729,7 +760,8 @@ const std::string& Hdf5Reader::path() const noexcept { return impl_->path; }
 
 bool Hdf5Reader::exists(const std::string& path) const {
   ErrorSilencer quiet;
-  return path_exists(impl_->file.get(), normalise(path));
+  const std::string p = normalise(path);
+  return impl_->resolve(p, "object '" + p + "'");
 }
 
 Shape Hdf5Reader::shape(const std::string& dataset) const {
@@ -771,7 +803,7 @@ std::vector<std::string> Hdf5Reader::list(const std::string& group) const {
   ErrorSilencer quiet;
   const std::string p = normalise(group);
   const std::string field = "group '" + p + "'";
-  if (!path_exists(impl_->file.get(), p)) throw IoError(impl_->path, field, "no such group");
+  if (!impl_->resolve(p, field)) throw IoError(impl_->path, field, "no such group");
   Handle g = checked(H5Gopen2(impl_->file.get(), p.c_str(), H5P_DEFAULT), H5Gclose, impl_->path,
                      field, "cannot open group (is it a dataset?)");
   std::vector<std::string> names;
@@ -788,8 +820,8 @@ std::vector<std::string> Hdf5Reader::list(const std::string& group) const {
 bool Hdf5Reader::has_attr(const std::string& object, const std::string& name) const {
   ErrorSilencer quiet;
   const std::string p = normalise(object);
-  if (name.empty() || !path_exists(impl_->file.get(), p)) return false;
   const std::string field = "attribute '" + name + "' of '" + p + "'";
+  if (name.empty() || !impl_->resolve(p, field)) return false;
   Handle obj = impl_->open_object(p, field);  // throws on a corrupt header
   htri_t ex = H5Aexists(obj.get(), name.c_str());
   if (ex < 0) fail(impl_->path, field, "cannot query attribute");

@@ -13,6 +13,9 @@ namespace almagest::io::detail {
 namespace {
 
 constexpr std::uint16_t kMsgNull = 0x0000;
+constexpr std::uint16_t kMsgLinkInfo = 0x0002;
+constexpr std::uint16_t kMsgLink = 0x0006;
+constexpr std::uint16_t kMsgSymbolTable = 0x0011;
 constexpr std::uint16_t kMsgAttribute = 0x000C;
 constexpr std::uint16_t kMsgContinuation = 0x0010;
 constexpr unsigned kMsgFlagShared = 0x02;
@@ -20,6 +23,7 @@ constexpr unsigned kMaxChunks = 4096;
 constexpr unsigned kMaxRank = 32;  // H5S_MAX_RANK
 constexpr unsigned kClassString = 3;
 constexpr unsigned kClassVlen = 9;
+constexpr std::uint64_t kGlobalHeapMinSize = 4096;  // H5HG_MINSIZE: collections are never smaller
 
 using Bytes = std::vector<unsigned char>;
 
@@ -64,21 +68,27 @@ std::optional<Collection> read_collection(Reader& rd, const RawHdf5File& f, std:
   if (!head || std::string(head->begin(), head->begin() + 4) != "GCOL" || (*head)[4] != 1)
     return std::nullopt;
   const std::uint64_t size = le(head->data() + 8, L);
-  if (size < 8 + L) return std::nullopt;
+  if (size < kGlobalHeapMinSize) return std::nullopt;
   auto body = rd.read(addr, size);  // bounded by the file size inside read()
   if (!body) return std::nullopt;
+  // The same walk as libhdf5's collection decoder (H5HG__cache_heap_deserialize), which steps
+  // from object to object by each object's size until the collection's end: an object whose
+  // step is zero (a free-space object of size 0) or runs past the end would make it loop or
+  // read outside the collection, so both are refused here.
   Collection objects;
-  std::uint64_t pos = 8 + L;
-  while (pos + 8 + L <= size) {
+  const std::uint64_t hdr = 8 + L;
+  std::uint64_t pos = hdr;
+  while (pos < size) {
+    if (pos + hdr > size) break;  // a tail too small for an object header is free space
     const unsigned char* p = body->data() + pos;
     const std::uint64_t index = le(p, 2);
-    if (index == 0) break;  // the free-space object ends the list
     const std::uint64_t n = le(p + 8, L);
-    if (n > size) return std::nullopt;
-    objects[index] = n;
-    pos += 8 + L + align8(n);
+    if (n > size - pos) return std::nullopt;
+    const std::uint64_t step = index == 0 ? n : hdr + align8(n);
+    if (step < hdr || step > size - pos) return std::nullopt;
+    if (index != 0) objects[index] = n;
+    pos += step;
   }
-  if (pos > size) return std::nullopt;
   return objects;
 }
 
@@ -168,6 +178,111 @@ struct Checker {
     return "";
   }
 
+  /// The relative end of the file: addresses at or past it hold nothing.
+  std::uint64_t eof() const { return f.file_size > f.base ? f.file_size - f.base : 0; }
+  bool undefined(std::uint64_t addr) const {
+    return addr == (f.sizeof_addr >= 8 ? UINT64_MAX : (std::uint64_t(1) << (8 * f.sizeof_addr)) - 1);
+  }
+
+  /// True when `n` bytes starting with signature `sig` lie at `addr`, inside the file.
+  bool signature_at(std::uint64_t addr, const char* sig, std::uint64_t n) {
+    if (addr >= eof() || n > eof() - addr) return false;
+    auto b = rd.read(addr, 4);
+    return b && std::string(b->begin(), b->end()) == sig;
+  }
+
+  /// Link Info message (0x02): libhdf5 opens the fractal heap and the v2 B-tree of names at the
+  /// addresses it holds (H5G__obj_get_linfo -> H5B2_open) without checking them.
+  std::string link_info(const unsigned char* p, std::uint64_t size) {
+    const unsigned A = f.sizeof_addr;
+    if (size < 2) return "link info message too short";
+    if (p[0] != 0) return "link info message version " + std::to_string(p[0]) + " unknown";
+    const unsigned flags = p[1];
+    if (flags & ~0x03u) return "link info message flags unknown";
+    std::uint64_t pos = 2 + ((flags & 1) ? 8 : 0);
+    const std::uint64_t need = pos + 2 * A + ((flags & 2) ? A : 0);
+    if (need > size) return "link info message too short";
+    const std::uint64_t heap = le(p + pos, A), names = le(p + pos + A, A);
+    const std::uint64_t order = (flags & 2) ? le(p + pos + 2 * A, A) : 0;
+    // FRHP header: signature, version, heap ID length, I/O filter length, flags, ... (at least
+    // 22 bytes before its addresses); BTHD header: 16 bytes, root address, 2 + L + checksum.
+    const std::uint64_t bthd = 16 + A + 2 + f.sizeof_size + 4;
+    if (undefined(heap) != undefined(names))
+      return "link info has a fractal heap without a name index (or the reverse)";
+    if (!undefined(heap) && !signature_at(heap, "FRHP", 22 + A))
+      return "link info fractal heap address does not point at a fractal heap";
+    if (!undefined(names) && !signature_at(names, "BTHD", bthd))
+      return "link info name index address does not point at a v2 B-tree";
+    if ((flags & 2) && !undefined(order) && !signature_at(order, "BTHD", bthd))
+      return "link info creation order index address does not point at a v2 B-tree";
+    return "";
+  }
+
+  /// Link message (0x06), decoded by every lookup and iteration of a compact group.
+  std::string link(const unsigned char* p, std::uint64_t size) {
+    if (size < 2) return "link message too short";
+    if (p[0] != 1) return "link message version " + std::to_string(p[0]) + " unknown";
+    const unsigned flags = p[1];
+    if (flags & ~0x1fu) return "link message flags unknown";
+    std::uint64_t pos = 2;
+    unsigned type = 0;
+    if (flags & 0x08) {
+      if (pos + 1 > size) return "link message too short";
+      type = p[pos++];
+    }
+    if (flags & 0x04) pos += 8;  // creation order
+    if (flags & 0x10) {
+      if (pos + 1 > size) return "link message too short";
+      if (p[pos] > 1) return "link name character set unknown";
+      ++pos;
+    }
+    const unsigned width = 1u << (flags & 0x03);
+    if (pos + width > size) return "link message too short";
+    const std::uint64_t name_len = le(p + pos, width);
+    pos += width;
+    if (name_len == 0 || name_len > size - pos) return "link name runs past its message";
+    pos += name_len;
+    if (type == 0) {  // hard link: an object header address
+      if (pos + f.sizeof_addr > size) return "link message too short";
+      const std::uint64_t addr = le(p + pos, f.sizeof_addr);
+      if (undefined(addr) || addr >= eof()) return "hard link address lies outside the file";
+      return "";
+    }
+    if (type != 1 && type != 64) return "link type " + std::to_string(type) + " unknown";
+    if (pos + 2 > size) return "link message too short";
+    const std::uint64_t value_len = le(p + pos, 2);
+    pos += 2;
+    if (value_len > size - pos) return "link value runs past its message";
+    if (type == 1 && value_len == 0) return "soft link value is empty";
+    if (type == 64) {  // external: flags byte, then two terminated strings
+      if (value_len < 3) return "external link value too short";
+      const unsigned char* v = p + pos;
+      std::uint64_t nul = 0;
+      for (std::uint64_t i = 1; i < value_len; ++i) nul += v[i] == 0;
+      if (nul < 2 || v[value_len - 1] != 0) return "external link value is not terminated";
+    }
+    return "";
+  }
+
+  /// Symbol Table message (0x11): the group's v1 B-tree and local heap.
+  std::string symbol_table(const unsigned char* p, std::uint64_t size) {
+    const unsigned A = f.sizeof_addr, L = f.sizeof_size;
+    if (size < 2 * A) return "symbol table message too short";
+    const std::uint64_t tree = le(p, A), heap = le(p + A, A);
+    // TREE node: signature, type, level, entries (2), two sibling addresses.
+    if (!signature_at(tree, "TREE", 8 + 2 * A))
+      return "symbol table B-tree address does not point at a B-tree node";
+    // HEAP: signature, version, 3 reserved, data size (L), free list offset (L), data address.
+    if (!signature_at(heap, "HEAP", 8 + 2 * L + A))
+      return "symbol table local heap address does not point at a local heap";
+    auto h = rd.read(heap, 8 + 2 * L + A);
+    if (!h) return "symbol table local heap lies past the end of the file";
+    const std::uint64_t data_size = le(h->data() + 8, L), data = le(h->data() + 8 + 2 * L, A);
+    if (data >= eof() || data_size > eof() - data)
+      return "symbol table local heap data lies outside the file";
+    return "";
+  }
+
   std::string header(std::uint64_t addr) {
     if (!rd.ok()) return "cannot read the file";
     auto prefix = rd.read(addr, 16);
@@ -197,6 +312,11 @@ struct Checker {
         } else if (type == kMsgAttribute && !(flags & kMsgFlagShared)) {
           std::string problem = attribute(body, size);
           if (!problem.empty()) return problem;
+        } else if (type == kMsgLinkInfo || type == kMsgLink || type == kMsgSymbolTable) {
+          std::string problem = type == kMsgLinkInfo ? link_info(body, size)
+                                : type == kMsgLink   ? link(body, size)
+                                                     : symbol_table(body, size);
+          if (!problem.empty()) return problem;
         } else if (type == kMsgNull) {
           // gap
         }
@@ -209,7 +329,7 @@ struct Checker {
 
 }  // namespace
 
-std::string check_attribute_messages(const RawHdf5File& file, std::uint64_t header_addr) {
+std::string check_object_header(const RawHdf5File& file, std::uint64_t header_addr) {
   if (file.sizeof_addr < 2 || file.sizeof_addr > 8 || file.sizeof_size < 2 || file.sizeof_size > 8)
     return "unsupported address or length width";
   Checker c(file);

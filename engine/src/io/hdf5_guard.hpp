@@ -12,7 +12,11 @@
 // object, check_attribute_messages() reads the object's header from the file itself and checks
 // every attribute message: name terminated inside its field, datatype and dataspace inside the
 // message, the data (points x element size, overflow-checked) inside the message, and every
-// variable-length element's heap object present in its collection with the recorded length.
+// variable-length element's heap object present in its collection with the recorded length, in a
+// collection whose object walk stays inside it (a zero-sized free-space object made libhdf5's
+// collection decoder loop forever, H5HG_read under H5Aread). The group messages that H5Lexists,
+// H5Literate and H5Gopen decode are checked the same way (check_object_header) for the root group
+// and every object on the path to what is read.
 // Version-2 object headers (libver "latest", h5py's default for some files) are checksummed by
 // libhdf5 and are not re-parsed here.
 #include <cstdint>
@@ -29,9 +33,14 @@ struct RawHdf5File {
   unsigned sizeof_size = 8;   // bytes per length
 };
 
-/// Checks the attribute messages of the version-1 object header at `header_addr` (relative to
-/// the base address). Returns an empty string when they are sound, otherwise a short description
-/// of the first inconsistency (naming the attribute where its name could be read).
-std::string check_attribute_messages(const RawHdf5File& file, std::uint64_t header_addr);
+/// Checks the messages libhdf5 decodes unchecked in the version-1 object header at
+/// `header_addr` (relative to the base address): attributes (above); Link Info (fractal heap and
+/// name-index B-tree addresses undefined or inside the file at an "FRHP" / "BTHD" signature);
+/// Link messages (name, type and value inside the message, hard link addresses inside the file);
+/// Symbol Table (a "TREE" node and a "HEAP" local heap whose data lies inside the file). A bit
+/// flip in a message type turns any message into one of these, so every one present is checked,
+/// whatever the object is. Returns an empty string when they are sound, otherwise a short
+/// description of the first inconsistency (naming the attribute where its name could be read).
+std::string check_object_header(const RawHdf5File& file, std::uint64_t header_addr);
 
 }  // namespace almagest::io::detail
