@@ -467,6 +467,44 @@ private slots:
     QCOMPARE(live_temp_file_count(), 0);
   }
 
+  // --- header bytes outside printable ASCII, headers past the end (checked before cfitsio) ------
+  void headerBytesCheckedBeforeCfitsio() {
+    const std::string dir = fresh_dir("header_bytes");
+    const std::string p = dir + "/map.fits";
+    sht::write_healpix_map(p, seeded_map(4, 5));
+    const std::string good = read_bytes(p);
+    // The NSIDE card of HDU 2 (cfitsio's ffc2j strncat aborted on such bytes): its card number.
+    // HDU 2's header starts where the primary's (empty) data do.
+    const long long start2 = data_start(p, 1);
+    QVERIFY(start2 > 0);
+    const std::size_t hdu2 = static_cast<std::size_t>(start2);
+    std::size_t at = std::string::npos;
+    for (std::size_t off = hdu2; off + 80 <= good.size(); off += 80)
+      if (good.compare(off, 8, "NSIDE   ") == 0) {
+        at = off;
+        break;
+      }
+    QVERIFY(at != std::string::npos);
+    const std::string card = "header card " + std::to_string((at - hdu2) / 80 + 1);
+    std::string b = good;
+    b[at + 11] = static_cast<char>(0xc3);
+    write_bytes(p, b);
+    QVERIFY(io_error([&] { sht::read_healpix_map(p); }, p, "HDU 2",
+                     {card, "'NSIDE'", "non-ASCII byte 0xc3", "column 12"}));
+    // A control byte in the primary header's first card.
+    b = good;
+    b[20] = '\n';
+    write_bytes(p, b);
+    QVERIFY(io_error([&] { sht::read_healpix_map(p); }, p, "HDU 1",
+                     {"header card 1", "'SIMPLE'", "non-printable byte 0x0a", "column 21"}));
+    // A header cut before its END card.
+    write_bytes(p, good.substr(0, hdu2 + 2000));
+    QVERIFY(io_error([&] { sht::read_healpix_map(p); }, p, "HDU 2", {"runs past the end of the file"}));
+    // Intact again: read.
+    write_bytes(p, good);
+    QCOMPARE(sht::read_healpix_map(p).columns.size(), std::size_t(1));
+  }
+
   void missingAndNonFitsFiles() {
     const std::string dir = fresh_dir("missing");
     const std::string p = dir + "/none.fits";

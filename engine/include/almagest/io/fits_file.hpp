@@ -15,6 +15,12 @@
 // - Checksums: every HDU the handle visits (the primary on open, each HDU moved to) has its
 //   CHECKSUM and DATASUM keywords verified when present (fits_verify_chksum); a mismatch is an
 //   IoError naming the HDU and the sum. Absent keywords are fine.
+// - Header bytes are checked before cfitsio sees them: open() walks the HDUs with plain reads
+//   (2880-byte blocks of 80-byte cards up to END, each HDU's data size from BITPIX, NAXISn,
+//   PCOUNT, GCOUNT) and refuses a card byte outside printable ASCII 0x20..0x7E or a header that
+//   runs past the end of the file: IoError(file, "HDU n", "header card k (keyword 'X') has a
+//   non-ASCII byte 0xc3 at column 9 ..."). cfitsio copies header text with strcpy / strncat and
+//   aborts (glibc fortify) on such bytes. Compressed inputs are not scanned (see fits_file.cpp).
 // - Header sizes are never trusted: table_rows() checks NAXIS2 x NAXIS1 against the bytes the
 //   file holds after the header, image_shape() the image's bytes likewise (tile-compressed
 //   images: at most kMaxCompressionRatio times the file's size), before anything is allocated.
