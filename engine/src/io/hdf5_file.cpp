@@ -24,6 +24,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <mutex>
 #include <numeric>
 #include <optional>
@@ -524,8 +525,8 @@ struct Hdf5Reader::Impl {
   std::string path;
   Handle file;
   detail::RawHdf5File raw;
-  /// Object header addresses whose attribute messages were checked (hdf5_guard.hpp).
-  mutable std::set<std::uint64_t> checked_headers;
+  /// Object header address -> the detail::HeaderParts of it already checked (hdf5_guard.hpp).
+  mutable std::map<std::uint64_t, unsigned> checked_headers;
 
   Handle open_dataset(const std::string& dataset, std::string& field) const {
     const std::string p = normalise(dataset);
@@ -600,13 +601,17 @@ struct Hdf5Reader::Impl {
     return out;
   }
 
-  /// Checks the header at `addr` (of object `p`) the first time it is seen (hdf5_guard.hpp).
-  void check_header(std::uint64_t addr, const std::string& p, const std::string& field) const {
-    if (checked_headers.count(addr) != 0) return;
-    const std::string problem = detail::check_object_header(raw, addr);
+  /// Checks the `parts` (detail::HeaderParts) of the header at `addr` (of object `p`) not yet
+  /// checked (hdf5_guard.hpp).
+  void check_header(std::uint64_t addr, const std::string& p, const std::string& field,
+                    unsigned parts = detail::kHeaderLinks) const {
+    unsigned& done = checked_headers[addr];
+    const unsigned todo = parts & ~done;
+    if (todo == 0) return;
+    const std::string problem = detail::check_object_header(raw, addr, todo);
     if (!problem.empty())
       throw IoError(path, field, "corrupt object header of '" + p + "': " + problem);
-    checked_headers.insert(addr);
+    done |= todo;
   }
 
   /// Header address of the object `name` resolves to from `loc`; nullopt when it does not
@@ -650,9 +655,13 @@ struct Hdf5Reader::Impl {
     return true;
   }
 
-  /// Opens `object` after resolve() has checked the headers on its path.
+  /// Opens `object` after resolve() has checked the headers on its path, and checks its
+  /// attribute messages before libhdf5 decodes any of them.
   Handle open_object(const std::string& p, const std::string& field) const {
     if (!resolve(p, field)) throw IoError(path, field, "object '" + p + "' does not exist");
+    auto addr = header_addr(file.get(), p.c_str());
+    if (!addr) fail(path, field, "cannot query object '" + p + "'");
+    check_header(*addr, p, field, detail::kHeaderAttributes);
     return checked(H5Oopen(file.get(), p.c_str(), H5P_DEFAULT), H5Oclose, path, field,
                    "cannot open object '" + p + "'");
   }

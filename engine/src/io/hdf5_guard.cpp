@@ -97,7 +97,9 @@ struct Checker {
   Reader rd;
   std::map<std::uint64_t, std::optional<Collection>> heaps;
 
-  explicit Checker(const RawHdf5File& file) : f(file), rd(file) {}
+  unsigned parts;  // HeaderParts to check
+
+  Checker(const RawHdf5File& file, unsigned what) : f(file), rd(file), parts(what) {}
 
   /// Checks one attribute message body; returns "" or the problem.
   std::string attribute(const unsigned char* p, std::uint64_t size) {
@@ -309,10 +311,11 @@ struct Checker {
           const std::uint64_t at = le(body, f.sizeof_addr);
           if (!seen.insert(at).second) return "object header continuation chunks form a loop";
           chunks.emplace_back(at, le(body + f.sizeof_addr, f.sizeof_size));
-        } else if (type == kMsgAttribute && !(flags & kMsgFlagShared)) {
+        } else if (type == kMsgAttribute && !(flags & kMsgFlagShared) && (parts & kHeaderAttributes)) {
           std::string problem = attribute(body, size);
           if (!problem.empty()) return problem;
-        } else if (type == kMsgLinkInfo || type == kMsgLink || type == kMsgSymbolTable) {
+        } else if ((type == kMsgLinkInfo || type == kMsgLink || type == kMsgSymbolTable) &&
+                   (parts & kHeaderLinks)) {
           std::string problem = type == kMsgLinkInfo ? link_info(body, size)
                                 : type == kMsgLink   ? link(body, size)
                                                      : symbol_table(body, size);
@@ -329,10 +332,10 @@ struct Checker {
 
 }  // namespace
 
-std::string check_object_header(const RawHdf5File& file, std::uint64_t header_addr) {
+std::string check_object_header(const RawHdf5File& file, std::uint64_t header_addr, unsigned parts) {
   if (file.sizeof_addr < 2 || file.sizeof_addr > 8 || file.sizeof_size < 2 || file.sizeof_size > 8)
     return "unsupported address or length width";
-  Checker c(file);
+  Checker c(file, parts);
   return c.header(header_addr);
 }
 

@@ -33,7 +33,11 @@ struct RawHdf5File {
   unsigned sizeof_size = 8;   // bytes per length
 };
 
-/// Checks the messages libhdf5 decodes unchecked in the version-1 object header at
+/// Which messages check_object_header() checks: the group messages libhdf5 decodes to look up or
+/// list links, and the attribute messages it decodes on any attribute access.
+enum HeaderParts : unsigned { kHeaderLinks = 1, kHeaderAttributes = 2 };
+
+/// Checks the messages (of the kinds in `parts`) libhdf5 decodes unchecked in the version-1 object header at
 /// `header_addr` (relative to the base address): attributes (above); Link Info (fractal heap and
 /// name-index B-tree addresses undefined or inside the file at an "FRHP" / "BTHD" signature);
 /// Link messages (name, type and value inside the message, hard link addresses inside the file);
@@ -41,6 +45,6 @@ struct RawHdf5File {
 /// flip in a message type turns any message into one of these, so every one present is checked,
 /// whatever the object is. Returns an empty string when they are sound, otherwise a short
 /// description of the first inconsistency (naming the attribute where its name could be read).
-std::string check_object_header(const RawHdf5File& file, std::uint64_t header_addr);
+std::string check_object_header(const RawHdf5File& file, std::uint64_t header_addr, unsigned parts);
 
 }  // namespace almagest::io::detail
