@@ -17,6 +17,7 @@
 #include "almagest/core/error.hpp"
 #include "almagest/stack/job.hpp"
 #include "options.hpp"
+#include "schema_options.hpp"
 #include "progress_bar.hpp"
 
 namespace almagest::cli {
@@ -24,27 +25,11 @@ namespace almagest::cli {
 namespace {
 
 /// The options of one subcommand as CLI11 stores them, turned into schema values after parsing.
-struct Sub {
+struct Sub : SchemaOptions {
   stack::StackOp op = stack::StackOp::Search;
-  CLI::App* app = nullptr;
-  std::map<std::string, std::string> text;                ///< Text, Number, Integer, Choice
-  std::map<std::string, std::vector<std::string>> lists;  ///< TextList (mover: one per use)
-  std::map<std::string, bool> flags;                      ///< Flag
-  std::map<std::string, CLI::Option*> opts;
-  bool quiet = false, verbose = false, dry_run = false;
 
   /// Only the fields the user gave: the schema's defaults apply to the rest.
-  schema::Values values() const {
-    schema::Values v;
-    v["op"] = std::string(stack::to_string(op));
-    for (const auto& [key, opt] : opts) {
-      if (opt->count() == 0) continue;
-      if (auto t = text.find(key); t != text.end()) v[key] = t->second;
-      else if (auto l = lists.find(key); l != lists.end()) v[key] = l->second;
-      else v[key] = flags.at(key);
-    }
-    return v;
-  }
+  schema::Values values() const { return SchemaOptions::values("op", std::string(stack::to_string(op))); }
 };
 
 /// The positional input of a subcommand: STACK for psiphi and search, CANDIDATES for stamps.
