@@ -149,7 +149,25 @@ def stack_search(stack, *, progress=None, **options):
     return _almagest._stack_search(stack, opts, progress)
 
 
-# ---- Jobs (issue 20) -----------------------------------------------------------------------
-# run_job(dict) and run_batch(path) will be bound over the engine's job layer (run_npcf_job,
-# run_sht_job, run_stack_job and their schemas) once it exists; they are deliberately not
-# exported before then.
+# ---- Jobs ------------------------------------------------------------------------------------
+# The engine's job layer (almagest/jobs/job.hpp, batch.hpp): the same calls as `almagest-cli run`.
+
+
+def run_job(job, *, dry_run=False, progress=None):
+    """Runs one job of any engine: `job` is a dict with "engine" ("npcf" default, "sht",
+    "stack") and the keys of `almagest-cli schema ENGINE` ('_' may be written for '-'); values
+    are bool, int, float, str or a list of str. Inputs are checked first (IoError naming the
+    file), values by the engine's schema (ConfigError). Returns a dict: engine, operation,
+    inputs, outputs, summary (list of str), backend, device, threads, timings_s, skipped.
+    dry_run=True writes nothing and returns the plan report (inputs with sizes, outputs,
+    host_bytes, device_bytes, tiling, estimated_seconds, notes) with engine, operation, summary."""
+    values = {k: (_os.fspath(v) if isinstance(v, _os.PathLike) else v) for k, v in dict(job).items()}
+    return _almagest._run_job(values, dry_run, progress)
+
+
+def run_batch(path, dry_run=False, force=False, *, threads=0, progress=None):
+    """Runs a TOML or JSON job file like `almagest-cli run` (docs/jobs.md): every member is
+    validated first, up-to-date members are skipped (force=True recomputes them), then the
+    aggregation steps run. Returns one outcome dict (as run_job returns) per member and per
+    aggregate, in order; with dry_run=True each carries its plan under "plan"."""
+    return _almagest._run_batch(_os.fspath(path), dry_run, force, threads, progress)

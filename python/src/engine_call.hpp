@@ -32,5 +32,6 @@ void run_engine(const std::function<void(const JobContext&)>& fn, int threads,
 void bind_npcf(nb::module_& m);
 void bind_sht(nb::module_& m);
 void bind_stack(nb::module_& m);
+void bind_jobs(nb::module_& m);
 
 }  // namespace almagest::py

@@ -29,4 +29,5 @@ NB_MODULE(_almagest, m) {
   almagest::py::bind_npcf(m);
   almagest::py::bind_sht(m);
   almagest::py::bind_stack(m);
+  almagest::py::bind_jobs(m);
 }
