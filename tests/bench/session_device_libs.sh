@@ -6,7 +6,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 build=${1:-$root/build-dev}
-bins=(almagest-cli test_npcf_gpu test_sht_gpu test_stack_gpu bench_npcf_gpu bench_npcf bench_sht bench_stack)
+bins=(almagest-cli npcf_gpu_selftest sht_gpu_check bench_stack_check bench_npcf_gpu bench_npcf bench_sht bench_stack)
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DALMAGEST_WITH_GUI=OFF \
   -DALMAGEST_BUILD_TESTS=ON -DALMAGEST_BUILD_BENCH=ON -DALMAGEST_WITH_CUDA=ON -DCMAKE_CUDA_STANDARD=17 > /dev/null
 ninja -C "$build" almagest_cuda "${bins[@]}"
@@ -23,4 +23,5 @@ for b in "${bins[@]}"; do ldd "$build/bin/$b"; done | awk '{print $3}' |
   grep '^/' | sort -u | grep -v -E '/(libc|libm|libgcc_s|libstdc\+\+|libresolv)\.so' |
   xargs -I{} cp -L {} "$out/"
 strip --strip-unneeded "$out"/all/* "$out"/*.so* 2> /dev/null || true
+if [ -d "$out/all/python" ]; then strip --strip-unneeded "$out"/all/python/almagest/*.so || true; fi
 du -sh "$out"
