@@ -5,8 +5,10 @@
 #include <nanobind/nanobind.h>
 
 #include <functional>
+#include <string>
 
 #include "almagest/core/job_context.hpp"
+#include "almagest/core/schema.hpp"
 
 namespace almagest::py {
 
@@ -28,6 +30,10 @@ void register_errors(nb::module_& m);
 /// rethrown into the translator. `fn` must not touch Python objects.
 void run_engine(const std::function<void(const JobContext&)>& fn, int threads,
                 nb::handle progress = nb::handle());
+
+/// A Python value (bool, int, float, str, list or tuple of str) as a schema value; the schema
+/// checks its kind when the job is made. ConfigError naming `key` otherwise (python/src/jobs.cpp).
+schema::Value schema_value(const std::string& key, nb::handle v);
 
 void bind_npcf(nb::module_& m);
 void bind_sht(nb::module_& m);

@@ -16,10 +16,7 @@
 
 namespace almagest::py {
 
-namespace {
-
-/// A Python value as a schema value; the schema checks its kind (make_job).
-schema::Value job_value(const std::string& key, nb::handle v) {
+schema::Value schema_value(const std::string& key, nb::handle v) {
   if (nb::isinstance<nb::bool_>(v)) return nb::cast<bool>(v);
   if (nb::isinstance<nb::int_>(v)) {
     try {
@@ -41,6 +38,8 @@ schema::Value job_value(const std::string& key, nb::handle v) {
   }
   throw ConfigError(key, "unsupported value " + nb::cast<std::string>(nb::repr(v)));
 }
+
+namespace {
 
 nb::dict plan_dict(const jobs::PlanReport& p) {
   nb::list inputs;
@@ -116,7 +115,7 @@ void bind_jobs(nb::module_& m) {
       if (key == "engine") continue;
       const std::string canon = schema::canonical_key(entry->schema(), key);
       if (canon.empty()) throw ConfigError(key, "unknown option of engine " + req.engine);
-      req.values[canon] = job_value(canon, v);
+      req.values[canon] = schema_value(canon, v);
     }
     std::unique_ptr<jobs::Job> job = jobs::make_job(req);
     jobs::check_job_files(*job, req.label);

@@ -52,30 +52,6 @@ nb::list options() {
   return out;
 }
 
-/// A Python value as a schema value; the schema checks its kind (make_npcf_job).
-schema::Value to_value(const std::string& key, nb::handle v) {
-  if (nb::isinstance<nb::bool_>(v)) return nb::cast<bool>(v);
-  if (nb::isinstance<nb::int_>(v)) {
-    try {
-      return nb::cast<std::int64_t>(v);
-    } catch (const std::exception&) {
-      throw ConfigError(key, nb::cast<std::string>(nb::repr(v)) + " is out of range (a 64-bit integer)");
-    }
-  }
-  if (nb::isinstance<nb::float_>(v)) return nb::cast<double>(v);
-  if (nb::isinstance<nb::str>(v)) return nb::cast<std::string>(v);
-  if (nb::isinstance<nb::list>(v) || nb::isinstance<nb::tuple>(v)) {
-    std::vector<std::string> items;
-    for (nb::handle item : v) {
-      if (!nb::isinstance<nb::str>(item))
-        throw ConfigError(key, "expected a list of strings, got " + nb::cast<std::string>(nb::repr(v)));
-      items.push_back(nb::cast<std::string>(item));
-    }
-    return items;
-  }
-  throw ConfigError(key, "unsupported value " + nb::cast<std::string>(nb::repr(v)));
-}
-
 /// A catalogue from (x, y, z, w) arrays (w may be None: unit weights).
 io::Catalogue catalogue_of(nb::handle arrays, const std::string& source) {
   nb::tuple t = nb::cast<nb::tuple>(arrays);
@@ -201,7 +177,7 @@ void bind_npcf(nb::module_& m) {
     schema::Values values;
     for (auto [k, v] : py_values) {
       std::string key = nb::cast<std::string>(k);
-      values[key] = to_value(key, v);
+      values[key] = schema_value(key, v);
     }
     npcf::NpcfJob job = make_job(values);
     std::optional<io::Catalogue> data_cat, ran_cat;
