@@ -231,7 +231,7 @@ private slots:
     QTest::newRow("nbins 0") << binned("2", "0") << 2 << "--nbins: must be in [1, 255]";
     QTest::newRow("nbins 256") << binned("2", "256") << 2 << "--nbins: must be in [1, 255]";
     QTest::newRow("nbins not an integer") << binned("2", "7.5") << 2 << "--nbins: must be an integer, got '7.5'";
-    QTest::newRow("nbins > 16 for 4pcf") << (QStringList{"npcf", "--stat", "4pcf", "--data", d, "--randoms", rn, "--rmin", "2", "--rmax", "20", "--nbins", "17", "-o", out}) << 2 << "1..16";
+    QTest::newRow("nbins > 20 for 4pcf") << (QStringList{"npcf", "--stat", "4pcf", "--data", d, "--randoms", rn, "--rmin", "2", "--rmax", "20", "--nbins", "21", "-o", out}) << 2 << "1..20";
     QTest::newRow("rmax too large for periodic box") << (QStringList{"npcf", "--stat", "2pcf", "--data", d, "--periodic", "--box", "200", "--rmin", "1", "--rmax", "100", "--nbins", "6", "-o", out}) << 2 << "box/2";
     QTest::newRow("rmax too large for periodic 3pcf") << (QStringList{"npcf", "--stat", "3pcf", "--data", d, "--periodic", "--box", "200", "--rmin", "1", "--rmax", "60", "--nbins", "6", "-o", out}) << 2 << "box/4";
     QTest::newRow("unknown statistic") << job({"--data", d, "--stat", "5pcf"}) << 2 << "unknown statistic '5pcf'";

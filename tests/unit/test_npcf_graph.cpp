@@ -316,8 +316,10 @@ private slots:
 
     NpcfConfig four;
     four.statistic = Statistic::FourPoint;
-    four.bins.nbins = 17;
-    QVERIFY(contains(four.validate(), "nbins: must be in 1..16"));
+    four.bins.nbins = 20;
+    QVERIFY(!contains(four.validate(), "nbins"));
+    four.bins.nbins = 21;
+    QVERIFY(contains(four.validate(), "nbins: must be in 1..20"));
     four.bins.nbins = 256;
     QVERIFY(contains(four.validate(), "nbins: must be in 1..255"));
 

@@ -46,8 +46,8 @@ std::vector<Problem> problems_of(const NpcfConfig& c) {
                                ", rmin = " + num(b.rmin) + ")");
   if (b.nbins < 1 || b.nbins > 255)
     p.emplace_back("nbins", "must be in 1..255 (got " + std::to_string(b.nbins) + ")");
-  else if (is_four_point(c.statistic) && b.nbins > 16)
-    p.emplace_back("nbins", std::string("must be in 1..16 for the ") + to_string(c.statistic) +
+  else if (is_four_point(c.statistic) && b.nbins > 20)
+    p.emplace_back("nbins", std::string("must be in 1..20 for the ") + to_string(c.statistic) +
                                 " statistic (got " + std::to_string(b.nbins) + ")");
   if (b.scale == BinScale::Log && std::isfinite(b.rmin) && b.rmin <= 0)
     p.emplace_back("rmin", "logarithmic bins need rmin > 0 (got " + num(b.rmin) + ")");

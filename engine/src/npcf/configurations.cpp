@@ -12,42 +12,52 @@ namespace almagest::npcf {
 
 namespace {
 
-/// Edge index of the unordered vertex pair (a, b), a != b, in the order 01 02 03 12 13 23.
-constexpr int edge_of(int a, int b) {
-  if (a > b) std::swap(a, b);
-  // (0,1)->0 (0,2)->1 (0,3)->2 (1,2)->3 (1,3)->4 (2,3)->5
-  return a == 0 ? b - 1 : (a == 1 ? b + 1 : 5);
-}
+/// The 24 vertex relabellings of the published relabelling-sign rule, in its fixed order
+/// (npcf-conventions.md, "Relabelling sign"): P acts on a 6-tuple t as new(j) = t(P(j)) with edges
+/// 1 = (1,2), 2 = (1,3), 3 = (1,4), 4 = (2,3), 5 = (2,4), 6 = (3,4) (here 0-based). The order
+/// matters: for a tuple with repeated bins several relabellings reach it from its canonical tuple,
+/// and the first one in this order gives the sign.
+constexpr int kPublishedEdgePerm[24][6] = {
+    {1, 2, 3, 4, 5, 6},  // ()
+    {1, 4, 5, 2, 3, 6},  // (12)
+    {4, 2, 6, 1, 5, 3},  // (13)
+    {5, 6, 3, 4, 1, 2},  // (14)
+    {2, 1, 3, 4, 6, 5},  // (23)
+    {3, 2, 1, 6, 5, 4},  // (24)
+    {1, 3, 2, 5, 4, 6},  // (34)
+    {1, 5, 4, 3, 2, 6},  // (12)(34)
+    {6, 2, 4, 3, 5, 1},  // (13)(24)
+    {6, 5, 3, 4, 2, 1},  // (14)(23)
+    {4, 1, 5, 2, 6, 3},  // (123)
+    {5, 4, 1, 6, 3, 2},  // (124)
+    {2, 4, 6, 1, 3, 5},  // (132)
+    {4, 6, 2, 5, 1, 3},  // (134)
+    {3, 6, 5, 2, 1, 4},  // (142)
+    {5, 3, 6, 1, 4, 2},  // (143)
+    {2, 3, 1, 6, 4, 5},  // (234)
+    {3, 1, 2, 5, 6, 4},  // (243)
+    {4, 5, 1, 6, 2, 3},  // (1234)
+    {5, 1, 4, 3, 6, 2},  // (1243)
+    {6, 4, 2, 5, 3, 1},  // (1324)
+    {2, 6, 4, 3, 1, 5},  // (1342)
+    {6, 3, 5, 2, 4, 1},  // (1423)
+    {3, 5, 6, 1, 2, 4},  // (1432)
+};
+/// Permutation parity of each entry (identity, 6 transpositions, 3 double transpositions and 8
+/// 3-cycles even; the 6 4-cycles odd).
+constexpr int kPublishedParity[24] = {+1, -1, -1, -1, -1, -1, -1, +1, +1, +1, +1, +1,
+                                      +1, +1, +1, +1, +1, +1, -1, -1, -1, -1, -1, -1};
 
-/// The 24 permutations of {0,1,2,3} in std::next_permutation order from 0123, with the induced
-/// permutation of the six edges (new[e] = raw[edge_map[e]]) and the permutation parity.
+/// 0-based edge maps of the relabellings: apply(k, t)[e] = t[edge_map[k][e]].
 struct Relabellings {
-  std::array<std::array<int, 4>, 24> perm{};
   std::array<std::array<int, 6>, 24> edge_map{};
   std::array<int, 24> sign{};
-  std::array<std::array<int, 24>, 24> compose{};  // compose[q][p] = index of (q o p), (q o p)[a] = q[p[a]]
 
   Relabellings() {
-    std::array<int, 4> p{0, 1, 2, 3};
-    int k = 0;
-    do {
-      perm[k] = p;
-      for (int e = 0; e < 6; ++e)
-        edge_map[k][e] = edge_of(p[kEdgeVertices[e][0]], p[kEdgeVertices[e][1]]);
-      int inversions = 0;
-      for (int a = 0; a < 4; ++a)
-        for (int b = a + 1; b < 4; ++b)
-          if (p[a] > p[b]) ++inversions;
-      sign[k] = (inversions % 2 == 0) ? +1 : -1;
-      ++k;
-    } while (std::next_permutation(p.begin(), p.end()));
-    for (int q = 0; q < 24; ++q)
-      for (int p2 = 0; p2 < 24; ++p2) {
-        std::array<int, 4> c{};
-        for (int a = 0; a < 4; ++a) c[a] = perm[q][perm[p2][a]];
-        for (int r = 0; r < 24; ++r)
-          if (perm[r] == c) compose[q][p2] = r;
-      }
+    for (int k = 0; k < 24; ++k) {
+      for (int e = 0; e < 6; ++e) edge_map[k][e] = kPublishedEdgePerm[k][e] - 1;
+      sign[k] = kPublishedParity[k];
+    }
   }
 };
 
@@ -109,8 +119,8 @@ std::uint64_t TetraTable::expected_rows(int nbins) {
 }
 
 TetraTable::TetraTable(int nbins) : n_(nbins) {
-  if (nbins < 1 || nbins > 16)
-    throw ConfigError("nbins", "4-point statistics support 1..16 bins (got " +
+  if (nbins < 1 || nbins > kMaxFourPointBins)
+    throw ConfigError("nbins", "4-point statistics support 1..20 bins (got " +
                                    std::to_string(nbins) + ")");
   const Relabellings& rel = relabellings();
   const auto n = static_cast<std::uint32_t>(n_);
@@ -122,9 +132,9 @@ TetraTable::TetraTable(int nbins) : n_(nbins) {
   canonical_.reserve(static_cast<std::size_t>(expected_rows(n_)));
 
   // Raw codes are visited in increasing order, so the first unvisited member of an orbit is its
-  // smallest code = the lexicographic minimum = the canonical tuple. The whole orbit is then
-  // labelled at once: for an image s = apply(q, t), apply(p, s) = apply(q o p, t), so the first p
-  // (enumeration order) with apply(q o p, t) == t gives the relabelling sign of s.
+  // smallest code = the lexicographic minimum = the canonical tuple c. The whole orbit is then
+  // labelled at once by the published rule: visiting the relabellings k in the table's order,
+  // the image apply(k, c) gets the parity of k the first time it is reached and keeps it.
   std::array<int, 6> digits{};
   std::array<std::uint32_t, 24> image{};
   for (std::uint32_t t = 0; t < total; ++t) {
@@ -134,48 +144,40 @@ TetraTable::TetraTable(int nbins) : n_(nbins) {
       digits[e] = static_cast<int>(rest % n);
       rest /= n;
     }
-    std::uint32_t stab = 0;  // bit r set iff apply(r, t) == t
-    for (int r = 0; r < 24; ++r) {
-      std::uint32_t code = 0;
-      for (int e = 0; e < 6; ++e) code = code * n + static_cast<std::uint32_t>(digits[rel.edge_map[r][e]]);
-      image[r] = code;
-      if (code == t) stab |= 1u << r;
-    }
-    // The orbit's entries are scattered over the table: fetch them together.
-    for (int r = 0; r < 24; ++r) __builtin_prefetch(&table_[image[r]], 1);
     const auto row = static_cast<std::uint32_t>(canonical_.size());
     std::array<std::uint8_t, 6> canon{};
     for (int e = 0; e < 6; ++e) canon[e] = static_cast<std::uint8_t>(digits[e]);
     canonical_.push_back(canon);
-    for (int q = 0; q < 24; ++q) {
-      const std::uint32_t s = image[q];
-      if (table_[s] != kUnset) continue;
-      int first = -1;
-      for (int p = 0; p < 24; ++p)
-        if (stab & (1u << rel.compose[q][p])) {
-          first = p;
-          break;
-        }
-      ALMAGEST_ASSERT(first >= 0, "tetrahedron orbit without a minimising relabelling");
-      table_[s] = (row << 1) | (rel.sign[first] < 0 ? 1u : 0u);
+    for (int k = 0; k < 24; ++k) {
+      std::uint32_t code = 0;
+      for (int e = 0; e < 6; ++e) code = code * n + static_cast<std::uint32_t>(digits[rel.edge_map[k][e]]);
+      image[k] = code;
+      __builtin_prefetch(&table_[code], 1);  // the orbit is scattered over the table
     }
+    for (int k = 0; k < 24; ++k)
+      if (table_[image[k]] == kUnset) table_[image[k]] = (row << 1) | (rel.sign[k] < 0 ? 1u : 0u);
   }
   ALMAGEST_ASSERT(canonical_.size() == expected_rows(n_), "4pCF row count mismatch");
 }
 
 std::array<int, 6> TetraTable::canonicalise(const std::array<int, 6>& raw, int& sign) {
   const Relabellings& rel = relabellings();
-  std::array<int, 6> best{};
-  int best_k = -1;
-  for (int k = 0; k < 24; ++k) {
-    std::array<int, 6> cand{};
-    for (int e = 0; e < 6; ++e) cand[e] = raw[rel.edge_map[k][e]];
-    if (best_k < 0 || cand < best) {  // strict: the first minimising permutation is kept
-      best = cand;
-      best_k = k;
+  auto apply = [&](int k, const std::array<int, 6>& t) {
+    std::array<int, 6> out{};
+    for (int e = 0; e < 6; ++e) out[e] = t[rel.edge_map[k][e]];
+    return out;
+  };
+  std::array<int, 6> best = raw;
+  for (int k = 1; k < 24; ++k) best = std::min(best, apply(k, raw));
+  // The published rule: the sign of raw is the parity of the first relabelling (in the table's
+  // order) that maps the canonical tuple onto it.
+  for (int k = 0; k < 24; ++k)
+    if (apply(k, best) == raw) {
+      sign = rel.sign[k];
+      return best;
     }
-  }
-  sign = rel.sign[best_k];
+  ALMAGEST_ASSERT(false, "tetrahedron orbit without a relabelling onto the raw tuple");
+  sign = +1;
   return best;
 }
 

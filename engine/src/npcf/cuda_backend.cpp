@@ -256,7 +256,7 @@ NpcfResult count_4pcf_cuda(const Graph& g, const PointSet& p, const NpcfConfig& 
                            const JobContext& ctx, const CudaOptions& opt, CudaStats* stats) {
   check_inputs(g, p);
   kernels::NpcfKernels& k = npcf_kernels();
-  const TetraTable tt(c.bins.nbins);  // ConfigError for nbins outside 1..16
+  const TetraTable tt(c.bins.nbins);  // ConfigError for nbins outside 1..20
   kernels::NpcfTetraRows rows;
   rows.nbins = c.bins.nbins;
   rows.packed = tt.packed_table().data();

@@ -416,7 +416,7 @@ NpcfResult run(const Graph& g, const PointSet& p, const NpcfConfig& c, bool pari
 NpcfResult count_4pcf_cpu(const Graph& g, const PointSet& p, const NpcfConfig& c, bool parity,
                           const JobContext& ctx) {
   ALMAGEST_ASSERT(g.num_vertices() == p.size(), "graph and point set differ in size");
-  const TetraTable tt(c.bins.nbins);  // throws ConfigError for nbins outside 1..16
+  const TetraTable tt(c.bins.nbins);  // throws ConfigError for nbins outside 1..20
   // Compact 16-bit copy of the packed table when the rows fit (n <= 8): the lookups stay in L1/L2.
   if (2 * tt.rows() + 1 < 65536) {
     const auto& packed = tt.packed_table();

@@ -122,7 +122,7 @@ schema::Schema build_schema() {
   }
   {
     Field& f = add("nbins", Kind::Integer, "N", "Binning",
-                   "Number of radial bins (4pcf and 4pcf-parity: at most 16).");
+                   "Number of radial bins (4pcf and 4pcf-parity: at most 20).");
     f.min = 1;
     f.max = 255;
     f.required = true;
@@ -311,7 +311,7 @@ NpcfJob make_npcf_job(const schema::Values& values, const std::string& base_dir,
   }
 
   // Binning and geometry (ranges from the schema; within them NpcfConfig::validate() below adds
-  // the rules that depend on the statistic, e.g. nbins <= 16 for the 4pCF).
+  // the rules that depend on the statistic, e.g. nbins <= 20 for the 4pCF).
   NpcfConfig& c = job.config;
   if (auto v = r.number("rmin")) c.bins.rmin = *v;
   if (auto v = r.number("rmax")) c.bins.rmax = *v;

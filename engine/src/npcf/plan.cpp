@@ -108,7 +108,7 @@ NpcfResult NpcfPlan::execute(const JobContext& ctx) const {
 NpcfResult NpcfPlan::execute(Statistic statistic, const JobContext& ctx) const {
   NpcfConfig cfg = impl_->config;
   cfg.statistic = statistic;
-  cfg.check();  // e.g. nbins <= 16 or rmax <= box/4 for the statistic asked for
+  cfg.check();  // e.g. nbins <= 20 or rmax <= box/4 for the statistic asked for
   const PointSet& p = impl_->points;
   const Graph& g = impl_->graph;
   if (!p.has_randoms() && needs_randoms(cfg))

@@ -27,7 +27,7 @@ enum class DirectionMode { Pixel, Exact };  ///< parity: spoke directions from p
 struct Binning {
   double rmin = 1.0;
   double rmax = 50.0;
-  int nbins = 10;         ///< 1..255 (4pCF: 1..16)
+  int nbins = 10;         ///< 1..255 (4pCF: 1..20)
   BinScale scale = BinScale::Linear;
 
   /// 0-based bin of a separation d with rmin < d < rmax.

@@ -4,10 +4,10 @@
 //  - 4pCF: the six edge bins in edge order (12, 13, 14, 23, 24, 34); the canonical tuple is the
 //    lexicographic minimum over the 24 vertex relabellings; rows are all canonical tuples in
 //    increasing lexicographic order, (n^6 + 9 n^4 + 14 n^2)/24 of them.
-//  Relabelling-sign convention (parity): see docs/npcf.md. Permutations are enumerated in
-//  lexicographic order of (p0 p1 p2 p3) (std::next_permutation from 0123); the first permutation
-//  that reaches the minimum is kept and its parity is the relabelling sign. A relabelling p maps
-//  the raw tuple to new[e(a,b)] = raw[e(p[a], p[b])].
+//  Relabelling sign (parity): the published rule of npcf-conventions.md, on every backend (the
+//  CUDA kernels read this table). The 24 relabellings P act as new(j) = t(P(j)) and are visited
+//  in the note's fixed order; a raw tuple t gets the parity of the first P with P(c) = t, c its
+//  canonical tuple (so c itself gets +1). See docs/npcf-fourpoint.md.
 #include <array>
 #include <cstdint>
 #include <vector>
@@ -41,11 +41,22 @@ private:
 /// Edge order of a tetrahedron (vertex 0 = hub): 01 02 03 12 13 23.
 inline constexpr int kEdgeVertices[6][2] = {{0, 1}, {0, 2}, {0, 3}, {1, 2}, {1, 3}, {2, 3}};
 
+/// Largest number of radial bins of the 4-point statistics: the table has n^6 entries (20 bins:
+/// 64 M entries, 256 MB, 2,726,900 rows).
+inline constexpr int kMaxFourPointBins = 20;
+
+/// Bytes of the canonicalisation table for n bins (4 n^6).
+inline std::uint64_t tetra_table_bytes(int nbins) {
+  std::uint64_t t = 4;
+  for (int e = 0; e < 6; ++e) t *= static_cast<std::uint64_t>(nbins);
+  return t;
+}
+
 /// Canonicalisation table of the 4pCF: for every raw 6-tuple of 0-based bins (encoded base n,
 /// edge 12 most significant) the canonical row and the relabelling sign (+1/-1).
 class TetraTable {
 public:
-  /// nbins in 1..16 (n^6 entries; 16 -> 16.8 M entries, 67 MB).
+  /// nbins in 1..kMaxFourPointBins (n^6 entries; 16 -> 67 MB, 20 -> 256 MB).
   explicit TetraTable(int nbins);
   int nbins() const noexcept { return n_; }
   std::uint64_t rows() const noexcept { return canonical_.size(); }
@@ -64,7 +75,7 @@ public:
   const std::array<std::uint8_t, 6>& canonical(std::uint32_t row) const { return canonical_[row]; }
   const std::vector<std::uint32_t>& packed_table() const noexcept { return table_; }
 
-  /// Reference canonicalisation (slow): canonical tuple and sign of a raw tuple.
+  /// Reference canonicalisation (slow): canonical tuple and relabelling sign of a raw tuple.
   static std::array<int, 6> canonicalise(const std::array<int, 6>& raw, int& sign);
 
 private:
