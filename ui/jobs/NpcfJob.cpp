@@ -1,8 +1,12 @@
 #include "jobs/NpcfJob.hpp"
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <map>
 #include <string>
 
+#include "almagest/io/text_file.hpp"
 #include "almagest/npcf/plan.hpp"
 #include "almagest/npcf/points.hpp"
 
@@ -25,6 +29,18 @@ double graphShare(almagest::npcf::Statistic s) {
 }
 
 }  // namespace
+
+double npcfJobFraction(almagest::npcf::Statistic statistic, std::string_view stage, double done, double total) {
+  double f = total > 0 ? done / total : 0.0;
+  if (!std::isfinite(f)) f = 0.0;
+  f = std::clamp(f, 0.0, 1.0);
+  constexpr double kRead = 0.03;
+  const double share = std::max(kRead, graphShare(statistic));
+  if (stage.starts_with("reading")) return kRead * f;
+  if (stage.find("graph") != std::string_view::npos || stage.find("kd-tree") != std::string_view::npos)
+    return kRead + (share - kRead) * f;
+  return share + (1.0 - share) * f;  // counting (hubs), estimators
+}
 
 JobRunner::Job makeLoadJob(const QString& dataPath, const QString& randomsPath) {
   almagest::io::CatalogueSpec d, r;
@@ -62,12 +78,25 @@ JobRunner::Job makeNpcfJob(const almagest::npcf::NpcfJob& job) {
     namespace npcf = almagest::npcf;
     almagest::jobs::RunOptions options;
     options.write = false;
-    // The graph's share of the progress range, as for the in-memory job.
-    const almagest::JobContext c = JobRunner::stageContext(ctx, 0.0, 1.0);
+    // Each engine stage in its own range of the bar (the engine restarts at 0 per stage and
+    // the bar never goes down: a parity 4pCF sat at 99% for its whole count).
+    const npcf::Statistic stat = job.statistics.empty() ? job.config.statistic : job.statistics.front();
+    almagest::ProgressFn progress = [&ctx, stat](double done, double total, std::string_view stage) {
+      ctx.progress(npcfJobFraction(stat, stage, done, total), 1.0, stage);
+    };
+    almagest::LogFn log = [&ctx](almagest::LogLevel level, std::string_view message) { ctx.log(level, message); };
+    almagest::JobContext c(ctx.token(), std::move(progress), std::move(log));
+    c.threads = ctx.threads;
+    // Content hashes of the inputs, as the CLI records them (the job layer hashes only when it
+    // writes; File > Save writes this result later).
+    std::map<std::string, std::string> hashes;
+    for (const std::string& in : job.input_paths()) hashes[in] = almagest::io::content_hash(in);
     npcf::NpcfOutcome o = npcf::run_npcf_job(job, c, options);
     auto out = std::make_shared<NpcfJobOutput>();
     ALMAGEST_ASSERT(!o.results.empty(), "npcf job without a result");
     out->result = std::move(o.results.front());
+    if (out->result.provenance.inputs.empty()) out->result.provenance.inputs = job.input_paths();
+    out->result.provenance.input_hashes = hashes;
     out->graphSeconds = o.graph_seconds;
     out->countSeconds = o.statistic_seconds.empty() ? 0.0 : o.statistic_seconds.front();
     out->backend = o.backend;

@@ -5,6 +5,7 @@
 #include <QString>
 
 #include <memory>
+#include <string_view>
 
 #include "almagest/io/catalogue.hpp"
 #include "almagest/npcf/config.hpp"
@@ -40,8 +41,16 @@ JobRunner::Job makeLoadJob(const almagest::io::CatalogueSpec& data, const almage
 
 /// Runs a validated N-point job through the job layer without writing (RunOptions::write =
 /// false): the first statistic's result is the job's value (an NpcfOutputPtr); File > Save
-/// writes it with the same writers. Cancellable between graph chunks and hub batches.
+/// writes it with the same writers. The result's provenance lists the input files with their
+/// content hashes (io::content_hash), as the CLI writes them. Cancellable between graph chunks
+/// and hub batches. Progress: npcfJobFraction().
 JobRunner::Job makeNpcfJob(const almagest::npcf::NpcfJob& job);
+
+/// Overall fraction (0..1) of an N-point job at engine progress (done, total) of `stage`: the
+/// engine restarts at 0 for each stage (reading, graph, counting), and JobRunner never lets the
+/// bar go down, so each stage gets its own range: reading [0, 0.03], the graph [0.03, share],
+/// counting [share, 1] (share by statistic: tetrahedra dominate a 4pCF, pairs are cheap).
+double npcfJobFraction(almagest::npcf::Statistic statistic, std::string_view stage, double done, double total);
 
 /// In-memory catalogues (tests, scripting): computes `config.statistic` from data and randoms (randoms may be null only for a periodic
 /// box). The job's value is an NpcfOutputPtr. Cancellable between graph chunks and hub batches.

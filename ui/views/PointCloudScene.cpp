@@ -5,11 +5,22 @@
 #include <vtkActor.h>
 #include <vtkCamera.h>
 #include <vtkCellArray.h>
+#include <vtkCellData.h>
 #include <vtkCubeAxesActor.h>
 #include <vtkFloatArray.h>
 #include <vtkNew.h>
+#include <vtkCallbackCommand.h>
+#include <vtkCommand.h>
+#include <vtkGenericOpenGLRenderWindow.h>
+#include <vtkInteractorObserver.h>
+#include <vtkLookupTable.h>
 #include <vtkOutlineSource.h>
+#include <vtkPlanes.h>
+#include <vtkPointData.h>
+#include <vtkPointPicker.h>
 #include <vtkPoints.h>
+#include <vtkRenderWindowInteractor.h>
+#include <vtkUnsignedCharArray.h>
 #include <vtkPolyData.h>
 #include <vtkPolyDataMapper.h>
 #include <vtkProperty.h>
@@ -17,9 +28,13 @@
 #include <vtkTextActor.h>
 #include <vtkTextProperty.h>
 
+#include <QJsonArray>
+
 #include <algorithm>
 #include <limits>
 
+#include "npcf/ConfigurationGeometry.hpp"
+#include "npcf/NeighbourGraph.hpp"
 #include "views/VtkView.hpp"
 
 namespace almagest::ui {
@@ -35,41 +50,73 @@ constexpr double kBackgroundBottom[3] = {0.015, 0.020, 0.050};
 constexpr double kBackgroundTop[3] = {0.090, 0.115, 0.200};
 
 struct Cloud {
-  vtkNew<vtkPolyData> poly;
-  vtkNew<vtkPolyDataMapper> mapper;
-  vtkNew<vtkActor> actor;
+  vtkNew<vtkPolyData> poly, lodPoly;
+  vtkNew<vtkPolyDataMapper> mapper, lodMapper;
+  vtkNew<vtkActor> actor, lodActor;  // the LOD actor shares the property
   std::size_t shown = 0;
   std::size_t total = 0;
+  std::size_t stride = 1;
+  double wmin = 1, wmax = 1;
 
   Cloud() {
     mapper->SetInputData(poly);
     mapper->ScalarVisibilityOff();
     actor->SetMapper(mapper);
+    lodMapper->SetInputData(lodPoly);
+    lodMapper->ScalarVisibilityOff();
+    lodActor->SetMapper(lodMapper);
+    lodActor->SetProperty(actor->GetProperty());
+    lodActor->SetVisibility(false);
+    lodActor->PickableOff();
   }
 
-  // Copies every k-th point so that at most `maxPoints` are drawn; one vertex cell per point.
-  void set(const almagest::io::Catalogue* cat, std::size_t maxPoints) {
+  static void fill(vtkPolyData* poly, const almagest::io::Catalogue* cat, std::size_t stride, std::size_t& n) {
     vtkNew<vtkPoints> pts;
     pts->SetDataTypeToFloat();
     vtkNew<vtkCellArray> verts;
-    total = cat ? cat->size() : 0;
-    if (total > 0) {
-      const std::size_t stride = (total + maxPoints - 1) / maxPoints;
-      const std::size_t n = (total + stride - 1) / stride;
-      pts->SetNumberOfPoints(static_cast<vtkIdType>(n));
-      vtkIdType id = 0;
-      for (std::size_t i = 0; i < total; i += stride, ++id)
-        pts->SetPoint(id, cat->x[i], cat->y[i], cat->z[i]);
-      verts->AllocateExact(static_cast<vtkIdType>(n), static_cast<vtkIdType>(n));
-      for (vtkIdType i = 0; i < static_cast<vtkIdType>(n); ++i) verts->InsertNextCell(1, &i);
-      shown = n;
-    } else {
-      shown = 0;
+    vtkNew<vtkFloatArray> w;
+    w->SetName("weight");
+    const std::size_t total = cat ? cat->size() : 0;
+    n = total > 0 ? (total + stride - 1) / stride : 0;
+    pts->SetNumberOfPoints(static_cast<vtkIdType>(n));
+    w->SetNumberOfValues(static_cast<vtkIdType>(n));
+    vtkIdType id = 0;
+    for (std::size_t i = 0; i < total; i += stride, ++id) {
+      pts->SetPoint(id, cat->x[i], cat->y[i], cat->z[i]);
+      w->SetValue(id, static_cast<float>(i < cat->w.size() ? cat->w[i] : 1.0));
     }
+    verts->AllocateExact(static_cast<vtkIdType>(n), static_cast<vtkIdType>(n));
+    for (vtkIdType i = 0; i < static_cast<vtkIdType>(n); ++i) verts->InsertNextCell(1, &i);
     poly->SetPoints(pts);
     poly->SetVerts(verts);
+    poly->GetPointData()->SetScalars(w);
     poly->Modified();
+  }
+
+  // Copies every k-th point so that at most `maxPoints` are drawn (one vertex cell per point),
+  // and every k'-th for the level of detail.
+  void set(const almagest::io::Catalogue* cat, std::size_t maxPoints) {
+    total = cat ? cat->size() : 0;
+    stride = total > 0 ? (total + maxPoints - 1) / maxPoints : 1;
+    fill(poly, cat, stride, shown);
+    std::size_t lodShown = 0;
+    const std::size_t lodStride = total > 0 ? std::max(stride, (total + PointCloudScene::kLodPoints - 1) / PointCloudScene::kLodPoints) : 1;
+    fill(lodPoly, lodStride > stride ? cat : nullptr, lodStride, lodShown);
+    wmin = 1;
+    wmax = 1;
+    if (cat && !cat->w.empty()) {
+      const auto [lo, hi] = std::minmax_element(cat->w.begin(), cat->w.end());
+      wmin = *lo;
+      wmax = *hi;
+    }
     actor->SetVisibility(shown > 0);
+  }
+
+  bool hasLod() const { return lodPoly->GetNumberOfPoints() > 0; }
+  void setLod(bool on, bool visible) {
+    const bool lod = on && hasLod();
+    actor->SetVisibility(visible && shown > 0 && !lod);
+    lodActor->SetVisibility(visible && shown > 0 && lod);
   }
 
   void bounds(double b[6]) const {
@@ -102,6 +149,41 @@ struct PointCloudScene::Impl {
   vtkNew<vtkCubeAxesActor> axes;
   vtkNew<vtkTextActor> title, dataCaption, randomCaption, extent, status;
   bool randomsVisible = true;
+  bool lod = false;
+  ColourBy colourBy = ColourBy::Sample;
+  bool clipped = false;
+  std::array<double, 6> clipBox{0, 0, 0, 0, 0, 0};
+  vtkNew<vtkPlanes> clipPlanes;
+  vtkNew<vtkLookupTable> weightLut;
+  // Neighbour graph: spokes, tuple edges, the hub.
+  vtkNew<vtkPolyData> spokes, tupleLines, hubPoly;
+  vtkNew<vtkPolyDataMapper> spokeMapper, tupleMapper, hubMapper;
+  vtkNew<vtkActor> spokeActor, tupleActor, hubActor;
+  std::size_t nSpokes = 0, nTupleEdges = 0;
+  long long hub = -1;
+  vtkNew<vtkCallbackCommand> interactionObserver;
+  vtkInteractorObserver* observedStyle = nullptr;
+
+  void applyLod() {
+    data.setLod(lod, true);
+    randoms.setLod(lod, randomsVisible);
+  }
+
+  void applyColours() {
+    const bool byWeight = colourBy == ColourBy::Weight;
+    double lo = std::min(data.wmin, randoms.shown ? randoms.wmin : data.wmin);
+    double hi = std::max(data.wmax, randoms.shown ? randoms.wmax : data.wmax);
+    if (!(hi > lo)) hi = lo + 1;
+    weightLut->SetTableRange(lo, hi);
+    for (Cloud* c : {&data, &randoms})
+      for (vtkPolyDataMapper* m : {c->mapper.Get(), c->lodMapper.Get()}) {
+        m->SetScalarVisibility(byWeight);
+        m->SetLookupTable(weightLut);
+        m->SetScalarRange(lo, hi);
+        m->SetScalarModeToUsePointData();
+        m->SetClippingPlanes(clipped ? clipPlanes.Get() : nullptr);
+      }
+  }
 
   void placeCaption(vtkTextActor* a, double y) {
     a->GetPositionCoordinate()->SetCoordinateSystemToNormalizedViewport();
@@ -221,6 +303,45 @@ PointCloudScene::PointCloudScene(VtkView* view) : d_(std::make_unique<Impl>()) {
   d_->status->GetTextProperty()->SetJustificationToRight();
   d_->status->GetTextProperty()->SetVerticalJustificationToTop();
 
+  d_->weightLut->SetHueRange(0.66, 0.0);  // blue (low weight) to red (high)
+  d_->weightLut->Build();
+  d_->spokeMapper->SetInputData(d_->spokes);
+  d_->spokeMapper->SetScalarModeToUseCellData();
+  d_->spokeActor->SetMapper(d_->spokeMapper);
+  d_->spokeActor->GetProperty()->SetLineWidth(2.0f);
+  d_->spokeActor->GetProperty()->SetLighting(false);
+  d_->tupleMapper->SetInputData(d_->tupleLines);
+  d_->tupleMapper->ScalarVisibilityOff();
+  d_->tupleActor->SetMapper(d_->tupleMapper);
+  d_->tupleActor->GetProperty()->SetColor(1.0, 0.55, 0.15);
+  d_->tupleActor->GetProperty()->SetLineWidth(1.5f);
+  d_->tupleActor->GetProperty()->SetLighting(false);
+  d_->hubMapper->SetInputData(d_->hubPoly);
+  d_->hubMapper->ScalarVisibilityOff();
+  d_->hubActor->SetMapper(d_->hubMapper);
+  d_->hubActor->GetProperty()->SetColor(1.0, 1.0, 1.0);
+  d_->hubActor->GetProperty()->SetPointSize(12.0f);
+  d_->hubActor->GetProperty()->SetRenderPointsAsSpheres(true);
+  for (vtkActor* a : {d_->spokeActor.Get(), d_->tupleActor.Get(), d_->hubActor.Get()}) {
+    a->SetVisibility(false);
+    a->PickableOff();
+    ren->AddActor(a);
+  }
+  // Level of detail while the trackball style moves the camera.
+  d_->interactionObserver->SetClientData(this);
+  d_->interactionObserver->SetCallback([](vtkObject*, unsigned long event, void* client, void*) {
+    auto* scene = static_cast<PointCloudScene*>(client);
+    if (event == vtkCommand::StartInteractionEvent) scene->beginInteraction();
+    else scene->endInteraction();
+  });
+  if (vtkRenderWindowInteractor* iren = view->renderWindow()->GetInteractor())
+    if (vtkInteractorObserver* style = iren->GetInteractorStyle()) {
+      style->AddObserver(vtkCommand::StartInteractionEvent, d_->interactionObserver);
+      style->AddObserver(vtkCommand::EndInteractionEvent, d_->interactionObserver);
+      d_->observedStyle = style;
+    }
+  ren->AddActor(d_->randoms.lodActor);
+  ren->AddActor(d_->data.lodActor);
   ren->AddActor(d_->randoms.actor);
   ren->AddActor(d_->data.actor);
   ren->AddActor(d_->outlineActor);
@@ -240,6 +361,10 @@ PointCloudScene::PointCloudScene(VtkView* view) : d_(std::make_unique<Impl>()) {
 
 PointCloudScene::~PointCloudScene() {
   vtkRenderer* ren = d_->view->renderer();
+  if (d_->observedStyle) d_->observedStyle->RemoveObserver(d_->interactionObserver);
+  for (vtkActor* a : {d_->spokeActor.Get(), d_->tupleActor.Get(), d_->hubActor.Get(), d_->randoms.lodActor.Get(),
+                      d_->data.lodActor.Get()})
+    ren->RemoveActor(a);
   ren->RemoveActor(d_->randoms.actor);
   ren->RemoveActor(d_->data.actor);
   ren->RemoveActor(d_->outlineActor);
@@ -255,7 +380,9 @@ void PointCloudScene::setCatalogues(const almagest::io::Catalogue* data,
                                     const almagest::io::Catalogue* randoms, bool resetCam) {
   d_->data.set(data, kMaxShownPoints);
   d_->randoms.set(randoms, kMaxShownPoints);
-  d_->randoms.actor->SetVisibility(d_->randomsVisible && d_->randoms.shown > 0);
+  d_->applyLod();
+  d_->applyColours();
+  setNeighbourGraph(nullptr, 1);  // the graph belongs to the previous points
   d_->updateCaptions();
   d_->updateFrame();
   if (resetCam) resetCamera();
@@ -269,7 +396,7 @@ void PointCloudScene::setStatusText(const QString& text) {
 
 void PointCloudScene::setRandomsVisible(bool visible) {
   d_->randomsVisible = visible;
-  d_->randoms.actor->SetVisibility(visible && d_->randoms.shown > 0);
+  d_->applyLod();
   d_->updateFrame();
   d_->view->requestRender();
 }
@@ -292,5 +419,144 @@ void PointCloudScene::resetCamera() {
 
 std::size_t PointCloudScene::shownData() const noexcept { return d_->data.shown; }
 std::size_t PointCloudScene::shownRandoms() const noexcept { return d_->randoms.shown; }
+
+void PointCloudScene::beginInteraction() {
+  if (d_->lod) return;
+  d_->lod = true;
+  d_->applyLod();
+}
+
+void PointCloudScene::endInteraction() {
+  if (!d_->lod) return;
+  d_->lod = false;
+  d_->applyLod();
+  d_->view->requestRender();
+}
+
+bool PointCloudScene::lodActive() const noexcept { return d_->lod && (d_->data.hasLod() || d_->randoms.hasLod()); }
+
+void PointCloudScene::setColourBy(ColourBy c) {
+  d_->colourBy = c;
+  d_->applyColours();
+  d_->view->requestRender();
+}
+
+PointCloudScene::ColourBy PointCloudScene::colourBy() const noexcept { return d_->colourBy; }
+
+void PointCloudScene::setClipBox(const std::array<double, 6>& box) {
+  d_->clipped = true;
+  d_->clipBox = box;
+  double b[6];
+  std::copy(box.begin(), box.end(), b);
+  d_->clipPlanes->SetBounds(b);
+  d_->applyColours();
+  d_->view->requestRender();
+}
+
+void PointCloudScene::clearClipBox() {
+  d_->clipped = false;
+  d_->applyColours();
+  d_->view->requestRender();
+}
+
+bool PointCloudScene::hasClipBox() const noexcept { return d_->clipped; }
+
+void PointCloudScene::setNeighbourGraph(const NeighbourGraph* g, int nbins) {
+  vtkNew<vtkPoints> pts;
+  vtkNew<vtkCellArray> spokeCells, tupleCells, hubCells;
+  vtkNew<vtkUnsignedCharArray> colours;
+  colours->SetNumberOfComponents(3);
+  d_->nSpokes = d_->nTupleEdges = 0;
+  d_->hub = -1;
+  if (g) {
+    d_->hub = static_cast<long long>(g->hub);
+    pts->InsertNextPoint(g->centre[0], g->centre[1], g->centre[2]);
+    for (const auto& p : g->position) pts->InsertNextPoint(p[0], p[1], p[2]);
+    const vtkIdType hub = 0;
+    hubCells->InsertNextCell(1, &hub);
+    for (std::size_t k = 0; k < g->position.size(); ++k) {
+      const vtkIdType ids[2] = {0, static_cast<vtkIdType>(k + 1)};
+      spokeCells->InsertNextCell(2, ids);
+      const auto c = bin_colour(g->bin[k], std::max(1, nbins));
+      colours->InsertNextTuple3(255 * c[0], 255 * c[1], 255 * c[2]);
+    }
+    // Tuple edges among the neighbours (the spokes to them are drawn already).
+    for (const auto& t : g->tuples) {
+      const int n = t[2] < 0 ? 2 : 3;
+      for (int a = 0; a < n; ++a)
+        for (int b = a + 1; b < n; ++b) {
+          const vtkIdType ids[2] = {t[a] + 1, t[b] + 1};
+          tupleCells->InsertNextCell(2, ids);
+        }
+    }
+    d_->nSpokes = g->position.size();
+    d_->nTupleEdges = static_cast<std::size_t>(tupleCells->GetNumberOfCells());
+  }
+  d_->spokes->SetPoints(pts);
+  d_->spokes->SetLines(spokeCells);
+  d_->spokes->GetCellData()->SetScalars(colours);
+  d_->tupleLines->SetPoints(pts);
+  d_->tupleLines->SetLines(tupleCells);
+  d_->hubPoly->SetPoints(pts);
+  d_->hubPoly->SetVerts(hubCells);
+  for (vtkPolyData* p : {d_->spokes.Get(), d_->tupleLines.Get(), d_->hubPoly.Get()}) p->Modified();
+  d_->spokeActor->SetVisibility(d_->nSpokes > 0);
+  d_->tupleActor->SetVisibility(d_->nTupleEdges > 0);
+  d_->hubActor->SetVisibility(g != nullptr);
+  d_->view->requestRender();
+}
+
+std::size_t PointCloudScene::neighbourEdges() const noexcept { return d_->nSpokes; }
+std::size_t PointCloudScene::tupleEdges() const noexcept { return d_->nTupleEdges; }
+
+long long PointCloudScene::pickPoint(int x, int y) const {
+  vtkNew<vtkPointPicker> picker;
+  picker->SetTolerance(0.01);
+  picker->PickFromListOn();
+  picker->AddPickList(d_->data.actor);
+  picker->AddPickList(d_->randoms.actor);
+  const double dpr = d_->view->devicePixelRatioF();
+  const int h = static_cast<int>(d_->view->height() * dpr);
+  if (!picker->Pick(x * dpr, h - 1 - y * dpr, 0, d_->view->renderer())) return -1;
+  const vtkIdType id = picker->GetPointId();
+  if (id < 0) return -1;
+  if (picker->GetActor() == d_->data.actor.Get()) return static_cast<long long>(id) * static_cast<long long>(d_->data.stride);
+  if (picker->GetActor() == d_->randoms.actor.Get())
+    return static_cast<long long>(d_->data.total) + static_cast<long long>(id) * static_cast<long long>(d_->randoms.stride);
+  return -1;
+}
+
+QJsonObject PointCloudScene::save_state() const {
+  QJsonObject o;
+  o[QStringLiteral("colour_by")] = d_->colourBy == ColourBy::Weight ? QStringLiteral("weight") : QStringLiteral("sample");
+  o[QStringLiteral("randoms_visible")] = d_->randomsVisible;
+  if (d_->clipped) o[QStringLiteral("clip_box")] = QJsonArray{d_->clipBox[0], d_->clipBox[1], d_->clipBox[2], d_->clipBox[3], d_->clipBox[4], d_->clipBox[5]};
+  if (d_->hub >= 0) o[QStringLiteral("neighbour_hub")] = static_cast<double>(d_->hub);
+  vtkCamera* cam = d_->view->renderer()->GetActiveCamera();
+  double p[3], f[3], u[3];
+  cam->GetPosition(p);
+  cam->GetFocalPoint(f);
+  cam->GetViewUp(u);
+  o[QStringLiteral("camera")] = QJsonArray{p[0], p[1], p[2], f[0], f[1], f[2], u[0], u[1], u[2]};
+  return o;
+}
+
+void PointCloudScene::restore_state(const QJsonObject& s) {
+  setColourBy(s.value(QStringLiteral("colour_by")).toString() == QLatin1String("weight") ? ColourBy::Weight : ColourBy::Sample);
+  setRandomsVisible(s.value(QStringLiteral("randoms_visible")).toBool(true));
+  const QJsonArray box = s.value(QStringLiteral("clip_box")).toArray();
+  if (box.size() == 6) setClipBox({box[0].toDouble(), box[1].toDouble(), box[2].toDouble(), box[3].toDouble(), box[4].toDouble(), box[5].toDouble()});
+  else clearClipBox();
+  const QJsonArray c = s.value(QStringLiteral("camera")).toArray();
+  if (c.size() == 9) {
+    vtkCamera* cam = d_->view->renderer()->GetActiveCamera();
+    cam->SetPosition(c[0].toDouble(), c[1].toDouble(), c[2].toDouble());
+    cam->SetFocalPoint(c[3].toDouble(), c[4].toDouble(), c[5].toDouble());
+    cam->SetViewUp(c[6].toDouble(), c[7].toDouble(), c[8].toDouble());
+    d_->view->renderer()->ResetCameraClippingRange();
+    d_->view->requestRender();
+  }
+}
+
 
 }  // namespace almagest::ui

@@ -4,8 +4,18 @@
 // Mpc/h and a caption. Built on the GUI thread from catalogues a finished job produced; the
 // coordinates are copied (subsampled evenly above kMaxShownPoints), so the catalogues need not
 // outlive the call. No VTK types appear in this header.
+//
+// Level of detail: while the camera moves (an interaction of the trackball style, or
+// beginInteraction()), clouds above kLodPoints are drawn as an even subsample of kLodPoints
+// (a second actor sharing the properties), so 10^6 points stay interactive; at rest every shown
+// point is drawn. Also: colour by sample (data gold, randoms blue) or by weight, a clipping box,
+// and the neighbour graph of one point (NeighbourGraph: spokes coloured by radial bin, the
+// matching triangles/tetrahedra through it in orange).
 #include <QString>
 
+#include <QJsonObject>
+
+#include <array>
 #include <cstddef>
 #include <memory>
 
@@ -14,11 +24,15 @@
 namespace almagest::ui {
 
 class VtkView;
+struct NeighbourGraph;
 
 class PointCloudScene {
 public:
   /// Points drawn per catalogue at most; larger catalogues show every k-th point.
-  static constexpr std::size_t kMaxShownPoints = 250000;
+  static constexpr std::size_t kMaxShownPoints = 1200000;
+  /// Points per cloud drawn while the camera moves.
+  static constexpr std::size_t kLodPoints = 150000;
+  enum class ColourBy { Sample, Weight };
 
   /// Adds the scene's props to view->renderer(). `view` must outlive the scene.
   explicit PointCloudScene(VtkView* view);
@@ -37,6 +51,31 @@ public:
 
   std::size_t shownData() const noexcept;
   std::size_t shownRandoms() const noexcept;
+
+  /// Level of detail on (drawn subsample) until endInteraction(); the trackball style calls
+  /// them at the start and end of every mouse interaction.
+  void beginInteraction();
+  void endInteraction();
+  bool lodActive() const noexcept;
+
+  void setColourBy(ColourBy c);
+  ColourBy colourBy() const noexcept;
+  /// Clips the clouds to the box (xmin, xmax, ymin, ymax, zmin, zmax).
+  void setClipBox(const std::array<double, 6>& box);
+  void clearClipBox();
+  bool hasClipBox() const noexcept;
+
+  /// Draws `g` (null clears) with spokes coloured by bin among `nbins`.
+  void setNeighbourGraph(const NeighbourGraph* g, int nbins);
+  std::size_t neighbourEdges() const noexcept;
+  std::size_t tupleEdges() const noexcept;
+  /// Engine index (data first, then randoms) of the shown point nearest to the view position
+  /// (x, y in widget pixels), or -1.
+  long long pickPoint(int x, int y) const;
+
+  /// Colouring, clip box and camera, for workspaces.
+  QJsonObject save_state() const;
+  void restore_state(const QJsonObject& state);
 
 private:
   struct Impl;

@@ -149,23 +149,66 @@ bool cholesky_solve(std::vector<double> c, std::size_t p, std::vector<double>& x
 
 }  // namespace
 
-ParityPulls parity_pulls(const std::vector<std::vector<double>>& samples) {
-  ParityPulls r;
-  r.stats = mean_covariance(samples);
-  const std::size_t n = r.stats.n, p = r.stats.p;
-  r.sigma_mean.assign(p, 0.0);
-  r.z.assign(p, 0.0);
+ParityNullTest parity_null_test(const std::vector<std::vector<double>>& samples) {
+  ParityNullTest t;
+  t.n = samples.size();
+  t.p = t.n ? samples[0].size() : 0;
+  for (const auto& s : samples)
+    if (s.size() != t.p)
+      throw ConfigError("samples", "realisations of different lengths (" + std::to_string(s.size()) + " and " +
+                                       std::to_string(t.p) + " configurations)");
+  const std::size_t n = t.n, p = t.p;
+  t.mean.assign(p, 0.0);
+  t.sigma.assign(p, 0.0);
+  t.sigma_mean.assign(p, 0.0);
+  t.z.assign(p, 0.0);
+  // Two passes in sample order, as mean_covariance: its diagonal has the same bits.
+  for (const auto& s : samples)
+    for (std::size_t i = 0; i < p; ++i) t.mean[i] += s[i];
+  if (n > 0)
+    for (double& v : t.mean) v /= double(n);
+  std::vector<double> var(p, 0.0);
+  if (n >= 2) {
+    for (const auto& s : samples)
+      for (std::size_t i = 0; i < p; ++i) {
+        const double d = s[i] - t.mean[i];
+        var[i] += d * d;
+      }
+    for (double& v : var) v /= double(n - 1);
+  }
   for (std::size_t i = 0; i < p; ++i) {
-    const double var = r.stats.covariance[i * p + i];
-    r.sigma_mean[i] = n > 0 ? std::sqrt(var / double(n)) : 0.0;
-    if (r.sigma_mean[i] > 0) {
-      r.z[i] = r.stats.mean[i] / r.sigma_mean[i];
-      r.chi2 += r.z[i] * r.z[i];
-      ++r.dof;
+    t.sigma[i] = std::sqrt(var[i]);
+    t.sigma_mean[i] = n > 0 ? std::sqrt(var[i] / double(n)) : 0.0;
+    if (t.sigma_mean[i] > 0) {
+      t.z[i] = t.mean[i] / t.sigma_mean[i];
+      t.chi2 += t.z[i] * t.z[i];
+      ++t.dof;
+      if (std::abs(t.z[i]) > 2.0) ++t.beyond_2sigma;
     } else {
-      ++r.degenerate;  // no scatter (e.g. an unrealisable configuration): no pull
+      ++t.degenerate;  // no scatter (e.g. an unrealisable configuration): no pull
     }
   }
+  t.chi2_per_dof = t.dof ? t.chi2 / double(t.dof) : 0.0;
+  t.fraction_beyond_2sigma = t.dof ? double(t.beyond_2sigma) / double(t.dof) : 0.0;
+  // z is Student-t with nu = N - 1: E[t^2] = nu/(nu - 2), Var[t^2] = 2 nu^2 (nu - 1)/((nu - 2)^2 (nu - 4)).
+  const double nu = double(n) - 1.0;
+  t.expected_chi2_per_dof = nu > 2 ? nu / (nu - 2) : std::nan("");
+  t.expected_spread = nu > 4 && t.dof > 0
+                          ? std::sqrt(2 * nu * nu * (nu - 1) / ((nu - 2) * (nu - 2) * (nu - 4)) / double(t.dof))
+                          : std::nan("");
+  return t;
+}
+
+ParityPulls parity_pulls(const std::vector<std::vector<double>>& samples) {
+  ParityPulls r;
+  r.test = parity_null_test(samples);
+  r.stats = mean_covariance(samples);
+  const std::size_t n = r.stats.n, p = r.stats.p;
+  r.sigma_mean = r.test.sigma_mean;
+  r.z = r.test.z;
+  r.chi2 = r.test.chi2;
+  r.dof = r.test.dof;
+  r.degenerate = r.test.degenerate;
   r.chi2_full = std::nan("");
   if (r.stats.hartlap_factor() > 0) {
     std::vector<double> x = r.stats.mean;
@@ -321,6 +364,8 @@ std::unique_ptr<Outcome> run_aggregate(const AggregateStep& step, const RunPlan&
       w.attr("/", "dof", static_cast<std::int64_t>(pp.dof));
       w.attr("/", "chi2_per_dof", pp.dof ? pp.chi2 / double(pp.dof) : 0.0);
       w.attr("/", "degenerate_configurations", static_cast<std::int64_t>(pp.degenerate));
+      w.attr("/", "fraction_beyond_2sigma", pp.test.fraction_beyond_2sigma);
+      if (std::isfinite(pp.test.expected_chi2_per_dof)) w.attr("/", "expected_chi2_per_dof", pp.test.expected_chi2_per_dof);
       if (std::isfinite(pp.chi2_full)) w.attr("/", "chi2_full", pp.chi2_full);
       out->summary.push_back("parity pulls of " + dataset + " over " + std::to_string(s.values.size()) + " realisations: chi2 " +
                              std::to_string(pp.chi2) + " for " + std::to_string(pp.dof) + " dof");

@@ -39,10 +39,31 @@ struct MeanCovariance {
 };
 MeanCovariance mean_covariance(const std::vector<std::vector<double>>& samples);
 
+/// The parity null test of the odd channel over N realisations, per configuration and overall,
+/// without a covariance (O(N p)): the one computation behind the batch aggregation
+/// `npcf-parity` (parity_pulls) and the GUI's null-test panel.
+///  - mean_i, sigma_i (sample standard deviation, n - 1), sigma_mean_i = sigma_i / sqrt(N),
+///    z_i = mean_i / sigma_mean_i (0 and counted `degenerate` where sigma_i = 0);
+///  - chi2 = sum z_i^2 over the dof = p - degenerate configurations;
+///  - for pure noise each z_i is Student-t with N - 1 degrees of freedom, so E[chi2/dof] =
+///    (N - 1)/(N - 3) (N > 3, else NaN), with spread sqrt(Var(t^2)/dof) (N > 5, else NaN);
+///  - beyond_2sigma: configurations with |z| > 2, and their fraction of dof.
+struct ParityNullTest {
+  std::size_t n = 0, p = 0;
+  std::vector<double> mean, sigma, sigma_mean, z;
+  double chi2 = 0, chi2_per_dof = 0;
+  double expected_chi2_per_dof = 0, expected_spread = 0;
+  std::size_t dof = 0, degenerate = 0, beyond_2sigma = 0;
+  double fraction_beyond_2sigma = 0;
+};
+/// Samples: one vector per realisation, all of the same length (ConfigError otherwise).
+ParityNullTest parity_null_test(const std::vector<std::vector<double>>& samples);
+
 /// Parity pulls of the odd channel: z_i = mean_i / (s_i / sqrt(n)), s_i the sample standard
 /// deviation; chi2 = sum z_i^2 over configurations with s_i > 0 (dof = their number); chi2_full
 /// = n mean^T (hartlap C^-1) mean when n > p + 2 and C is positive definite (else NaN).
 struct ParityPulls {
+  ParityNullTest test;  ///< z, sigma_mean, chi2, dof, degenerate below are its values
   MeanCovariance stats;
   std::vector<double> sigma_mean, z;
   double chi2 = 0, chi2_full = 0;

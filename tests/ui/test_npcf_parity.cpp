@@ -1,0 +1,206 @@
+// The parity null-test panel (issue 21) and the engine function behind it and the batch
+// aggregation (jobs::parity_null_test, used by parity_pulls / `npcf-parity`):
+//  - pulls of synthetic realisations with known mean and sigma, against values computed here;
+//  - chi^2/dof of pure-noise realisations within its expected range, expectation (N-1)/(N-3);
+//  - the aggregation's numbers are the panel's (same bits);
+//  - result files (HDF5 and gramsci text) open as realisations; a bad one is named;
+//  - the rendered pull chart is not blank.
+#include <QChartView>
+#include <QImage>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <cmath>
+
+#include "almagest/jobs/aggregate.hpp"
+#include "almagest/npcf/configurations.hpp"
+#include "almagest/npcf/result.hpp"
+#include "almagest/npcf/synthetic.hpp"
+#include "npcf/ParityPanel.hpp"
+
+using namespace almagest;
+using almagest::ui::ParityPanel;
+
+namespace {
+
+QString tmpRoot() {
+  const QString env = qEnvironmentVariable("ALMAGEST_TEST_TMP");
+  return env.isEmpty() ? QDir::tempPath() : env;
+}
+
+std::vector<std::vector<double>> realisations(std::size_t n, const std::vector<double>& mu, const std::vector<double>& sigma,
+                                              std::uint64_t seed) {
+  npcf::synthetic::Rng rng(seed);
+  std::vector<std::vector<double>> s(n, std::vector<double>(mu.size()));
+  for (auto& r : s)
+    for (std::size_t i = 0; i < mu.size(); ++i) r[i] = mu[i] + sigma[i] * rng.normal();
+  return s;
+}
+
+npcf::NpcfResult parityResult(const std::vector<double>& odd) {
+  npcf::TetraTable tt(3);
+  npcf::NpcfResult r;
+  r.statistic = npcf::Statistic::FourPointParity;
+  r.config.statistic = r.statistic;
+  r.order = 4;
+  r.edges_per_row = 6;
+  r.config.bins.nbins = 3;
+  r.config.bins.rmin = 10;
+  r.config.bins.rmax = 40;
+  for (std::uint32_t k = 0; k < tt.rows(); ++k) {
+    const auto& c = tt.canonical(k);
+    r.bins.insert(r.bins.end(), c.begin(), c.end());
+    r.realisable.push_back(1);
+    r.tuples.push_back(5);
+    r.random_tuples.push_back(3);
+    r.n.push_back(1);
+    r.r.push_back(2);
+    r.estimator.push_back(0.5);
+    r.zeta_disc.push_back(0.1);
+    r.zeta_conn.push_back(0.4);
+    r.n_odd.push_back(odd[k] * 2);
+    r.r_odd.push_back(0);
+    r.zeta_odd.push_back(odd[k]);
+    r.degenerate.push_back(0);
+  }
+  r.xi_internal.assign(3, 0.2);
+  return r;
+}
+
+}  // namespace
+
+class TestNpcfParity : public QObject {
+  Q_OBJECT
+
+private slots:
+  void pullsOfKnownMeanAndSigma() {
+    // p configurations with means of known pull: mu_i = k_i sigma_i / sqrt(N).
+    const std::size_t n = 400, p = 60;
+    std::vector<double> mu(p), sigma(p);
+    for (std::size_t i = 0; i < p; ++i) {
+      sigma[i] = 0.01 * (1 + i % 7);
+      mu[i] = (double(i % 11) - 5.0) * sigma[i] / std::sqrt(double(n));
+    }
+    const auto s = realisations(n, mu, sigma, 17);
+    const jobs::ParityNullTest t = jobs::parity_null_test(s);
+    QCOMPARE(t.n, n);
+    QCOMPARE(t.p, p);
+    QCOMPARE(t.dof, p);
+    for (std::size_t i = 0; i < p; ++i) {
+      // Independent computation: one-pass sums in long double.
+      long double m = 0, m2 = 0;
+      for (const auto& r : s) m += r[i];
+      m /= n;
+      for (const auto& r : s) m2 += (r[i] - m) * (r[i] - m);
+      const double sd = std::sqrt(double(m2 / (n - 1)));
+      const double z = double(m) / (sd / std::sqrt(double(n)));
+      QVERIFY(std::abs(t.z[i] - z) < 1e-9 * std::max(1.0, std::abs(z)));
+      QVERIFY(std::abs(t.sigma[i] - sd) < 1e-12);
+      // The estimate is the injected pull within the noise (z has unit scatter): 5 sigma.
+      QVERIFY2(std::abs(t.z[i] - (double(i % 11) - 5.0)) < 5.0, qPrintable(QString::number(t.z[i])));
+      QVERIFY(std::abs(t.sigma[i] / sigma[i] - 1) < 0.25);
+    }
+    double chi2 = 0;
+    int beyond = 0;
+    for (double z : t.z) {
+      chi2 += z * z;
+      beyond += std::abs(z) > 2;
+    }
+    QVERIFY(std::abs(t.chi2 - chi2) < 1e-9 * chi2);
+    QCOMPARE(t.beyond_2sigma, std::size_t(beyond));
+    QCOMPARE(t.fraction_beyond_2sigma, double(beyond) / p);
+  }
+
+  void pureNoiseChi2WithinItsExpectation() {
+    for (std::size_t n : {8u, 30u}) {
+      const std::size_t p = 3000;
+      const auto s = realisations(n, std::vector<double>(p, 0.0), std::vector<double>(p, 2.5e-3), 100 + n);
+      const jobs::ParityNullTest t = jobs::parity_null_test(s);
+      const double expect = double(n - 1) / double(n - 3);
+      QCOMPARE(t.expected_chi2_per_dof, expect);
+      // Var(t^2) of Student t with nu = n - 1 (independent formula), spread over p configurations.
+      const double nu = double(n) - 1;
+      const double var = 3 * nu * nu / ((nu - 2) * (nu - 4)) - std::pow(nu / (nu - 2), 2);
+      QVERIFY(std::abs(t.expected_spread - std::sqrt(var / p)) < 1e-12);
+      qInfo("N = %zu: chi2/dof = %.4f, expected %.4f +- %.4f, beyond 2 sigma %.4f", n, t.chi2_per_dof, expect,
+            t.expected_spread, t.fraction_beyond_2sigma);
+      QVERIFY2(std::abs(t.chi2_per_dof - expect) < 4 * t.expected_spread, qPrintable(QString::number(t.chi2_per_dof)));
+      // Far from the naive 1 for few realisations.
+      if (n == 8) QVERIFY(t.chi2_per_dof > 1.1);
+      QVERIFY(t.fraction_beyond_2sigma > 0.03 && t.fraction_beyond_2sigma < 0.15);
+    }
+    // N <= 3: no expectation.
+    const auto few = realisations(3, {0, 0}, {1, 1}, 5);
+    QVERIFY(std::isnan(jobs::parity_null_test(few).expected_chi2_per_dof));
+    // Ragged samples are refused.
+    QVERIFY_THROWS_EXCEPTION(almagest::ConfigError, jobs::parity_null_test({{1, 2}, {1}}));
+  }
+
+  void aggregationUsesTheSameNumbers() {
+    const auto s = realisations(25, std::vector<double>(40, 1e-4), std::vector<double>(40, 1e-3), 9);
+    const jobs::ParityPulls pp = jobs::parity_pulls(s);
+    ParityPanel panel;
+    QVERIFY(panel.setRealisations(s));
+    QCOMPARE(panel.test().z, pp.z);
+    QCOMPARE(panel.test().sigma_mean, pp.sigma_mean);
+    QCOMPARE(panel.test().chi2, pp.chi2);
+    QCOMPARE(panel.test().dof, pp.dof);
+    // And the diagonal of the aggregation's covariance (same bits).
+    for (std::size_t i = 0; i < 40; ++i)
+      QCOMPARE(std::sqrt(pp.stats.covariance[i * 40 + i] / 25.0), pp.sigma_mean[i]);
+    // Histogram: every pull counted once.
+    double total = 0;
+    for (double c : panel.histogramCounts()) total += c;
+    QCOMPARE(total, double(pp.dof));
+  }
+
+  void openResultFilesAndRender() {
+    QTemporaryDir tmp(tmpRoot() + QStringLiteral("/npcf_parity_XXXXXX"));
+    QVERIFY(tmp.isValid());
+    npcf::synthetic::Rng rng(44);
+    QStringList files;
+    std::vector<std::vector<double>> odd;
+    for (int k = 0; k < 6; ++k) {
+      std::vector<double> v(66);
+      for (double& x : v) x = 1e-3 * rng.normal();
+      odd.push_back(v);
+      const QString f = tmp.filePath(QStringLiteral("mock_%1.%2").arg(k).arg(k % 2 ? QStringLiteral("txt") : QStringLiteral("h5")));
+      if (k % 2) npcf::write_gramsci(parityResult(v), f.toStdString());
+      else npcf::write_hdf5(parityResult(v), f.toStdString());
+      files << f;
+    }
+    ParityPanel panel;
+    panel.resize(700, 600);
+    QVERIFY2(panel.openFiles(files), qPrintable(panel.errorText()));
+    QCOMPARE(panel.realisationCount(), 6);
+    const jobs::ParityNullTest direct = jobs::parity_null_test(odd);
+    QCOMPARE(panel.test().z, direct.z);  // text (%.17g) and HDF5 read back exactly
+    QVERIFY(panel.summaryText().contains(QStringLiteral("(N−1)/(N−3) = 1.667")));
+
+    // A file without an odd channel is named, and the panel keeps its realisations.
+    npcf::NpcfResult even = parityResult(odd[0]);
+    even.statistic = npcf::Statistic::FourPoint;
+    even.zeta_odd.clear();
+    even.n_odd.clear();
+    even.r_odd.clear();
+    const QString bad = tmp.filePath(QStringLiteral("even.h5"));
+    npcf::write_hdf5(even, bad.toStdString());
+    QVERIFY(!panel.openFiles({files[0], bad}));
+    QVERIFY2(panel.errorText().contains(bad), qPrintable(panel.errorText()));
+    QCOMPARE(panel.realisationCount(), 6);
+
+    panel.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&panel));
+    const QImage img = panel.pullView()->grab().toImage();
+    QSet<QRgb> colours;
+    for (int y = 0; y < img.height(); y += 3)
+      for (int x = 0; x < img.width(); x += 3) colours.insert(img.pixel(x, y));
+    QVERIFY2(colours.size() > 20, qPrintable(QString::number(colours.size())));
+    bool pulls = false;  // the pull markers' colour is drawn
+    for (QRgb c : colours) pulls = pulls || (qRed(c) > 150 && qGreen(c) < 80 && qBlue(c) > 60 && qBlue(c) < 130);
+    QVERIFY(pulls);
+  }
+};
+
+QTEST_MAIN(TestNpcfParity)
+#include "test_npcf_parity.moc"
