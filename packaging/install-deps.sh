@@ -18,10 +18,14 @@ pkgs=(
   libcli11-dev libtomlplusplus-dev nlohmann-json3-dev libfmt-dev wcslib-dev
   qt6-base-dev   # Qt Core/Test are used by the test suite even without the GUI
   python3-dev python3-venv   # the Python module's venv and headers (packaging/python-env.sh)
+  openmpi-bin libopenmpi-dev # mpirun -n K almagest-cli run (docs/mpi.md)
 )
 if [ "$gui" = 1 ]; then
   # libqt6opengl6-dev must be named: Qt6OpenGLWidgets' CMake config needs it (docs/design.md).
-  pkgs+=(libqt6opengl6-dev qt6-charts-dev libvtk9-dev xvfb xauth libgl1-mesa-dri)
+  # qt6-svg-dev: SVG export of charts and views; imagemagick (import) and openbox: the scripted
+  # screenshots (tests/screenshots/take.sh) under Xvfb with a window manager.
+  pkgs+=(libqt6opengl6-dev qt6-charts-dev qt6-svg-dev libvtk9-dev xvfb xauth libgl1-mesa-dri
+         imagemagick openbox)
 fi
 
 missing=()

@@ -1,11 +1,18 @@
 #include "MainWindow.hpp"
 
 #include <QAction>
+#include <QChart>
+#include <QChartView>
 #include <QApplication>
 #include <QCloseEvent>
 #include <QCoreApplication>
 #include <QDir>
 #include <QDockWidget>
+#include <QDragEnterEvent>
+#include <QDropEvent>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QMimeData>
 #include <QFile>
 #include <QFileDialog>
 #include <QFileInfo>
@@ -18,15 +25,24 @@
 #include <QScrollArea>
 #include <QSplitter>
 #include <QStatusBar>
+#include <QTimer>
+#include <QUrl>
 #include <QtConcurrent/QtConcurrentRun>
 
 #include <cmath>
 
 #include "AppIcon.hpp"
+#include "app/AppSettings.hpp"
+#include "app/Export.hpp"
+#include "app/FileKind.hpp"
+#include "app/JobQueue.hpp"
+#include "app/JobQueuePanel.hpp"
+#include "app/ViewCamera.hpp"
 #include "almagest/core/error.hpp"
 #include "almagest/core/gpu.hpp"
 #include "almagest/core/provenance.hpp"
 #include "almagest/npcf/result.hpp"
+#include "npcf/VolumeCheck.hpp"
 #include "panels/JobPanel.hpp"
 #include "panels/SchemaForm.hpp"
 #include "panels/LogPanel.hpp"
@@ -64,7 +80,6 @@ QString seconds(double s) {
 
 MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   initAlmagestResources();
-  pool_.setMaxThreadCount(1);
   setWindowTitle(tr("Almagest"));
   setWindowIcon(appIcon());
   setObjectName(QStringLiteral("AlmagestMainWindow"));
@@ -81,6 +96,11 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   splitter_->setChildrenCollapsible(false);
   setCentralWidget(splitter_);
   scene_ = std::make_unique<PointCloudScene>(view_);
+  // Right-click on the chart: export it with the shown result's provenance (File > Export too;
+  // the 3D view keeps the right button for zooming, so it exports from the File menu only).
+  app::installExportMenu(chart_->chartView(), [this] {
+    return app::ExportMeta{chart_->chart() ? chart_->chart()->title() : tr("chart"), resultProvenance()};
+  }, QStringLiteral("chart"));
 
   // Job panel (left) and log (bottom) as docks.
   panel_ = new JobPanel;
@@ -103,7 +123,21 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   logDock->setFeatures(QDockWidget::DockWidgetMovable | QDockWidget::DockWidgetFloatable |
                        QDockWidget::DockWidgetClosable);
   addDockWidget(Qt::BottomDockWidgetArea, logDock);
-  resizeDocks({logDock}, {130}, Qt::Vertical);
+  // The job panel of every window (one queue, JobQueue::instance()).
+  auto* jobsDock = new QDockWidget(tr("Jobs"), this);
+  jobsDock->setObjectName(QStringLiteral("JobsDock"));
+  jobsDock->setWidget(new JobQueuePanel(JobQueue::instance(), jobsDock));
+  jobsDock->setFeatures(logDock->features());
+  addDockWidget(Qt::BottomDockWidgetArea, jobsDock);
+  splitDockWidget(logDock, jobsDock, Qt::Horizontal);  // side by side: the log and the queue
+  resizeDocks({logDock}, {150}, Qt::Vertical);
+  // A job of another window that fails is logged here too (its window shows the dialog).
+  connect(&JobQueue::instance(), &JobQueue::jobFailed, this,
+          [this](int id, const QString& name, const QString& owner, const QString& message) {
+            const JobQueue::Entry* e = JobQueue::instance().entry(id);
+            if (e && e->ownerObject == this) return;  // reported by onJobFinished
+            log_->error(tr("%1 (%2) failed: %3").arg(name, owner, message));
+          });
 
   // Status bar: backend and GPU.
   backendLabel_ = new QLabel(this);
@@ -125,6 +159,21 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   updateActions();
   startGpuQuery();
   resize(1280, 800);
+  app::fitToScreen(this);  // a smaller screen than 1280 x 800 (and its panels) still fits
+  setAcceptDrops(true);    // catalogues, results, maps, stacks and workspaces (openPath)
+  // "Keep running" at quit: close once the last job of any window has finished.
+  connect(&JobQueue::instance(), &JobQueue::idle, this, [this] {
+    if (quitWhenIdle_) QTimer::singleShot(0, this, &QWidget::close);
+  });
+  // "Keep running" when a tool window closes: it closes once its own jobs have finished.
+  connect(&JobQueue::instance(), &JobQueue::jobFinished, this, [this](int id, JobRunner::State) {
+    const JobQueue::Entry* e = JobQueue::instance().entry(id);
+    if (!e || !e->ownerObject) return;
+    auto* w = qobject_cast<QWidget*>(e->ownerObject.data());
+    if (w && w != this && w->property("closeWhenIdle").toBool() &&
+        JobQueue::instance().activeCount(w) == 0)
+      QTimer::singleShot(0, w, &QWidget::close);
+  });
 }
 
 MainWindow::~MainWindow() {
@@ -133,7 +182,6 @@ MainWindow::~MainWindow() {
   if (loadRunner_) loadRunner_->cancel();
   delete npcfRunner_.data();
   delete loadRunner_.data();
-  pool_.waitForDone();
   scene_.reset();
 }
 
@@ -142,8 +190,24 @@ Tool* MainWindow::showTool() {
   auto* w = new Tool(this);               // a top-level window owned by this one
   w->setAttribute(Qt::WA_DeleteOnClose);  // closing it frees it (a running job is cancelled)
   w->setInteractiveErrors(interactiveErrors_);
+  w->installEventFilter(this);            // closing while its job runs asks first (eventFilter)
+  if (rememberSession_) {
+    // The last parameters of this kind of window (its forms), then its geometry.
+    const QJsonObject last = app::lastState(w->objectName());
+    if (!last.isEmpty()) app::restoreGenericWindowState(w, last);
+    app::restoreGeometry(w);
+  }
+  tools_.append(w);
   w->show();
+  app::fitToScreen(w);  // now that the frame is known
   return w;
+}
+
+QList<QMainWindow*> MainWindow::toolWindows() const {
+  QList<QMainWindow*> out;
+  for (const auto& t : tools_)
+    if (t) out << t.data();
+  return out;
 }
 
 SkyMapWindow* MainWindow::showSkyMap() { return showTool<SkyMapWindow>(); }
@@ -157,11 +221,37 @@ void MainWindow::buildMenus() {
   openRandomsAction_->setShortcut(QKeySequence(QStringLiteral("Ctrl+Shift+O")));
   openDemoAction_ = file->addAction(tr("Open d&emo data"), this, [this] { openDemoData(false); });
   openDemoAction_->setShortcut(QKeySequence(QStringLiteral("Ctrl+D")));
+  file->addAction(tr("Open &any file…"), this, [this] {
+    const QString path = QFileDialog::getOpenFileName(
+        this, tr("Open a catalogue, result, map, stack or workspace"), QString(),
+        tr("Almagest files (*.txt *.dat *.csv *.fits *.fit *.fits.gz *.h5 *.hdf5 *.json);;All files (*)"));
+    if (!path.isEmpty()) openPath(path);
+  });
+  recentMenu_ = file->addMenu(tr("Open &recent"));
+  recentMenu_->setObjectName(QStringLiteral("recentMenu"));
+  rebuildRecentMenu();
+  file->addSeparator();
+  file->addAction(tr("Open &workspace…"), this, [this] {
+    const QString path = QFileDialog::getOpenFileName(this, tr("Open workspace"), QString(),
+                                                      tr("Workspaces (*.almagest.json *.json)"));
+    if (!path.isEmpty()) openWorkspace(path);
+  });
+  file->addAction(tr("Save wor&kspace…"), this, [this] {
+    QString path = QFileDialog::getSaveFileName(this, tr("Save workspace"),
+                                                QStringLiteral("workspace") + QLatin1String(app::kWorkspaceSuffix),
+                                                tr("Workspaces (*.almagest.json)"));
+    if (path.isEmpty()) return;
+    if (!path.endsWith(QLatin1String(".json"))) path += QLatin1String(app::kWorkspaceSuffix);
+    saveWorkspace(path);
+  });
   file->addSeparator();
   saveHdf5Action_ = file->addAction(tr("Save result as &HDF5…"), this, [this] { saveAs(SaveFormat::Hdf5); });
   saveHdf5Action_->setShortcut(QKeySequence::Save);
   saveTextAction_ = file->addAction(tr("Save result as &text (GRAMSCI)…"), this,
                                     [this] { saveAs(SaveFormat::Text); });
+  QMenu* exportMenu = file->addMenu(tr("&Export"));
+  exportMenu->addAction(tr("&Chart as PNG, SVG or PDF…"), this, &MainWindow::exportChart);
+  exportMenu->addAction(tr("&3D view as PNG, SVG or PDF…"), this, &MainWindow::export3dView);
   file->addSeparator();
   QAction* quit = file->addAction(tr("&Quit"), this, &QWidget::close);
   quit->setShortcut(QKeySequence::Quit);
@@ -260,7 +350,7 @@ bool MainWindow::loadCatalogues(const QString& dataPath, const QString& randomsP
   });
   panel_->setRunning(true);
   panel_->setStatusText(tr("Reading catalogues…"));
-  runner->start(&pool_);
+  JobQueue::instance().submit(runner, QStringLiteral("cpu"), this);
   updateActions();
   return true;
 }
@@ -274,21 +364,43 @@ void MainWindow::onLoadFinished(JobRunner* runner, QString dataPath, QString ran
       data_ = out->data;
       dataPath_ = dataPath;
       panel_->setDataPath(dataPath, catalogueInfo(*data_));
+      rememberFile(dataPath);
     }
     if (out && out->randoms) {
       randoms_ = out->randoms;
       randomsPath_ = randomsPath;
       panel_->setRandomsPath(randomsPath, catalogueInfo(*randoms_));
+      rememberFile(randomsPath);
     }
     // A result belongs to the catalogues it came from.
     result_.reset();
+    resultPath_.clear();
     chart_->clear();
     scene_->setCatalogues(data_.get(), randoms_.get());
+    if (!pendingState_.isEmpty()) {
+      // A restored workspace: its camera (setCatalogues reset it) and its result file.
+      const QJsonObject st = pendingState_;
+      pendingState_ = {};
+      if (st.contains(QStringLiteral("camera"))) app::setCameraState(view_, st.value(QStringLiteral("camera")).toObject());
+      if (st.contains(QStringLiteral("result"))) {
+        pendingMode_ = st.value(QStringLiteral("chart_mode")).toInt(-1);
+        openResult(st.value(QStringLiteral("result")).toString());
+      }
+    }
     scene_->setStatusText({});
     panel_->setProgress(0, {});
     panel_->setStatusText(data_ && randoms_ ? tr("Ready.")
                                             : tr("Open a %1 catalogue to run a job.")
                                                   .arg(data_ ? tr("random") : tr("data")));
+    // Data and randoms over different volumes bias every estimator (xi levels off at the
+    // volume ratio): say so inline, under the form, and in the log.
+    if (data_ && randoms_) {
+      const QString warning = volumeMismatch(*data_, *randoms_);
+      if (!warning.isEmpty()) {
+        panel_->setStatusText(warning);
+        log_->warning(warning);
+      }
+    }
     updateActions();
     emit cataloguesLoaded();
     if (runAfterLoad_) {
@@ -321,15 +433,16 @@ bool MainWindow::runJob() {
   try {
     job = npcf::make_npcf_job(values, "", "");
   } catch (const almagest::ConfigError& e) {
-    panel_->form()->showProblems(QString::fromUtf8(e.what()));
-    reportError(tr("Invalid settings"), QString::fromUtf8(e.what()).replace(QStringLiteral("; "), QStringLiteral("\n")));
+    // One validation style: the schema's message inline in the form (never a dialog).
+    panel_->form()->showProblems(QString::fromUtf8(e.what()).replace(QStringLiteral("; "), QStringLiteral("\n")));
+    log_->warning(QString::fromUtf8(e.what()));
     return false;
   }
   const npcf::NpcfConfig cfg = job.config;
 
+  // The previous result stays shown until the new job completes: a cancelled or failed re-run
+  // leaves it (work is never lost without asking).
   if (npcfRunner_) delete npcfRunner_.data();  // the previous job is finished (not busy)
-  result_.reset();
-  chart_->clear();
   auto* runner = new JobRunner(QString::fromLatin1(npcf::to_string(cfg.statistic)),
                                makeNpcfJob(job), this);
   runner->setThreads(cfg.threads);
@@ -353,7 +466,7 @@ bool MainWindow::runJob() {
   panel_->setProgress(0, tr("queued"));
   panel_->setStatusText(tr("Running %1…").arg(runner->name()));
   scene_->setStatusText(tr("running %1…").arg(runner->name()));
-  runner->start(&pool_);
+  JobQueue::instance().submit(runner, JobQueue::deviceFor(QString::fromStdString(almagest::to_string(cfg.backend))), this);
   updateActions();
   emit jobStarted(runner);
   return true;
@@ -393,9 +506,9 @@ void MainWindow::onJobFinished(JobRunner* runner) {
       break;
     }
     case JobRunner::State::Cancelled:
-      log_->info(tr("%1 cancelled after %2; no result.").arg(runner->name(), seconds(runner->elapsedSeconds())));
-      panel_->setStatusText(tr("Cancelled: no result."));
-      panel_->setProgress(panel_->progressBar()->value(), tr("cancelled"));
+      log_->info(tr("%1 cancelled after %2; no new result.").arg(runner->name(), seconds(runner->elapsedSeconds())));
+      panel_->setStatusText(result_ ? tr("Cancelled: the previous result is kept.") : tr("Cancelled: no result."));
+      panel_->setProgress(0, tr("Cancelled"));
       scene_->setStatusText({});
       break;
     case JobRunner::State::Failed:
@@ -441,8 +554,62 @@ bool MainWindow::saveScreenshot(const QString& path) {
 }
 
 void MainWindow::closeEvent(QCloseEvent* event) {
+  // Work is never lost without asking: jobs of any window still queued or running.
+  JobQueue& queue = JobQueue::instance();
+  const int active = queue.activeCount();
+  if (active > 0 && !quitWhenIdle_) {
+    switch (app::askCloseDuringJob(this, active, true)) {
+      case app::CloseChoice::CancelJobs:
+        queue.cancelAll();
+        break;
+      case app::CloseChoice::KeepRunning:
+        quitWhenIdle_ = true;
+        statusBar()->showMessage(tr("Almagest quits when the last job has finished."));
+        log_->info(tr("Quitting when the %n running job(s) have finished.", nullptr, active));
+        event->ignore();
+        return;
+      case app::CloseChoice::DontClose:
+        event->ignore();
+        return;
+    }
+  } else if (active > 0) {
+    event->ignore();  // quit requested again while waiting: keep waiting for the idle signal
+    return;
+  }
+  if (rememberSession_) saveSession();
+  closingAll_ = true;
+  for (QMainWindow* t : toolWindows()) {
+    if (auto* st = qobject_cast<StackWindow*>(t)) st->setConfirmCloseDuringJob(false);
+    t->close();
+  }
   cancelJob();
   QMainWindow::closeEvent(event);
+}
+
+bool MainWindow::eventFilter(QObject* watched, QEvent* event) {
+  auto* w = qobject_cast<QMainWindow*>(watched);
+  if (event->type() != QEvent::Close || !w || w == this || !tools_.contains(w)) return QMainWindow::eventFilter(watched, event);
+  const int active = JobQueue::instance().activeCount(w);
+  if (active > 0 && !closingAll_ && !w->property("closeWhenIdle").toBool()) {
+    switch (app::askCloseDuringJob(w, active, false)) {
+      case app::CloseChoice::CancelJobs:
+        if (auto* st = qobject_cast<StackWindow*>(w)) st->setConfirmCloseDuringJob(false);  // asked already
+        break;
+      case app::CloseChoice::KeepRunning:
+        w->setProperty("closeWhenIdle", true);
+        w->statusBar()->showMessage(tr("This window closes when its job has finished."));
+        event->ignore();
+        return true;
+      case app::CloseChoice::DontClose:
+        event->ignore();
+        return true;
+    }
+  }
+  if (rememberSession_) {
+    app::saveGeometry(w);
+    app::saveLastState(w->objectName(), toolState(w));
+  }
+  return QMainWindow::eventFilter(watched, event);
 }
 
 void MainWindow::updateActions() {
@@ -503,9 +670,11 @@ void MainWindow::showAbout() {
 
 void MainWindow::showGpuStatus() {
   const almagest::GpuStatus& st = almagest::gpu_status();
-  QString text = QStringLiteral("<p><b>%1</b></p>").arg(QString::fromStdString(st.summary()).toHtmlEscaped());
-  if (!st.available && !st.reason.empty())
-    text += tr("<p>Reason: %1</p>").arg(QString::fromStdString(st.reason).toHtmlEscaped());
+  // summary() is the reason itself when no GPU is usable: say it once, under one heading.
+  QString text = st.available
+                     ? QStringLiteral("<p><b>%1</b></p>").arg(QString::fromStdString(st.summary()).toHtmlEscaped())
+                     : tr("<p><b>No usable GPU.</b></p><p>Reason: %1</p>")
+                           .arg(QString::fromStdString(st.reason.empty() ? st.summary() : st.reason).toHtmlEscaped());
   if (!st.module_path.empty())
     text += tr("<p>CUDA module: <tt>%1</tt></p>").arg(QString::fromStdString(st.module_path).toHtmlEscaped());
   for (const auto& d : st.query.devices)

@@ -13,11 +13,13 @@
 
 #include <memory>
 
+#include "app/Workspace.hpp"
 #include "jobs/JobRunner.hpp"
 #include "jobs/NpcfJob.hpp"
 
 class QAction;
 class QLabel;
+class QMenu;
 class QSplitter;
 
 namespace almagest::ui {
@@ -30,7 +32,7 @@ class SkyMapWindow;
 class StackWindow;
 class VtkView;
 
-class MainWindow : public QMainWindow {
+class MainWindow : public QMainWindow, public StatefulView {
   Q_OBJECT
 public:
   enum class SaveFormat { Hdf5, Text };
@@ -62,6 +64,29 @@ public:
   /// When false, errors go to the log only (no message boxes): for tests and scripted runs.
   void setInteractiveErrors(bool on) { interactiveErrors_ = on; }
 
+  // ---- the application shell (ui/app/) -------------------------------------------------------
+  /// Opens any file in the view it belongs to (app::sniffFile: catalogue -> this window's data,
+  /// or randoms when a data catalogue is loaded and the name says "random"; N-point result ->
+  /// this window's chart; HEALPix map -> a Sky map window; stack -> a Moving objects window;
+  /// workspace -> openWorkspace). Also what a drop onto the window does. False with a message.
+  bool openPath(const QString& path);
+  /// Reads an N-point result file (HDF5) in a job and shows it (the chart; no catalogue needed).
+  bool openResult(const QString& path);
+  /// Saves every open window (files, job settings, selections, cameras) as a JSON workspace.
+  bool saveWorkspace(const QString& path);
+  /// Restores a workspace: this window's state, and the tool windows it lists (opened anew).
+  bool openWorkspace(const QString& path);
+  /// Restores the last session's geometry and parameters from the settings, and remembers them
+  /// when the window closes (main.cpp calls it; tests call it with a temporary settings file).
+  void restoreSession();
+  /// The tool windows open now (Sky map, Moving objects), in the order they were opened.
+  QList<QMainWindow*> toolWindows() const;
+
+  // StatefulView: data and randoms paths, the job form, the chart's plot, the camera, geometry.
+  QString state_kind() const override { return QStringLiteral("npcf"); }
+  QJsonObject save_state() const override;
+  void restore_state(const QJsonObject& state) override;
+
   JobPanel* jobPanel() const noexcept { return panel_; }
   CorrelationChart* chart() const noexcept { return chart_; }
   VtkView* vtkView() const noexcept { return view_; }
@@ -83,6 +108,9 @@ signals:
 
 protected:
   void closeEvent(QCloseEvent* event) override;
+  void dragEnterEvent(QDragEnterEvent* event) override;
+  void dropEvent(QDropEvent* event) override;
+  bool eventFilter(QObject* watched, QEvent* event) override;
 
 private:
   void buildMenus();
@@ -95,8 +123,15 @@ private:
   void showAbout();
   void showGpuStatus();
   void startGpuQuery();
+  void onResultRead(JobRunner* runner, const QString& path);
+  void rebuildRecentMenu();
+  void rememberFile(const QString& path);
+  void exportChart();
+  void export3dView();
+  QString resultProvenance() const;
+  static QJsonObject toolState(const QMainWindow* w);
+  void saveSession();
 
-  QThreadPool pool_;  // one job at a time
   JobPanel* panel_ = nullptr;
   LogPanel* log_ = nullptr;
   VtkView* view_ = nullptr;
@@ -114,12 +149,21 @@ private:
   QAction* openRandomsAction_ = nullptr;
   QAction* openDemoAction_ = nullptr;
 
+  QMenu* recentMenu_ = nullptr;
   QPointer<JobRunner> loadRunner_;
   QPointer<JobRunner> npcfRunner_;
   CataloguePtr data_, randoms_;
   QString dataPath_, randomsPath_;
   NpcfOutputPtr result_;
   bool runAfterLoad_ = false;
+  bool rememberSession_ = false;  // restoreSession() was called: save the session on close
+  bool quitWhenIdle_ = false;     // "Keep running" at quit: close once the queue is idle
+  QJsonObject pendingState_;      // camera and result to apply once restored catalogues loaded
+  int pendingMode_ = -1;          // chart plot to show once a restored result is read
+  bool closingAll_ = false;       // the main window closes: tool windows close without asking
+  QString resultPath_;            // the file the shown result was read from ("" when computed)
+  QPointer<JobRunner> resultRunner_;
+  QList<QPointer<QMainWindow>> tools_;
   bool interactiveErrors_ = true;
   template <class Tool>
   Tool* showTool();

@@ -87,6 +87,10 @@ public:
   static almagest::JobContext stageContext(const almagest::JobContext& parent, double lo, double hi);
 
   static QString stateName(State s);
+  /// Completed, Cancelled or Failed.
+  static bool isFinishedState(State s) noexcept {
+    return s == State::Completed || s == State::Cancelled || s == State::Failed;
+  }
 
 signals:
   void stateChanged(almagest::ui::JobRunner::State state);

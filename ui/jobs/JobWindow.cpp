@@ -4,6 +4,7 @@
 #include <QPushButton>
 #include <QStatusBar>
 
+#include "app/JobQueue.hpp"
 #include "panels/LogPanel.hpp"
 
 namespace almagest::ui {
@@ -40,7 +41,7 @@ void JobWindow::cancelJob() {
 }
 
 void JobWindow::launchJob(const QString& name, JobRunner::Job job,
-                          std::function<void(JobRunner*)> finished) {
+                          std::function<void(JobRunner*)> finished, const QString& device) {
   // The previous runner is finished; deleteLater because this may run inside its finished().
   if (runner_) runner_->deleteLater();
   auto* runner = new JobRunner(name, std::move(job), this);
@@ -53,7 +54,7 @@ void JobWindow::launchJob(const QString& name, JobRunner::Job job,
   connect(runner, &JobRunner::finished, this,
           [runner, finished = std::move(finished)] { finished(runner); });
   progress_->queued(name);
-  runner->start(&pool_);
+  JobQueue::instance().submit(runner, device, this);  // the application's one job queue
   updateActions();
   emit jobStarted(runner);
 }

@@ -52,7 +52,10 @@ protected:
   /// Adds the progress bar and the Cancel button to the status bar (permanent widgets).
   void addJobStatus();
   /// Starts `job` (the previous runner must be finished); `finished` runs on the GUI thread.
-  void launchJob(const QString& name, JobRunner::Job job, std::function<void(JobRunner*)> finished);
+  /// The job goes to the application's JobQueue on `device` ("cpu", or "cuda:N" from
+  /// JobQueue::deviceFor(backend): one job per GPU at a time).
+  void launchJob(const QString& name, JobRunner::Job job, std::function<void(JobRunner*)> finished,
+                 const QString& device = QStringLiteral("cpu"));
   /// Progress text of the finished job, then updateActions().
   void endJob(JobRunner::State state);
   void reportError(const QString& title, const QString& message);

@@ -84,6 +84,14 @@ SchemaForm::SchemaForm(const sc::Schema& schema, QStringList groups, QStringList
       e.editor->setToolTip(tip);
       e.editor->setObjectName(key);
       form->addRow(e.label, e.row);
+      // The inline problem of this field, under its row (one validation style, showProblems).
+      e.error = new QLabel(box);
+      e.error->setObjectName(key + QStringLiteral(":problem"));
+      e.error->setWordWrap(true);
+      e.error->setTextInteractionFlags(Qt::TextSelectableByMouse);
+      e.error->setStyleSheet(QStringLiteral("QLabel { color: #b00020; font-size: small; }"));
+      e.error->setVisible(false);
+      form->addRow(e.error);
       entries_.insert(key, e);
       order_ << key;
       applyDefault(entries_[key]);
@@ -96,6 +104,9 @@ SchemaForm::SchemaForm(const sc::Schema& schema, QStringList groups, QStringList
   problems_->setVisible(false);
   outer->addWidget(problems_);
   outer->addStretch(1);
+  connect(this, &SchemaForm::changed, this, [this] {
+    if (validator_) validate();
+  });
 }
 
 QWidget* SchemaForm::makeEditor(Entry& e) {
@@ -231,6 +242,7 @@ void SchemaForm::updateVisibility() {
                     std::find(ops.begin(), ops.end(), operation_.toStdString()) != ops.end();
     e.row->setVisible(on);
     e.label->setVisible(on);
+    if (!on) e.error->setVisible(false);
   }
   // Hide group boxes whose every row is hidden.
   for (auto* box : findChildren<QGroupBox*>()) {
@@ -311,11 +323,55 @@ QWidget* SchemaForm::editor(const QString& key) const {
 QStringList SchemaForm::keys() const { return order_; }
 
 void SchemaForm::showProblems(const QString& text) {
-  problems_->setText(text);
-  problems_->setVisible(!text.isEmpty());
+  problemsText_ = text;
+  for (auto& e : entries_) {
+    e.error->clear();
+    e.error->setVisible(false);
+    e.label->setStyleSheet(QString());
+  }
+  // "--key: message", "key: message", possibly after a "file: job 2: " prefix.
+  static const QRegularExpression fieldRe(QStringLiteral("(?:^|:\\s)(?:--)?([A-Za-z][A-Za-z0-9_-]*):\\s+(.*)$"));
+  QStringList general;
+  const QStringList parts = QString(text).replace(QStringLiteral("; "), QStringLiteral("\n")).split(QLatin1Char('\n'), Qt::SkipEmptyParts);
+  for (const QString& part : parts) {
+    const QRegularExpressionMatch m = fieldRe.match(part);
+    QString key = m.hasMatch() ? m.captured(1) : QString();
+    key.replace(QLatin1Char('_'), QLatin1Char('-'));
+    auto it = entries_.find(key);
+    if (it == entries_.end() || it->row->isHidden()) {
+      general << part;
+      continue;
+    }
+    const QString msg = m.captured(2);
+    it->error->setText(it->error->text().isEmpty() ? msg : it->error->text() + QLatin1Char('\n') + msg);
+    it->error->setVisible(true);
+    it->label->setStyleSheet(QStringLiteral("QLabel { color: #b00020; }"));
+  }
+  problems_->setText(general.join(QLatin1Char('\n')));
+  problems_->setVisible(!general.isEmpty());
+  if (runControl_) runControl_->setEnabled(text.isEmpty());
 }
 
-QString SchemaForm::problems() const { return problems_->text(); }
+QString SchemaForm::problems() const { return problemsText_; }
+
+QString SchemaForm::fieldProblem(const QString& key) const {
+  auto it = entries_.find(key);
+  return it == entries_.end() ? QString() : it->error->text();
+}
+
+void SchemaForm::setValidator(std::function<QString(const sc::Values&)> validator) {
+  validator_ = std::move(validator);
+  validate();
+}
+
+void SchemaForm::validate() {
+  if (validator_) showProblems(validator_(values()));
+}
+
+void SchemaForm::setRunControl(QWidget* run) {
+  runControl_ = run;
+  if (run) run->setEnabled(problemsText_.isEmpty());
+}
 
 void SchemaForm::setLocked(bool locked) {
   for (auto& e : entries_) e.row->setEnabled(!locked);

@@ -9,8 +9,11 @@
 //   form->setOperation("synth");              // sht/stack: only the fields of that operation
 //   schema::Values v = form->values();         // fields the user set, as the CLI would pass them
 #include <QMap>
+#include <QPointer>
 #include <QStringList>
 #include <QWidget>
+
+#include <functional>
 
 #include "almagest/core/schema.hpp"
 
@@ -46,9 +49,23 @@ public:
   QWidget* editor(const QString& key) const;
   QStringList keys() const;
 
-  /// The problem text shown under the form (empty hides it); word-wrapped, selectable.
+  /// The problems of the form's values, in the one validation style of every window (never a
+  /// dialog): each problem that names a field ("--nbins: must be ...", "rmax: ...", also after a
+  /// "jobs.toml: job 2: " prefix) is shown inline under that field, whose label turns red; the
+  /// others in the label under the form. Problems are separated by newlines or "; ". Empty
+  /// clears them. A bound run control (setRunControl) is disabled while there are problems.
   void showProblems(const QString& text);
+  /// The whole text last given to showProblems().
   QString problems() const;
+  /// The inline message under `key` ("" when none).
+  QString fieldProblem(const QString& key) const;
+  /// Validates on every change: `validator` returns the problems of the values ("" when none),
+  /// e.g. the job layer's ConfigError text; shown with showProblems().
+  void setValidator(std::function<QString(const almagest::schema::Values&)> validator);
+  /// Re-runs the validator now (after the window changed something the form does not see).
+  void validate();
+  /// A Run button (or action's widget) enabled exactly when the form has no problems.
+  void setRunControl(QWidget* run);
 
   /// Enables or disables every editor (a job is running).
   void setLocked(bool locked);
@@ -62,6 +79,7 @@ private:
     QWidget* row = nullptr;       ///< the widget in the layout (editor or file row)
     QWidget* editor = nullptr;    ///< the value editor
     QLabel* label = nullptr;
+    QLabel* error = nullptr;      ///< the inline problem under the row (hidden when none)
     bool set = false;             ///< the user changed it (or setValues set it)
   };
   QWidget* makeEditor(Entry& e);
@@ -74,6 +92,9 @@ private:
   QMap<QString, Entry> entries_;
   QStringList order_;
   QLabel* problems_ = nullptr;
+  QString problemsText_;
+  std::function<QString(const almagest::schema::Values&)> validator_;
+  QPointer<QWidget> runControl_;
   bool loading_ = false;
 };
 
