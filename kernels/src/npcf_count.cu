@@ -98,59 +98,88 @@ struct Class4 {
   int grid = 0;
 };
 
-/// Graph and points kept on one device between calls under the caller's key
-/// (NpcfOptions::resident_key): all rows in one window. The mutex serialises calls that use it.
+/// Graph and points of an NpcfDeviceGraph on one device: all rows in one window. The mutex
+/// serialises the calls that use it.
 struct ResidentGraph {
   std::mutex mu;
-  u64 key = 0, n = 0, edges = 0;
+  u64 n = 0, edges = 0;
   DeviceBuffer<double> w, x, y, z;
   DeviceBuffer<u64> offsets;
   DeviceBuffer<u32> nb;
   DeviceBuffer<u8> bin;
   DeviceBuffer<u16> pix;
   bool have_graph = false, have_xyz = false, have_pix = false;
+  u64 bytes() const {
+    return w.bytes() + offsets.bytes() + nb.bytes() + bin.bytes() + pix.bytes() + x.bytes() +
+           y.bytes() + z.bytes();
+  }
 };
 
-/// One resident graph per device: the latest key wins; release() frees a key's entries.
-class ResidentStore {
+/// The module's NpcfDeviceGraph: one ResidentGraph per device, made on a call's first use of the
+/// device and freed (on its device) when the owner destroys the object.
+class DeviceGraphImpl final : public NpcfDeviceGraph {
 public:
-  std::shared_ptr<ResidentGraph> get(int device, u64 key) {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto& slot = by_device_[device];
-    if (!slot || slot->key != key) {
-      if (slot) {
-        // the previous key's buffers are freed when the last call using them ends
+  explicit DeviceGraphImpl(std::vector<int> devices) : devices_(std::move(devices)) {}
+  ~DeviceGraphImpl() override {
+    for (auto& [device, entry] : by_device_) {
+      try {
         DeviceGuard g(device);
-        slot.reset();
+        entry.reset();
+      } catch (...) {
+        // freeing device memory at teardown: nothing useful to report
       }
-      slot = std::make_shared<ResidentGraph>();
-      slot->key = key;
     }
-    return slot;
   }
-  /// True when `device` holds the graph of `key` (a later call then needs no window split).
-  bool holds(int device, u64 key) {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = by_device_.find(device);
-    return it != by_device_.end() && it->second && it->second->key == key && it->second->have_graph;
+  const std::vector<int>& devices() const noexcept override { return devices_; }
+  std::uint64_t device_bytes() const override {
+    u64 b = 0;
+    for (ResidentGraph* e : entries()) {
+      std::lock_guard<std::mutex> el(e->mu);
+      b += e->bytes();
+    }
+    return b;
   }
-  void release(u64 key) {
+  /// The entry of `device`, made on first use (entries live as long as the object).
+  ResidentGraph& on(int device) {
+    if (!devices_.empty() && std::find(devices_.begin(), devices_.end(), device) == devices_.end())
+      throw DeviceError("NpCF on the GPU: device graph used on device " + std::to_string(device) +
+                        ", which it was not made for");
     std::lock_guard<std::mutex> lock(mu_);
-    for (auto& [device, slot] : by_device_)
-      if (slot && slot->key == key) {
-        DeviceGuard g(device);
-        slot.reset();
-      }
+    auto& entry = by_device_[device];
+    if (!entry) entry = std::make_unique<ResidentGraph>();
+    return *entry;
+  }
+  /// True when `device` holds the whole graph (a later call then needs no window split).
+  bool holds(int device) const {
+    ResidentGraph* e = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = by_device_.find(device);
+      if (it == by_device_.end()) return false;
+      e = it->second.get();
+    }
+    std::lock_guard<std::mutex> el(e->mu);  // never while holding mu_: calls hold e->mu throughout
+    return e->have_graph;
   }
 
 private:
-  std::mutex mu_;
-  std::map<int, std::shared_ptr<ResidentGraph>> by_device_;
+  std::vector<int> devices_;
+  mutable std::mutex mu_;
+  std::map<int, std::unique_ptr<ResidentGraph>> by_device_;
+
+  std::vector<ResidentGraph*> entries() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<ResidentGraph*> v;
+    for (const auto& [device, entry] : by_device_) v.push_back(entry.get());
+    return v;
+  }
 };
 
-ResidentStore& resident_store() {
-  static ResidentStore store;
-  return store;
+DeviceGraphImpl* device_graph_of(const NpcfOptions& opt) {
+  if (!opt.device_graph) return nullptr;
+  auto* g = dynamic_cast<DeviceGraphImpl*>(opt.device_graph);
+  if (!g) throw DeviceError("NpCF on the GPU: the device graph was not made by this module");
+  return g;
 }
 
 class DeviceRunner {
@@ -183,16 +212,16 @@ private:
     device_bytes_ += b.bytes();
   }
 
-  /// All rows in one window and a resident key: the graph and points live in the device's
-  /// resident entry (uploaded by the first call with the key, reused by the next ones).
-  void setup_resident() {
+  /// All rows in one window and a device graph: the graph and points live in the device graph's
+  /// entry for this device (uploaded by the first call with it, reused by the next ones).
+  void setup_resident(DeviceGraphImpl& dg) {
     const Job& J = job_;
     const u64 n = J.p.size, edges = J.g.num_edges;
-    res_ = resident_store().get(device_, J.opt->resident_key);
+    res_ = &dg.on(device_);
     res_lock_ = std::unique_lock<std::mutex>(res_->mu);
     ResidentGraph& R = *res_;
     if (R.have_graph && (R.n != n || R.edges != edges))
-      throw DeviceError("NpCF on the GPU: resident key reused for another graph");
+      throw DeviceError("NpCF on the GPU: device graph used with another graph");
     if (!R.have_graph) {
       R.w.allocate(n);
       R.w.upload(J.p.w, n, s_);
@@ -220,8 +249,7 @@ private:
       R.pix.upload(J.g.pixel, edges, s_);
       R.have_pix = true;
     }
-    device_bytes_ += R.w.bytes() + R.offsets.bytes() + R.nb.bytes() + R.bin.bytes() + R.pix.bytes() +
-                     R.x.bytes() + R.y.bytes() + R.z.bytes();
+    device_bytes_ += R.bytes();
     slot_win_.assign(1, 0);  // window 0 (every row) is in "slot" 0 for good
     slot_used_.assign(1, 0);
   }
@@ -230,8 +258,9 @@ private:
     const Job& J = job_;
     const u64 n = J.p.size;
     const bool pix = J.parity && !J.par.exact;
-    if (J.opt->resident_key != 0 && J.win_row.size() == 2) {
-      setup_resident();
+    DeviceGraphImpl* dg = device_graph_of(*J.opt);
+    if (dg && J.win_row.size() == 2) {
+      setup_resident(*dg);
     } else {
       alloc(w_, n);
       w_.upload(J.p.w, n, s_);
@@ -808,7 +837,7 @@ private:
   std::map<std::pair<std::size_t, u32>, u64> above_;
   u64 scratch_stride_ = 0;
   u64 tick_ = 0;
-  std::shared_ptr<ResidentGraph> res_;     // resident mode: graph and points (else the buffers below)
+  ResidentGraph* res_ = nullptr;           // resident mode: graph and points (else the buffers below)
   std::unique_lock<std::mutex> res_lock_;  // held for the whole call
   DeviceBuffer<double> w_, x_, y_, z_, pixel_unit_;
   DeviceBuffer<u64> offsets_;
@@ -826,6 +855,7 @@ private:
 
 std::vector<int> devices_of(const NpcfOptions& opt) {
   if (!opt.devices.empty()) return opt.devices;
+  if (opt.device_graph && !opt.device_graph->devices().empty()) return opt.device_graph->devices();
   int count = 0;
   CUDA_CHECK(cudaGetDeviceCount(&count));
   if (count <= 0) throw DeviceError("no CUDA device is available");
@@ -854,10 +884,11 @@ NpcfSums run_job(Job& job, const NpcfOptions& opt) {
   }
   // Windows: forced, or as few as fit the memory limit.
   int W = opt.windows;
-  // The graph of this key already resident on the devices: no split (it fitted before).
-  if (W <= 0 && opt.resident_key != 0 &&
-      std::all_of(devices.begin(), devices.end(),
-                  [&](int d) { return resident_store().holds(d, opt.resident_key); }))
+  // The graph already resident on the devices in the caller's device graph: no split (it fitted
+  // before).
+  const DeviceGraphImpl* dg = device_graph_of(opt);
+  if (W <= 0 && dg &&
+      std::all_of(devices.begin(), devices.end(), [&](int d) { return dg->holds(d); }))
     W = 1;
   const double per_edge = 5.0 + (job.parity && !job.par.exact ? 2.0 : 0.0);
   const double edge_bytes = per_edge * static_cast<double>(g.num_edges);
@@ -1014,7 +1045,9 @@ public:
     }
     return run_job(job, opt);
   }
-  void release_resident(std::uint64_t key) override { resident_store().release(key); }
+  std::unique_ptr<NpcfDeviceGraph> make_device_graph(const std::vector<int>& devices) override {
+    return std::make_unique<DeviceGraphImpl>(devices);
+  }
 
   NpcfGraphHost build_graph(const NpcfPointsView& p, const NpcfGraphSpec& spec,
                             const NpcfOptions& opt) override {

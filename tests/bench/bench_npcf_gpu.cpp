@@ -78,13 +78,15 @@ struct GpuTiming {
 };
 
 GpuTiming time_gpu(Statistic s, const Graph& g, const PointSet& p, const NpcfConfig& c, int windows,
-                   int reps, int accumulate = 0, std::uint64_t resident_key = 0) {
+                   int reps, int accumulate = 0, bool resident = false) {
   JobContext ctx;
   CudaOptions o;
   o.windows = windows;
   o.accumulate = accumulate;
   o.partitions = 1;
-  o.resident_key = resident_key;
+  DeviceGraph dg;  // resident: owned here as an NpcfPlan owns its own
+  if (resident) dg = make_device_graph();
+  o.device_graph = dg.get();
   GpuTiming t;
   std::vector<double> k, tot;
   for (int r = 0; r < reps + 1; ++r) {  // first run is the warm-up
@@ -196,11 +198,9 @@ void run_case(const Args& A, bool heavy) {
                f("%.1e", dn) + " normwise";
     }
     const double per_s = static_cast<double>(tuples) / t1.kernel;
-    // The plan's way: the graph stays on the device between calls (resident key); the warm-up
+    // The plan's way: the graph stays on the device between calls (a device graph); the warm-up
     // call uploads, the timed calls reuse.
-    const std::uint64_t key = new_resident_key();
-    const GpuTiming tr = time_gpu(s, g, p, c, 0, A.reps, 0, key);
-    release_resident_graph(key);
+    const GpuTiming tr = time_gpu(s, g, p, c, 0, A.reps, 0, true);
     if (tr.result.tuples != t1.result.tuples) check += ", resident counts DIFFER";
     std::string gpu = "GPU " + f("%.3f", t1.kernel) + " s kernels, " + f("%.3f", t1.total) + " s call (" +
                       f("%.3f", tr.total) + " s with the graph resident); W=4 " +

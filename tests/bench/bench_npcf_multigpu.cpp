@@ -65,8 +65,10 @@ bool g_resident = false;  // --resident: the graph stays on the devices between 
 Timed run(Statistic s, const Graph& g, const PointSet& p, const NpcfConfig& c, int devices,
           int partitions, int reps) {
   CudaOptions o;
-  if (g_resident) o.resident_key = new_resident_key();  // the warm-up call uploads
   for (int d = 0; d < devices; ++d) o.devices.push_back(d);
+  DeviceGraph dg;
+  if (g_resident) dg = make_device_graph(o.devices);  // the warm-up call uploads
+  o.device_graph = dg.get();
   o.partitions = partitions;
   o.windows = 1;
   JobContext ctx;
@@ -82,7 +84,6 @@ Timed run(Statistic s, const Graph& g, const PointSet& p, const NpcfConfig& c, i
   }
   t.total = median(tot);
   t.kernel = median(ker);
-  release_resident_graph(o.resident_key);
   return t;
 }
 

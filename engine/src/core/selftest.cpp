@@ -287,26 +287,40 @@ SelftestReport run_gpu_selftest(const SelftestOptions& opt, const JobContext& ct
     run.statistic("4pcf-parity exact periodic", Statistic::FourPointParity, gb, pb, cb, {v4.front(), v4[1]});
   }
   if (run.wanted("resident")) {
-    // Graphs kept on the device between calls (NpcfPlan's resident keys): first call uploads,
-    // later calls reuse, another key evicts, the first key uploads again; all equal to the CPU.
-    const std::uint64_t ka = new_resident_key(), kb = new_resident_key();
-    CudaOptions oa, ob;
-    oa.resident_key = ka;
-    ob.resident_key = kb;
-    NpcfConfig cp = ca;
-    cp.directions = DirectionMode::Pixel;
-    NpcfConfig ce = ca;
-    ce.directions = DirectionMode::Exact;
-    NpcfConfig c2 = ca;
-    c2.bins.nbins = 5;
-    run.statistic("resident key A 4pcf-parity pixel (upload)", Statistic::FourPointParity, ga, pa, cp, {{"", oa}});
-    run.statistic("resident key A 4pcf-parity pixel (reuse)", Statistic::FourPointParity, ga, pa, cp, {{"", oa}});
-    run.statistic("resident key A 4pcf-parity exact (reuse + coordinates)", Statistic::FourPointParity, ga, pa, ce, {{"", oa}});
-    run.statistic("resident key A 2pcf (reuse)", Statistic::TwoPoint, ga, pa, c2, {{"", oa}});
-    run.statistic("resident key B 2pcf periodic (evicts A)", Statistic::TwoPoint, gb, pb, cb, {{"", ob}});
-    run.statistic("resident key A 4pcf (upload again)", Statistic::FourPoint, ga, pa, ca, {{"", oa}});
-    release_resident_graph(ka);
-    release_resident_graph(kb);
+    // Device graphs (what each NpcfPlan owns): the first call uploads, later calls reuse; a
+    // second graph alive at the same time holds its own copy; destroying one leaves the other
+    // usable; a graph that needs several windows is tiled and nothing is kept. All equal to the CPU.
+    run.guarded("resident device graphs", [&] {
+      DeviceGraph da = make_device_graph(), db = make_device_graph(), dt = make_device_graph();
+      CudaOptions oa, ob, ot;
+      oa.device_graph = da.get();
+      ob.device_graph = db.get();
+      ot.device_graph = dt.get();
+      ot.windows = 3;
+      NpcfConfig cp = ca;
+      cp.directions = DirectionMode::Pixel;
+      NpcfConfig ce = ca;
+      ce.directions = DirectionMode::Exact;
+      NpcfConfig c2 = ca;
+      c2.bins.nbins = 5;
+      run.statistic("resident A 4pcf-parity pixel (upload)", Statistic::FourPointParity, ga, pa, cp, {{"", oa}});
+      run.statistic("resident A 4pcf-parity pixel (reuse)", Statistic::FourPointParity, ga, pa, cp, {{"", oa}});
+      run.statistic("resident A 4pcf-parity exact (reuse + coordinates)", Statistic::FourPointParity, ga, pa, ce, {{"", oa}});
+      run.statistic("resident A 2pcf (reuse)", Statistic::TwoPoint, ga, pa, c2, {{"", oa}});
+      const std::uint64_t bytes_a = device_graph_bytes(da.get());
+      run.statistic("resident B 2pcf periodic (upload, A alive)", Statistic::TwoPoint, gb, pb, cb, {{"", ob}});
+      run.statistic("resident A 4pcf (reuse, B alive)", Statistic::FourPoint, ga, pa, ca, {{"", oa}});
+      const std::uint64_t bytes_b = device_graph_bytes(db.get());
+      run.add("resident A and B held at once", bytes_a > 0 && bytes_b > 0 && device_graph_bytes(da.get()) == bytes_a,
+              "A " + std::to_string(bytes_a) + " bytes, B " + std::to_string(bytes_b) + " bytes");
+      da.reset();  // frees A's device memory; B keeps its own
+      run.statistic("resident B 2pcf periodic (reuse, A destroyed)", Statistic::TwoPoint, gb, pb, cb, {{"", ob}});
+      run.add("resident B unchanged by A's destruction", device_graph_bytes(db.get()) == bytes_b,
+              "B " + std::to_string(device_graph_bytes(db.get())) + " bytes");
+      run.statistic("resident W=3 4pcf (tiled: nothing kept)", Statistic::FourPoint, ga, pa, ca, {{"", ot}});
+      run.add("resident tiled graph keeps nothing", device_graph_bytes(dt.get()) == 0,
+              std::to_string(device_graph_bytes(dt.get())) + " bytes held");
+    });
   }
   if (run.wanted("mirror")) {
     run.guarded("mirror 4pcf-parity exact", [&] {

@@ -3,7 +3,6 @@
 #include "almagest/npcf/cuda.hpp"
 
 #include <algorithm>
-#include <atomic>
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -35,7 +34,7 @@ kernels::NpcfOptions module_options(const CudaOptions& o, const JobContext& ctx)
   k.memory_limit = o.memory_limit;
   k.shared_degree_cap = o.shared_degree_cap;
   k.accumulate = o.accumulate;
-  k.resident_key = o.resident_key;
+  k.device_graph = o.device_graph;
   k.progress = [&ctx](double done, double total, const char* stage) {
     ctx.check_cancel();
     ctx.progress(done, total > 0 ? total : 1, stage);
@@ -316,18 +315,17 @@ NpcfResult count_cuda(Statistic statistic, const Graph& g, const PointSet& p, co
   throw ConfigError("statistic", "unknown statistic");
 }
 
-std::uint64_t new_resident_key() {
-  static std::atomic<std::uint64_t> next{1};
-  return next.fetch_add(1, std::memory_order_relaxed);
+void DeviceGraphDeleter::operator()(kernels::NpcfDeviceGraph* g) const noexcept {
+  delete g;  // module code: frees the graph's device memory on each of its devices
 }
 
-void release_resident_graph(std::uint64_t key) noexcept {
-  if (key == 0 || !gpu_status().available) return;
-  try {
-    if (kernels::NpcfKernels* k = cuda_module().npcf()) k->release_resident(key);
-  } catch (...) {
-    // freeing device memory at teardown: nothing useful to report
-  }
+DeviceGraph make_device_graph(const std::vector<int>& devices) {
+  kernels::NpcfKernels& k = npcf_kernels();
+  return DeviceGraph(with_cuda_errors([&] { return k.make_device_graph(devices); }).release());
+}
+
+std::uint64_t device_graph_bytes(const kernels::NpcfDeviceGraph* g) {
+  return g ? with_cuda_errors([&] { return g->device_bytes(); }) : 0;
 }
 
 bool cuda_worthwhile(Statistic statistic, std::uint64_t graph_edges) {

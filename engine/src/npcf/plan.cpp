@@ -51,8 +51,8 @@ struct NpcfPlan::Impl {
   std::string backend = "cpu";
   std::string backend_note;  // why Auto chose the CPU
   std::vector<int> devices;  // CUDA devices (empty: every visible one)
-  std::uint64_t resident_key = new_resident_key();  // the graph stays on the GPU between runs
-  ~Impl() { release_resident_graph(resident_key); }
+  // CUDA plans: the graph and points stay on the devices between runs; freed with the plan.
+  DeviceGraph device_graph;
 };
 
 NpcfPlan::NpcfPlan(NpcfConfig config, PointSet points, const JobContext& ctx)
@@ -71,6 +71,7 @@ NpcfPlan::NpcfPlan(NpcfConfig config, PointSet points, const JobContext& ctx)
     // N > 0 runs on device N alone.
     if (rb.device != 0) impl_->devices = {rb.device};
     impl_->backend = "cuda";
+    impl_->device_graph = make_device_graph(impl_->devices);
   }
   impl_->backend_note = rb.note;
   if (!rb.note.empty()) ctx.info(rb.note);
@@ -85,7 +86,7 @@ NpcfPlan::NpcfPlan(NpcfConfig config, PointSet points, const JobContext& ctx)
 
 CudaOptions NpcfPlan::cuda_options() const {
   CudaOptions o;
-  o.resident_key = impl_->resident_key;
+  o.device_graph = impl_->device_graph.get();
   o.devices = impl_->devices;
   return o;
 }

@@ -18,6 +18,7 @@
 // CudaError on device failures, ConfigError on inputs the backend cannot take, and Cancelled when
 // ctx is cancelled (checked between tiles and kernel launches).
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -27,7 +28,27 @@
 #include "almagest/npcf/points.hpp"
 #include "almagest/npcf/result.hpp"
 
+namespace almagest::kernels {
+class NpcfDeviceGraph;  // almagest/kernels/npcf_cuda.hpp
+}
+
 namespace almagest::npcf {
+
+/// Frees a device graph in the module (its destructor releases the device memory); never throws.
+struct DeviceGraphDeleter {
+  void operator()(kernels::NpcfDeviceGraph* g) const noexcept;
+};
+/// The device copy of one graph and point set, owned by the caller (NpcfPlan holds one per plan)
+/// and passed to counting calls in CudaOptions::device_graph: when the graph fits one edge
+/// window the first call uploads it and later calls reuse it; destroying it frees its device
+/// memory. Independent of every other device graph; no process-wide state.
+using DeviceGraph = std::unique_ptr<kernels::NpcfDeviceGraph, DeviceGraphDeleter>;
+
+/// A new, empty device graph for calls on `devices` (empty: every visible device).
+/// BackendUnavailable (with gpu_status().reason) when no GPU can be used.
+DeviceGraph make_device_graph(const std::vector<int>& devices = {});
+/// Device memory a device graph holds now (bytes, summed over devices); 0 for null.
+std::uint64_t device_graph_bytes(const kernels::NpcfDeviceGraph* g);
 
 /// Execution knobs of the CUDA backend (defaults: automatic).
 struct CudaOptions {
@@ -37,17 +58,11 @@ struct CudaOptions {
   std::uint64_t memory_limit = 0;    ///< bytes per device the job may use; 0 = 85% of free memory
   std::uint32_t shared_degree_cap = 0;  ///< 4pCF: 0 = automatic; small values test the global path
   int accumulate = 0;  ///< 4pCF block sums: 0 = automatic (fixed point), 1 = double, 2 = fixed point
-  /// Non-zero: keep the graph and points on the devices after the call under this key (when the
-  /// graph fits in one window) so that later calls with the key skip the upload; the key must
-  /// always name the same graph and points (new_resident_key() draws fresh ones; NpcfPlan does
-  /// this per plan) and release_resident_graph(key) frees them. 0: upload on every call.
-  std::uint64_t resident_key = 0;
+  /// Non-null (not owned): keep the graph and points on the devices in this device graph between
+  /// calls (make_device_graph); it must always see the same graph and points and outlive the
+  /// call. With `devices` empty the call runs on the device graph's devices. Null: upload per call.
+  kernels::NpcfDeviceGraph* device_graph = nullptr;
 };
-
-/// A process-wide unique non-zero key for CudaOptions::resident_key.
-std::uint64_t new_resident_key();
-/// Frees what calls with this resident key left on the devices; a no-op without a loaded module.
-void release_resident_graph(std::uint64_t key) noexcept;
 
 /// What one CUDA call did (also recorded in the result's provenance timings).
 struct CudaStats {

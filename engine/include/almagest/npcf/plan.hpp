@@ -40,7 +40,7 @@ public:
   const std::string& backend_note() const noexcept;
 
 private:
-  CudaOptions cuda_options() const;  // the plan's resident key and devices
+  CudaOptions cuda_options() const;  // the plan's device graph and devices
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

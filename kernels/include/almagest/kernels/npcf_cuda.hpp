@@ -1,7 +1,8 @@
 #pragma once
 // Plain C++ facade of the N-point correlation kernels in the CUDA module (no CUDA types here).
 // Reached through CudaModule::npcf(). All views are non-owning host arrays that must stay valid
-// for the duration of the call; nothing is kept after a call returns.
+// for the duration of the call; nothing is kept after a call returns, except in an
+// NpcfDeviceGraph the caller owns and passes in NpcfOptions::device_graph.
 //
 // Conventions (docs/npcf.md): points are data first, then randoms ([0, ndata) data); the graph is
 // the half graph (hub i stores neighbours j > i sorted ascending, 0-based bins, 64-bit offsets).
@@ -22,6 +23,7 @@
 // engine throws Cancelled from it); the exception propagates after device memory is released.
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -47,6 +49,23 @@ struct NpcfGraphView {
   std::uint64_t num_edges = 0;
 };
 
+/// Device copy of one graph and point set, kept between counting calls by the caller that owns it
+/// (the engine's NpcfPlan holds one per plan). On each device a call runs on, when the whole graph
+/// fits one edge window, the first call with the object uploads offsets, neighbours, bins and
+/// weights (coordinates and pixels when a parity mode first needs them) and later calls reuse them;
+/// a graph that needs several windows is tiled with per-call buffers as without the object. Calls
+/// sharing an object are serialised per device. The caller guarantees that an object always sees
+/// the same graph and points, does not destroy it during a call, and destroys it before the module
+/// is unloaded; its destructor frees its device memory. Objects are independent of each other.
+class NpcfDeviceGraph {
+public:
+  virtual ~NpcfDeviceGraph() = default;
+  /// The CUDA devices it was made for (empty: every visible device).
+  virtual const std::vector<int>& devices() const noexcept = 0;
+  /// Device memory it holds now, summed over devices (bytes).
+  virtual std::uint64_t device_bytes() const = 0;
+};
+
 /// Execution options shared by every call.
 struct NpcfOptions {
   /// Row-aligned edge windows for out-of-core tiling: 0 = automatic (1 when everything fits in
@@ -69,12 +88,10 @@ struct NpcfOptions {
   /// reductions, 2 = fixed point (96-bit integers of the products scaled by 2^k; see
   /// docs/npcf-cuda.md). Both agree with the CPU to the documented tolerance.
   int accumulate = 0;
-  /// Non-zero: when the whole graph fits one window, its edges, offsets and the points stay on
-  /// each device after the call under this key, and later calls with the same key reuse them
-  /// instead of uploading again (one key per device; a new key replaces the old one). The caller
-  /// guarantees that a key always names the same graph and points (the engine's NpcfPlan draws a
-  /// fresh key per plan) and calls release_resident(key) when they go away. 0: upload per call.
-  std::uint64_t resident_key = 0;
+  /// Non-null: the graph and points stay on the devices in this object between calls (see
+  /// NpcfDeviceGraph); with `devices` empty the call runs on the object's devices. Null: upload
+  /// per call.
+  NpcfDeviceGraph* device_graph = nullptr;
 };
 
 /// Timings and sizes of one call, for provenance and the benchmark.
@@ -174,8 +191,9 @@ public:
   /// Builds the half graph of `p` on the first device of opt.devices (or device 0).
   virtual NpcfGraphHost build_graph(const NpcfPointsView& p, const NpcfGraphSpec& spec,
                                     const NpcfOptions& opt) = 0;
-  /// Frees what calls with NpcfOptions::resident_key == key left on the devices (no-op if none).
-  virtual void release_resident(std::uint64_t key) = 0;
+  /// A new, empty device graph for calls on `devices` (empty: every visible device). Allocates
+  /// nothing until a counting call uses it.
+  virtual std::unique_ptr<NpcfDeviceGraph> make_device_graph(const std::vector<int>& devices) = 0;
 };
 
 }  // namespace almagest::kernels
