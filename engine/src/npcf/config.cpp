@@ -75,6 +75,8 @@ std::vector<Problem> problems_of(const NpcfConfig& c) {
     p.emplace_back("pixel_nphi", "pixel grid pixel_ntheta x pixel_nphi = " +
                                      std::to_string(static_cast<long long>(c.pixel_ntheta) * c.pixel_nphi) +
                                      " exceeds 65536 pixels");
+  if (c.nmu < 1 || c.nmu > 100)
+    p.emplace_back("nmu", "must be in 1..100 (got " + std::to_string(c.nmu) + ")");
   if (c.threads < 0)
     p.emplace_back("threads", "must be >= 0 (0 = all hardware threads; got " +
                                   std::to_string(c.threads) + ")");
@@ -140,6 +142,42 @@ double Binning::centre(int i) const {
   return 0.5 * (lo + hi);
 }
 
+int mu_bin_signed(double mu, int nmu) {
+  const double t = (mu + 1.0) * (0.5 * nmu);
+  if (!(t >= 0)) return 0;
+  if (t >= nmu) return nmu - 1;
+  return std::min(static_cast<int>(t), nmu - 1);
+}
+
+int mu_bin_unsigned(double mu, int nmu) {
+  const double t = std::fabs(mu) * nmu;
+  if (!(t >= 0)) return 0;
+  if (t >= nmu) return nmu - 1;
+  return std::min(static_cast<int>(t), nmu - 1);
+}
+
+// The operation order below is mirrored by the CUDA kernels (npcf_common.cuh) with explicit
+// round-to-nearest operations: keep both in step, mu bins must agree exactly.
+double pair_mu(double xi, double yi, double zi, double dx, double dy, double dz, bool zaxis) {
+  const double d2 = dx * dx + dy * dy + dz * dz;
+  if (zaxis) return d2 > 0 ? dz / std::sqrt(d2) : 0.0;
+  const double mx = xi + 0.5 * dx, my = yi + 0.5 * dy, mz = zi + 0.5 * dz;
+  const double dot = dx * mx + dy * my + dz * mz;
+  const double den = std::sqrt(d2 * (mx * mx + my * my + mz * mz));
+  return den > 0 ? dot / den : 0.0;
+}
+
+double triangle_mu(double xi, double yi, double zi, double ax, double ay, double az, double bx,
+                   double by, double bz, bool zaxis) {
+  const double nx = ay * bz - az * by, ny = az * bx - ax * bz, nz = ax * by - ay * bx;
+  const double n2 = nx * nx + ny * ny + nz * nz;
+  if (zaxis) return n2 > 0 ? std::fabs(nz) / std::sqrt(n2) : 0.0;
+  const double cx = xi + (ax + bx) / 3.0, cy = yi + (ay + by) / 3.0, cz = zi + (az + bz) / 3.0;
+  const double dot = nx * cx + ny * cy + nz * cz;
+  const double den = std::sqrt(n2 * (cx * cx + cy * cy + cz * cz));
+  return den > 0 ? std::fabs(dot) / den : 0.0;
+}
+
 std::vector<std::string> NpcfConfig::validate() const { return format_problems(problems_of(*this)); }
 
 void NpcfConfig::check() const { throw_if_problems(problems_of(*this)); }
@@ -158,6 +196,8 @@ std::string NpcfConfig::to_json() const {
   j["pixel_ntheta"] = pixel_ntheta;
   j["pixel_nphi"] = pixel_nphi;
   j["threads"] = threads;
+  j["nmu"] = nmu;
+  j["multipoles"] = multipoles;
   j["backend"] = almagest::to_string(backend);
   return j.dump();
 }

@@ -132,6 +132,19 @@ schema::Schema build_schema() {
       .default_value = false;
 
   add("periodic", Kind::Flag, "", "Geometry",
+  {
+    Field& f = add("nmu", Kind::Integer, "M", "Binning",
+                   "Anisotropic binning: M mu bins. 2pcf: mu of the pair against the line of sight "
+                   "to its midpoint (z axis in a periodic box) over [-1, 1], one row per (r, mu); "
+                   "3pcf: |mu| of the triangle's normal (line of sight to its centroid) over "
+                   "[0, 1]; 4pcf: adds the xi_2, xi_4 terms to zeta_disc. 1 = isotropic.");
+    f.default_value = std::int64_t{1};
+    f.min = 1;
+    f.max = 100;
+  }
+  add("multipoles", Kind::Flag, "", "Binning",
+      "2pcf: also compute the multipoles xi_0, xi_2, xi_4 (always with nmu > 1).")
+      .default_value = false;
       "Periodic cube [0, L)^3 with minimum-image distances; coordinates are wrapped into the box.")
       .default_value = false;
   {
@@ -356,6 +369,8 @@ NpcfJob make_npcf_job(const schema::Values& values, const std::string& base_dir,
       c.backend = parse_backend(*b);
     } catch (const ConfigError& e) {
       const std::string m = e.what();
+  if (auto v = r.integer("nmu")) c.nmu = static_cast<int>(*v);
+  c.multipoles = r.flag("multipoles");
       r.problem("backend", m.substr(m.find(": ") == std::string::npos ? 0 : m.find(": ") + 2));
     }
   }
@@ -446,3 +461,5 @@ std::string NpcfJob::config_json() const {
 }
 
 }  // namespace almagest::npcf
+  v["nmu"] = std::int64_t{c.nmu};
+  v["multipoles"] = c.multipoles;

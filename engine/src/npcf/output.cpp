@@ -53,6 +53,8 @@ NpcfConfig config_from_json(const std::string& text, const std::string& file) {
     try {
       c.backend = parse_backend(j.value("backend", std::string("cpu")));
     } catch (const ConfigError& e) {
+    c.nmu = j.value("nmu", 1);
+    c.multipoles = j.value("multipoles", false);
       throw IoError(file, "attribute 'config' of '/'", std::string("invalid configuration: ") + e.what());
     }
   } catch (const nlohmann::json::exception& e) {

@@ -20,7 +20,9 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 }
 
 bool needs_randoms(const NpcfConfig& c) {
-  return c.statistic != Statistic::TwoPoint || !c.periodic;
+  // Analytic randoms in a periodic box exist for the 2pCF and 3pCF (finalize.cpp, analytic.hpp).
+  return !c.periodic || c.statistic == Statistic::FourPoint ||
+         c.statistic == Statistic::FourPointParity;
 }
 
 /// Periodic jobs: coordinates must lie in [0, box); values within one box length of it (e.g.
@@ -62,8 +64,8 @@ NpcfPlan::NpcfPlan(NpcfConfig config, PointSet points, const JobContext& ctx)
   if (!points.has_randoms() && needs_randoms(config))
     throw ConfigError("randoms", std::string("a random catalogue is required for the ") +
                                      to_string(config.statistic) +
-                                     " statistic (analytic randoms exist only for the 2pcf in a "
-                                     "periodic box)");
+                                      " statistic (analytic randoms exist for the 2pcf and 3pcf "
+                                     "in a periodic box)");
   // The one Auto policy of every engine (core/backend.hpp): CUDA when a device is usable.
   const ResolvedBackend rb = resolve_backend(config.backend);
   if (rb.cuda()) {
@@ -115,8 +117,8 @@ NpcfResult NpcfPlan::execute(Statistic statistic, const JobContext& ctx) const {
   if (!p.has_randoms() && needs_randoms(cfg))
     throw ConfigError("randoms", std::string("a random catalogue is required for the ") +
                                      to_string(statistic) +
-                                     " statistic (analytic randoms exist only for the 2pcf in a "
-                                     "periodic box)");
+                                      " statistic (analytic randoms exist for the 2pcf and 3pcf "
+                                     "in a periodic box)");
   const bool parity = statistic == Statistic::FourPointParity;
   if (parity && cfg.directions == DirectionMode::Pixel && g.pixel.size() != g.num_edges())
     throw ConfigError("store_pixels",
@@ -147,6 +149,25 @@ NpcfResult NpcfPlan::execute(Statistic statistic, const JobContext& ctx) const {
   if (statistic == Statistic::FourPoint || statistic == Statistic::FourPointParity) {
     NpcfConfig c2 = cfg;
     c2.statistic = Statistic::TwoPoint;
+    // With mu bins or in a periodic box zeta_disc gets the multipole terms: the internal pass
+    // accumulates the Legendre sums (isotropic rows).
+    c2.nmu = 1;
+    c2.multipoles = cfg.nmu > 1 || cfg.periodic;
+    NpcfResult xi = count(Statistic::TwoPoint, c2);
+    finalize(xi, p);
+    xi_seconds = seconds_since(t0);
+    r = count(statistic, cfg);
+    r.xi_internal = xi.estimator;
+    if (c2.multipoles) {
+      r.xi2_internal = xi.xi2;
+      r.xi4_internal = xi.xi4;
+    }
+  } else if (!p.has_randoms() && statistic != Statistic::TwoPoint) {
+    // 3pCF with analytic randoms: the estimator subtracts the internal (analytic) 2pCF.
+    NpcfConfig c2 = cfg;
+    c2.statistic = Statistic::TwoPoint;
+    c2.nmu = 1;
+    c2.multipoles = false;
     NpcfResult xi = count(Statistic::TwoPoint, c2);
     finalize(xi, p);
     xi_seconds = seconds_since(t0);

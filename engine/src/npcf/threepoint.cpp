@@ -13,12 +13,14 @@
 // data hubs or all random hubs (all-random tuples are exactly those whose hub is a random).
 // Chunks are merged in chunk order: results do not depend on the thread count.
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <mutex>
 #include <vector>
 
 #include "almagest/npcf/configurations.hpp"
+#include "almagest/npcf/graph.hpp"
 #include "almagest/npcf/plan.hpp"
 #include "parallel.hpp"
 
@@ -119,6 +121,51 @@ void triangles_all(const Graph& g, const PointSet& p, std::uint64_t h0, std::uin
   }
 }
 
+/// All triangles of hubs [h0, h1) with the mu bin of the triangle's normal (nmu > 1): cell
+/// index(...) * nmu + mu bin. A separate loop, so the isotropic one above is untouched.
+template <class Index>
+void triangles_all_mu(const Graph& g, const PointSet& p, const Geometry& geo, int nmu,
+                      std::uint64_t h0, std::uint64_t h1, const Index& index, TriAcc& acc,
+                      Scratch& sc) {
+  const std::uint64_t* off = g.offsets.data();
+  const std::uint32_t* nb = g.neighbour.data();
+  const std::uint8_t* bn = g.bin.data();
+  const double* w = p.w.data();
+  std::uint64_t* cnt = acc.count.data();
+  double* sum = acc.sum.data();
+  std::uint8_t* mark = sc.mark.data();
+  for (std::uint64_t i = h0; i < h1; ++i) {
+    const std::uint64_t e0 = off[i], e1 = off[i + 1];
+    const std::uint64_t deg = e1 - e0;
+    if (deg < 2) continue;
+    const std::uint32_t* ni = nb + e0;
+    const std::uint8_t* bi = bn + e0;
+    for (std::uint64_t a = 0; a < deg; ++a) mark[ni[a]] = static_cast<std::uint8_t>(bi[a] + 1);
+    const double wi = w[i];
+    for (std::uint64_t aj = 0; aj + 1 < deg; ++aj) {
+      const std::uint32_t j = ni[aj];
+      const int bij = bi[aj];
+      const double wij = wi * w[j];
+      const std::uint32_t base = index.base(bij);
+      double ax, ay, az;
+      geo.delta(p, i, j, ax, ay, az);
+      for (std::uint64_t f = off[j]; f < off[j + 1]; ++f) {
+        const std::uint32_t k = nb[f];
+        if (mark[k] == 0) continue;
+        const int bik = mark[k] - 1, bjk = bn[f];
+        double bx, by, bz;
+        geo.delta(p, i, k, bx, by, bz);
+        const double mu = triangle_mu(p.x[i], p.y[i], p.z[i], ax, ay, az, bx, by, bz, geo.periodic);
+        const std::size_t idx =
+            static_cast<std::size_t>(index(base, bij, bik, bjk)) * nmu + mu_bin_unsigned(mu, nmu);
+        ++cnt[idx];
+        sum[idx] += wij * w[k];
+      }
+    }
+    for (std::uint64_t a = 0; a < deg; ++a) mark[ni[a]] = 0;
+  }
+}
+
 /// Equilateral triangles only: the walk runs over the neighbours of i in the same bin as (i, j).
 void triangles_equilateral(const Graph& g, const PointSet& p, std::uint64_t h0, std::uint64_t h1,
                            int nbins, TriAcc& acc, std::vector<std::uint32_t>& same,
@@ -184,11 +231,19 @@ NpcfResult count_3pcf_cpu(const Graph& g, const PointSet& p, const NpcfConfig& c
                           const JobContext& ctx) {
   const int nb = c.bins.nbins;
   const TriangleTable table(nb);
+  // mu bins: the general walk with the normal's mu; equilateral rows are taken from its cube.
+  const int nmu = c.nmu;
+  const bool with_mu = nmu > 1;
+  const bool walk_equilateral = equilateral && !with_mu;
+  Geometry geo;
+  geo.periodic = c.periodic;
+  geo.box = c.box;
   // Cube accumulators (n^3 cells, no sorting per triangle) while they stay cache-sized.
-  const bool cube = !equilateral && nb <= 20;
-  const std::size_t cells = equilateral ? static_cast<std::size_t>(nb)
-                            : cube      ? static_cast<std::size_t>(nb) * nb * nb
-                                        : static_cast<std::size_t>(table.rows());
+  const bool cube = !walk_equilateral && nb <= 20;
+  const std::size_t cells = (walk_equilateral ? static_cast<std::size_t>(nb)
+                             : cube           ? static_cast<std::size_t>(nb) * nb * nb
+                                              : static_cast<std::size_t>(table.rows())) *
+                            static_cast<std::size_t>(nmu);
   // Fewer, larger chunks when accumulators are big (memory: at most 4 x threads pending).
   const std::uint64_t target = cells * 16 > (1u << 20) ? 64 : 512;
   auto bounds = detail::make_chunks(g, 2, target);
@@ -207,7 +262,7 @@ NpcfResult count_3pcf_cpu(const Graph& g, const PointSet& p, const NpcfConfig& c
   };
   auto body = [&](std::uint64_t, std::uint64_t h0, std::uint64_t h1, TriAcc& a) {
     a.random_hubs = h0 >= ndata;
-    if (equilateral) {
+    if (walk_equilateral) {
       std::vector<std::uint32_t> same, start;
       std::vector<double> wsame;
       for (std::uint64_t s0 = h0; s0 < h1; s0 += kCancelBlock) {
@@ -237,10 +292,16 @@ NpcfResult count_3pcf_cpu(const Graph& g, const PointSet& p, const NpcfConfig& c
           throw Cancelled();
         }
         const std::uint64_t s1 = std::min(h1, s0 + kCancelBlock);
-        if (cube)
+        if (with_mu) {
+          if (cube)
+            triangles_all_mu(g, p, geo, nmu, s0, s1, CubeIndex{nb, nb * nb}, a, *sc);
+          else
+            triangles_all_mu(g, p, geo, nmu, s0, s1, RowIndex{&table}, a, *sc);
+        } else if (cube) {
           triangles_all(g, p, s0, s1, CubeIndex{nb, nb * nb}, a, *sc);
-        else
+        } else {
           triangles_all(g, p, s0, s1, RowIndex{&table}, a, *sc);
+        }
       }
       std::lock_guard<std::mutex> lock(pool_mu);
       pool.push_back(std::move(sc));  // the table is all zeros again after every hub
@@ -272,39 +333,49 @@ NpcfResult count_3pcf_cpu(const Graph& g, const PointSet& p, const NpcfConfig& c
   r.config.statistic = r.statistic;
   r.order = 3;
   r.edges_per_row = 3;
-  const std::size_t rows = equilateral ? static_cast<std::size_t>(nb) : table.rows();
+  const std::size_t configs = equilateral ? static_cast<std::size_t>(nb) : table.rows();
+  const std::size_t rows = configs * static_cast<std::size_t>(nmu);  // mu inner
   r.bins.resize(rows * 3);
   r.tuples.assign(rows, 0);
   r.random_tuples.assign(rows, 0);
   r.n.assign(rows, 0.0);
   r.r.assign(rows, 0.0);
+  if (with_mu) r.mu.resize(rows);
   std::vector<double> rsum(rows, 0.0);
-  auto add = [&](std::size_t row, std::size_t cell) {
-    r.tuples[row] += all.count[cell] + all.rcount[cell];
-    r.random_tuples[row] += all.rcount[cell];
-    r.n[row] += all.sum[cell] + all.rsum[cell];
-    rsum[row] += all.rsum[cell];
+  // Cell c of the accumulator holds mu bin m at c * nmu + m, the row the same inside a config.
+  auto add = [&](std::size_t config, std::size_t cell) {
+    for (int m = 0; m < nmu; ++m) {
+      const std::size_t row = config * nmu + m, k = cell * nmu + m;
+      r.tuples[row] += all.count[k] + all.rcount[k];
+      r.random_tuples[row] += all.rcount[k];
+      r.n[row] += all.sum[k] + all.rsum[k];
+      rsum[row] += all.rsum[k];
+    }
   };
-  if (equilateral) {
-    for (int b = 0; b < nb; ++b) {
-      r.bins[3 * b] = r.bins[3 * b + 1] = r.bins[3 * b + 2] = static_cast<std::uint8_t>(b);
-      add(static_cast<std::size_t>(b), static_cast<std::size_t>(b));
-    }
+  for (std::size_t row = 0; row < rows; ++row) {
+    const std::size_t cf = row / nmu;
+    const auto b = equilateral ? std::array<std::uint8_t, 3>{static_cast<std::uint8_t>(cf),
+                                                             static_cast<std::uint8_t>(cf),
+                                                             static_cast<std::uint8_t>(cf)}
+                               : table.bins(static_cast<std::uint32_t>(cf));
+    r.bins[3 * row] = b[0];
+    r.bins[3 * row + 1] = b[1];
+    r.bins[3 * row + 2] = b[2];
+    if (with_mu) r.mu[row] = static_cast<std::uint8_t>(row % nmu);
+  }
+  if (walk_equilateral) {
+    for (int b = 0; b < nb; ++b) add(static_cast<std::size_t>(b), static_cast<std::size_t>(b));
+  } else if (equilateral) {  // with mu bins: the diagonal of the cube or of the rows
+    for (int b = 0; b < nb; ++b)
+      add(static_cast<std::size_t>(b), cube ? (static_cast<std::size_t>(b) * nb + b) * nb + b
+                                            : static_cast<std::size_t>(table.row(b, b, b)));
+  } else if (cube) {
+    for (int a = 0; a < nb; ++a)
+      for (int b = 0; b < nb; ++b)
+        for (int d = 0; d < nb; ++d)
+          add(table.row(a, b, d), (static_cast<std::size_t>(a) * nb + b) * nb + d);
   } else {
-    for (std::uint32_t row = 0; row < rows; ++row) {
-      const auto b = table.bins(row);
-      r.bins[3 * row] = b[0];
-      r.bins[3 * row + 1] = b[1];
-      r.bins[3 * row + 2] = b[2];
-    }
-    if (cube) {
-      for (int a = 0; a < nb; ++a)
-        for (int b = 0; b < nb; ++b)
-          for (int d = 0; d < nb; ++d)
-            add(table.row(a, b, d), (static_cast<std::size_t>(a) * nb + b) * nb + d);
-    } else {
-      for (std::size_t row = 0; row < rows; ++row) add(row, row);
-    }
+    for (std::size_t cf = 0; cf < configs; ++cf) add(cf, cf);
   }
   // RRR: the all-random sum made positive, (-1)^3 times the product of negative weights.
   for (std::size_t row = 0; row < rows; ++row) r.r[row] = -rsum[row];

@@ -47,6 +47,14 @@ struct NpcfConfig {
   DirectionMode directions = DirectionMode::Pixel;
   int pixel_ntheta = 8;      ///< direction pixel grid: ntheta x nphi <= 65536, nphi even
   int pixel_nphi = 32;
+  /// Anisotropic binning: nmu mu bins (1..100). 2pCF: mu of the pair separation against the line
+  /// of sight to the pair midpoint (the z axis in a periodic box) over [-1, 1], rows (r, mu) with
+  /// r outer; 3pCF: |mu| of the triangle's normal against the line of sight to its centroid (z in
+  /// a box) over [0, 1], rows (b1, b2, b3, mu) with mu inner. 4pCF rows are not mu-binned:
+  /// nmu > 1 adds the anisotropic multipole terms to zeta_disc. 1 = isotropic (default).
+  int nmu = 1;
+  /// 2pCF: also accumulate the Legendre sums of xi_2 and xi_4 (always done when nmu > 1).
+  bool multipoles = false;
   int threads = 0;           ///< 0 = all hardware threads
   /// cpu, cuda, cuda:N or auto: the one backend type and Auto policy of every engine
   /// (almagest/core/backend.hpp); the plan resolves it.
@@ -58,6 +66,21 @@ struct NpcfConfig {
   void check() const;
   /// JSON object text of the configuration (for provenance and job files).
   std::string to_json() const;
+  /// True when the 2pCF accumulates the multipole (Legendre) sums: nmu > 1 or multipoles.
+  bool wants_multipoles() const noexcept { return nmu > 1 || multipoles; }
 };
+
+/// 0-based mu bin of mu in [-1, 1] with nmu bins: floor((mu + 1) nmu / 2), clamped. The
+/// arithmetic is fixed ((mu + 1) * (0.5 nmu)) so that the CUDA kernels reproduce it bit for bit.
+int mu_bin_signed(double mu, int nmu);
+/// 0-based bin of |mu| in [0, 1] with nmu bins: floor(|mu| nmu), clamped (3pCF normals).
+int mu_bin_unsigned(double mu, int nmu);
+/// mu of a pair: separation (dx, dy, dz) = x_j - x_i from the hub at (xi, yi, zi); the line of
+/// sight is the pair midpoint, or the z axis when `zaxis` (periodic box). 0 for a zero midpoint.
+double pair_mu(double xi, double yi, double zi, double dx, double dy, double dz, bool zaxis);
+/// |mu| of a triangle's normal (a x b, a = x_j - x_i, b = x_k - x_i) against the line of sight to
+/// its centroid (or the z axis when `zaxis`); 0 for a degenerate (collinear) triangle.
+double triangle_mu(double xi, double yi, double zi, double ax, double ay, double az, double bx,
+                   double by, double bz, bool zaxis);
 
 }  // namespace almagest::npcf

@@ -23,11 +23,25 @@ struct NpcfResult {
   std::vector<double> r;           ///< RR / RRR / RRRR: all-random sums, made positive
   std::vector<double> estimator;   ///< xi / zeta (even); 0 where r == 0
 
+  // Anisotropic binning (config.nmu > 1, 2pCF and 3pCF): 0-based mu bin per row, empty otherwise.
+  std::vector<std::uint8_t> mu;
+
+  // 2pCF multipoles (config.wants_multipoles()), per radial bin: raw Legendre sums over all pairs
+  // of L_l(mu) x the product of signed weights, and the estimators xi_l = (2l + 1) S_l / RR(r)
+  // (xi_0 = NN(r)/RR(r), minus 1 with analytic randoms), RR(r) summed over the mu bins.
+  std::vector<double> legendre2, legendre4;
+  std::vector<double> xi0, xi2, xi4;
+
+  // 3pCF with analytic randoms: the internal 2pCF per radial bin in xi_internal (below).
+
   // 4pCF only
   std::vector<double> zeta_disc;   ///< sum over the three pairings of xi(r_a) xi(r_b)
   std::vector<double> zeta_conn;   ///< zeta - zeta_disc (even channel)
   std::vector<std::uint8_t> realisable;  ///< Cayley-Menger determinant on bin centres > 0
   std::vector<double> xi_internal; ///< internal 2pCF (per bin) used for zeta_disc
+  /// Internal quadrupole and hexadecapole per bin (nmu > 1 or a periodic box; else empty): the
+  /// anisotropic terms xi2 xi2 L2(cos t)/5 + xi4 xi4 L4(cos t)/9 of zeta_disc.
+  std::vector<double> xi2_internal, xi4_internal;
 
   // parity 4pCF only
   std::vector<double> n_odd;       ///< NNNN_odd: sum of relabelling sign x sign(V) x weights
@@ -54,6 +68,17 @@ void write_hdf5(const NpcfResult& result, const std::string& path);
 std::string format_gramsci(const NpcfResult& result);
 /// Writes format_gramsci() atomically.
 void write_gramsci(const NpcfResult& result, const std::string& path);
+  /// mu range of a row: [-1, 1] without mu bins; 2pCF mu bins over [-1, 1], 3pCF over [0, 1].
+  double mu_lo(std::size_t row) const {
+    if (mu.empty()) return -1.0;
+    const double m = mu[row], n = config.nmu;
+    return order == 2 ? -1.0 + 2.0 * m / n : m / n;
+  }
+  double mu_hi(std::size_t row) const {
+    if (mu.empty()) return 1.0;
+    const double m = mu[row] + 1.0, n = config.nmu;
+    return order == 2 ? -1.0 + 2.0 * m / n : m / n;
+  }
 /// Reads back a file written by write_hdf5 (all statistics it holds, first one returned).
 NpcfResult read_hdf5(const std::string& path);
 
