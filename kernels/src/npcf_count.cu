@@ -53,6 +53,11 @@ struct Job {
   u64 packed_size = 0;
   bool parity = false;
   NpcfParity par;
+  int nmu = 1;            // 2pCF/3pCF mu bins (rows already multiplied by nmu)
+  bool legendre = false;  // 2pCF: 2 x nbins Legendre sum rows after the mu rows
+  /// Coordinates on the device: exact parity spokes, or mu from positions.
+  bool needs_xyz() const { return (parity && par.exact) || nmu > 1 || legendre; }
+  bool mu2() const { return kind == Kind::Two && (nmu > 1 || legendre); }
   std::vector<u64> win_row;   // W + 1 row boundaries
   std::vector<u64> part_row;  // P + 1 row boundaries
   std::vector<u64> seg_row;   // union of the above and ndata: segments are pure windows/partitions
@@ -235,7 +240,7 @@ private:
       R.edges = edges;
       R.have_graph = true;
     }
-    if (J.parity && J.par.exact && !R.have_xyz) {
+    if (J.needs_xyz() && !R.have_xyz) {
       R.x.allocate(n);
       R.y.allocate(n);
       R.z.allocate(n);
@@ -264,7 +269,7 @@ private:
     } else {
       alloc(w_, n);
       w_.upload(J.p.w, n, s_);
-      if (J.parity && J.par.exact) {
+      if (J.needs_xyz()) {
         alloc(x_, n);
         alloc(y_, n);
         alloc(z_, n);
@@ -414,7 +419,17 @@ private:
     int occ = 0;
     if (J.kind == Kind::Two) {
       smem2_ = 32ull * J.rows;
-      CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, count2_kernel, 256, smem2_));
+      if (J.mu2()) {
+        if (smem2_ > static_cast<std::size_t>(smem_optin_))
+          throw DeviceError("2pCF on the GPU: " + std::to_string(J.rows) +
+                            " (r, mu) rows do not fit the shared-memory histogram");
+        if (smem2_ > 48 * 1024)
+          CUDA_CHECK(cudaFuncSetAttribute(count2mu_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                          static_cast<int>(smem2_)));
+        CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, count2mu_kernel, 256, smem2_));
+      } else {
+        CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, count2_kernel, 256, smem2_));
+      }
       grid2_ = std::max(1, occ) * sms_;
       G_ = grid2_;
       return;
@@ -423,15 +438,17 @@ private:
     if (J.kind == Kind::Three) {
       dcap3_ = 1024;
       smem3_ = hb + 13ull * dcap3_;
+      // mu bins: the kMu instantiation; the isotropic kernel is count3_kernel<false> as before.
+      const auto kernel3 = J.nmu > 1 ? count3_kernel<true> : count3_kernel<false>;
       cudaFuncAttributes fa{};
-      CUDA_CHECK(cudaFuncGetAttributes(&fa, count3_kernel));
+      CUDA_CHECK(cudaFuncGetAttributes(&fa, kernel3));
       if (smem3_ + fa.sharedSizeBytes > static_cast<std::size_t>(smem_optin_))
         throw DeviceError("3pCF on the GPU: " + std::to_string(J.rows) +
                           " rows do not fit the shared-memory histogram");
       if (smem3_ > 48 * 1024)
-        CUDA_CHECK(cudaFuncSetAttribute(count3_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+        CUDA_CHECK(cudaFuncSetAttribute(kernel3, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                         static_cast<int>(smem3_)));
-      CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, count3_kernel, 256, smem3_));
+      CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, kernel3, 256, smem3_));
       grid3_ = std::max(1, occ) * sms_;
       G_ = grid3_;
       return;
@@ -628,7 +645,16 @@ private:
       a.h1 = std::min(J.part_row[part + 1], J.win_row[h + 1]);
       a.acc = make_acc(0);
       if (a.h0 < a.h1) {
-        count2_kernel<<<grid2_, 256, smem2_, s_>>>(a);
+        if (J.mu2()) {
+          TwoMuArgs m;
+          m.base = a;
+          m.nmu = J.nmu;
+          m.nbins = J.nbins;
+          m.legendre = J.legendre;
+          count2mu_kernel<<<grid2_, 256, smem2_, s_>>>(m);
+        } else {
+          count2_kernel<<<grid2_, 256, smem2_, s_>>>(a);
+        }
         CUDA_CHECK_LAUNCH();
       }
       return;
@@ -649,9 +675,13 @@ private:
         a.nbins = J.nbins;
         a.equilateral = J.equilateral;
         a.dcap = dcap3_;
+        a.nmu = J.nmu;
         a.acc = make_acc(half);
         if (a.list.count > 0) {
-          count3_kernel<<<std::min<int>(grid3_, a.list.count), 256, smem3_, s_>>>(a);
+          if (J.nmu > 1)
+            count3_kernel<true><<<std::min<int>(grid3_, a.list.count), 256, smem3_, s_>>>(a);
+          else
+            count3_kernel<false><<<std::min<int>(grid3_, a.list.count), 256, smem3_, s_>>>(a);
           CUDA_CHECK_LAUNCH();
         }
         continue;
@@ -1010,8 +1040,22 @@ public:
     job.g = g;
     job.p = p;
     job.nbins = nbins;
-    job.rows = static_cast<u32>(nbins);
-    return run_job(job, opt);
+    job.nmu = std::max(1, opt.nmu);
+    job.legendre = opt.legendre;
+    // mu from minimum-image separations in a periodic box (Common takes them from par).
+    job.par.periodic = opt.mu_periodic;
+    job.par.box = opt.mu_box;
+    job.rows = static_cast<u32>(nbins * job.nmu + (job.legendre ? 2 * nbins : 0));
+    NpcfSums s = run_job(job, opt);
+    if (job.legendre) {
+      // The sum-only rows: L2 then L4 per radial bin, moved out of the row arrays.
+      const std::size_t mu_rows = static_cast<std::size_t>(nbins) * job.nmu;
+      s.legendre2.assign(s.n.begin() + mu_rows, s.n.begin() + mu_rows + nbins);
+      s.legendre4.assign(s.n.begin() + mu_rows + nbins, s.n.end());
+      for (auto* v : {&s.tuples, &s.random_tuples}) v->resize(mu_rows);
+      for (auto* v : {&s.n, &s.r}) v->resize(mu_rows);
+    }
+    return s;
   }
   NpcfSums count_3pcf(const NpcfGraphView& g, const NpcfPointsView& p, const NpcfTriangleRows& rows,
                       bool equilateral, const NpcfOptions& opt) override {
@@ -1022,7 +1066,11 @@ public:
     job.nbins = rows.nbins;
     job.tri_offset = rows.offset;
     job.equilateral = equilateral;
-    job.rows = static_cast<u32>(equilateral ? static_cast<u64>(rows.nbins) : rows.rows);
+    job.nmu = std::max(1, opt.nmu);
+    job.par.periodic = opt.mu_periodic;
+    job.par.box = opt.mu_box;
+    job.rows = static_cast<u32>((equilateral ? static_cast<u64>(rows.nbins) : rows.rows) *
+                                static_cast<u64>(job.nmu));
     return run_job(job, opt);
   }
   NpcfSums count_4pcf(const NpcfGraphView& g, const NpcfPointsView& p, const NpcfTetraRows& rows,

@@ -315,6 +315,64 @@ __global__ void count2_kernel(TwoArgs a) {
   }
 }
 
+/// 2pCF with mu bins and/or Legendre sums: rows (r bin, mu bin) with mu inner, then (legendre)
+/// 2 x nbins sum-only rows: L2 sums at mu_rows + b, L4 sums at mu_rows + nbins + b. mu from the
+/// coordinates with the CPU's arithmetic (npcf_common.cuh), so every pair lands in its CPU row.
+/// A kernel of its own: the isotropic count2_kernel above is unchanged.
+struct TwoMuArgs {
+  TwoArgs base;
+  int nmu = 1;
+  int nbins = 0;
+  bool legendre = false;
+};
+
+__global__ void count2mu_kernel(TwoMuArgs m) {
+  const TwoArgs& a = m.base;
+  extern __shared__ __align__(16) unsigned char smem[];
+  const u32 R = a.acc.rows;
+  const u32 mu_rows = static_cast<u32>(m.nbins * m.nmu);
+  double* s_sum = reinterpret_cast<double*>(smem);        // [2][R]
+  ull* s_cnt = reinterpret_cast<ull*>(smem + 16 * R);    // [2][R]
+  for (u32 r = threadIdx.x; r < 2 * R; r += blockDim.x) {
+    s_sum[r] = 0;
+    s_cnt[r] = 0;
+  }
+  __syncthreads();
+  const u32 lane = threadIdx.x & 31;
+  const u64 warps = static_cast<u64>(gridDim.x) * (blockDim.x >> 5);
+  for (u64 i = a.h0 + static_cast<u64>(blockIdx.x) * (blockDim.x >> 5) + (threadIdx.x >> 5); i < a.h1;
+       i += warps) {
+    const int half = i >= a.c.ndata ? 1 : 0;
+    const double wi = a.c.w[i];
+    const double xi = a.c.x[i], yi = a.c.y[i], zi = a.c.z[i];
+    const u64 e0 = a.c.offsets[i] - a.win.base, e1 = a.c.offsets[i + 1] - a.win.base;
+    for (u64 e = e0 + lane; e < e1; e += 32) {
+      const u32 b = a.win.bin[e];
+      const u32 j = a.win.nb[e];
+      double dx, dy, dz;
+      delta(a.c.x, a.c.y, a.c.z, i, j, a.c.periodic, a.c.box, dx, dy, dz);
+      const double mu = pair_mu(xi, yi, zi, dx, dy, dz, a.c.periodic);
+      const u32 row = b * static_cast<u32>(m.nmu) + static_cast<u32>(mu_bin_signed(mu, m.nmu));
+      const double ww = wi * a.c.w[j];
+      atomicAdd(s_cnt + half * R + row, 1ull);
+      atomicAdd(s_sum + half * R + row, ww);
+      if (m.legendre) {
+        const double m2 = mu * mu;
+        atomicAdd(s_sum + half * R + mu_rows + b, ww * (1.5 * m2 - 0.5));
+        atomicAdd(s_sum + half * R + mu_rows + m.nbins + b,
+                  ww * ((35.0 * m2 * m2 - 30.0 * m2 + 3.0) / 8.0));
+      }
+    }
+  }
+  __syncthreads();
+  for (u32 r = threadIdx.x; r < 2 * R; r += blockDim.x) {
+    const u32 half = r / R, row = r % R;
+    const u64 slot = (static_cast<u64>(half) * a.acc.G + blockIdx.x) * R + row;
+    a.acc.part_cnt[slot] += s_cnt[r];
+    a.acc.part_sum[slot] += s_sum[r];
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Hub work list of a launch: hubs order[first .. first + count), taken through *counter.
 struct HubList {
@@ -344,9 +402,11 @@ struct ThreeArgs {
   int nbins = 0;
   bool equilateral = false;
   u32 dcap = 0;  // shared list capacity
+  int nmu = 1;   // kMu: rows (configuration, mu bin of the triangle's normal), mu inner
   Acc acc;
 };
 
+template <bool kMu>
 __global__ void count3_kernel(ThreeArgs a) {
   extern __shared__ __align__(16) unsigned char smem[];
   __shared__ u32 s_item;
@@ -410,6 +470,15 @@ __global__ void count3_kernel(ThreeArgs a) {
           int lo = min(bij, min(bik, bjk)), hi = max(bij, max(bik, bjk));
           int mid = bij + bik + bjk - lo - hi;
           row = a.tri_offset[lo * n + mid] + static_cast<u32>(hi - mid);
+        }
+        if constexpr (kMu) {
+          // |mu| of the normal, as the CPU's triangle_mu (spokes hub -> j, hub -> k).
+          double ax, ay, az, bx, by, bz;
+          delta(a.c.x, a.c.y, a.c.z, hub, j, a.c.periodic, a.c.box, ax, ay, az);
+          delta(a.c.x, a.c.y, a.c.z, hub, k, a.c.periodic, a.c.box, bx, by, bz);
+          const double mu = triangle_mu(a.c.x[hub], a.c.y[hub], a.c.z[hub], ax, ay, az, bx, by,
+                                        bz, a.c.periodic);
+          row = row * static_cast<u32>(a.nmu) + static_cast<u32>(mu_bin_unsigned(mu, a.nmu));
         }
         hist.add(a.acc, row, wij * (in_smem ? l_w[pos] : a.c.w[k]));
       }

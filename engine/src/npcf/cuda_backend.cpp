@@ -101,6 +101,14 @@ void fill_sums(NpcfResult& r, kernels::NpcfSums& s, double sign, const Graph& g,
   r.graph_edges = g.num_edges();
 }
 
+/// mu binning and Legendre sums of the 2pCF / 3pCF (kernels::NpcfOptions::nmu ...).
+void set_mu_options(kernels::NpcfOptions& k, const NpcfConfig& c, bool legendre) {
+  k.nmu = c.nmu;
+  k.legendre = legendre;
+  k.mu_periodic = c.periodic;
+  k.mu_box = c.box;
+}
+
 bool stores_pixels(const NpcfConfig& c) {
   return c.store_pixels ||
          (c.statistic == Statistic::FourPointParity && c.directions == DirectionMode::Pixel);
@@ -200,6 +208,7 @@ NpcfResult count_2pcf_cuda(const Graph& g, const PointSet& p, const NpcfConfig& 
   kernels::NpcfKernels& k = npcf_kernels();
   const int nb = c.bins.nbins;
   kernels::NpcfOptions kopt = module_options(opt, ctx);
+  set_mu_options(kopt, c, c.wants_multipoles());
   kernels::NpcfSums s =
       with_cuda_errors([&] { return k.count_2pcf(graph_view(g), points_view(p), nb, kopt); });
   NpcfResult r;
@@ -208,8 +217,18 @@ NpcfResult count_2pcf_cuda(const Graph& g, const PointSet& p, const NpcfConfig& 
   r.statistic = Statistic::TwoPoint;
   r.order = 2;
   r.edges_per_row = 1;
-  r.bins.resize(nb);
-  for (int b = 0; b < nb; ++b) r.bins[b] = static_cast<std::uint8_t>(b);
+  const int nmu = c.nmu;
+  const std::size_t rows = static_cast<std::size_t>(nb) * nmu;  // r outer, mu inner
+  r.bins.resize(rows);
+  if (nmu > 1) r.mu.resize(rows);
+  for (std::size_t k = 0; k < rows; ++k) {
+    r.bins[k] = static_cast<std::uint8_t>(k / nmu);
+    if (nmu > 1) r.mu[k] = static_cast<std::uint8_t>(k % nmu);
+  }
+  if (c.wants_multipoles()) {
+    r.legendre2 = std::move(s.legendre2);
+    r.legendre4 = std::move(s.legendre4);
+  }
   fill_sums(r, s, 1.0, g, p);
   fill_stats(s.info, stats, r);
   return r;
@@ -229,6 +248,7 @@ NpcfResult count_3pcf_cuda(const Graph& g, const PointSet& p, const NpcfConfig& 
   rows.offset = offset.data();
   rows.rows = table.rows();
   kernels::NpcfOptions kopt = module_options(opt, ctx);
+  set_mu_options(kopt, c, false);
   kernels::NpcfSums s = with_cuda_errors(
       [&] { return k.count_3pcf(graph_view(g), points_view(p), rows, equilateral, kopt); });
   NpcfResult r;
@@ -237,14 +257,18 @@ NpcfResult count_3pcf_cuda(const Graph& g, const PointSet& p, const NpcfConfig& 
   r.config.statistic = r.statistic;
   r.order = 3;
   r.edges_per_row = 3;
-  const std::size_t nrows = equilateral ? static_cast<std::size_t>(nb) : table.rows();
+  const int nmu = c.nmu;  // rows (configuration, mu bin), mu inner
+  const std::size_t nrows = (equilateral ? static_cast<std::size_t>(nb) : table.rows()) * nmu;
   r.bins.resize(nrows * 3);
+  if (nmu > 1) r.mu.resize(nrows);
   for (std::size_t row = 0; row < nrows; ++row) {
-    const auto b = equilateral ? std::array<std::uint8_t, 3>{static_cast<std::uint8_t>(row),
-                                                             static_cast<std::uint8_t>(row),
-                                                             static_cast<std::uint8_t>(row)}
-                               : table.bins(static_cast<std::uint32_t>(row));
+    const std::size_t cf = row / nmu;
+    const auto b = equilateral ? std::array<std::uint8_t, 3>{static_cast<std::uint8_t>(cf),
+                                                             static_cast<std::uint8_t>(cf),
+                                                             static_cast<std::uint8_t>(cf)}
+                               : table.bins(static_cast<std::uint32_t>(cf));
     std::copy(b.begin(), b.end(), r.bins.begin() + static_cast<std::ptrdiff_t>(3 * row));
+    if (nmu > 1) r.mu[row] = static_cast<std::uint8_t>(row % nmu);
   }
   fill_sums(r, s, -1.0, g, p);
   fill_stats(s.info, stats, r);

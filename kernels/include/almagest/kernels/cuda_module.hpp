@@ -15,14 +15,16 @@
 
 namespace almagest::kernels {
 
-inline constexpr std::uint32_t kAbiVersion = 6;  // 2: NpcfOptions::accumulate; 3: StackPlanes::memory_limit;
+inline constexpr std::uint32_t kAbiVersion = 7;  // 2: NpcfOptions::accumulate; 3: StackPlanes::memory_limit;
                                                  // 4: NpcfOptions::resident_key, release_resident;
                                                  // 5: ShtDevicePlan::synthesis_device, adjoint_device;
                                                  // 6: NpcfOptions::device_graph and
                                                  //    NpcfKernels::make_device_graph (a caller-owned
                                                  //    NpcfDeviceGraph) replace resident_key and
                                                  //    release_resident: NpcfOptions' layout and the
-                                                 //    NpcfKernels vtable changed
+                                                 //    NpcfKernels vtable changed;
+                                                 // 7: NpcfOptions::nmu/legendre/mu_periodic/mu_box,
+                                                 //    NpcfSums::legendre2/legendre4 (mu binning)
 
 class DeviceError : public std::runtime_error {
 public:

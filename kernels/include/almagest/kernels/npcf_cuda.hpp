@@ -92,6 +92,16 @@ struct NpcfOptions {
   /// NpcfDeviceGraph); with `devices` empty the call runs on the object's devices. Null: upload
   /// per call.
   NpcfDeviceGraph* device_graph = nullptr;
+  /// Anisotropic binning (count_2pcf, count_3pcf; docs/npcf.md): nmu > 1 mu bins multiply the
+  /// rows (mu inner): the 2pCF's mu of the pair against the line of sight to its midpoint over
+  /// [-1, 1], the 3pCF's |mu| of the triangle normal against the line of sight to its centroid
+  /// over [0, 1]; with mu_periodic the z axis and minimum-image separations in a box of side
+  /// mu_box. mu bins equal the engine's (same arithmetic, each operation rounded to nearest).
+  /// legendre (2pCF): also NpcfSums::legendre2/legendre4.
+  int nmu = 1;
+  bool legendre = false;
+  bool mu_periodic = false;
+  double mu_box = 0;
 };
 
 /// Timings and sizes of one call, for provenance and the benchmark.
@@ -113,6 +123,9 @@ struct NpcfSums {
   std::vector<double> n, r;
   std::vector<double> n_odd, r_odd;
   std::vector<std::uint64_t> degenerate;
+  /// 2pCF with NpcfOptions::legendre: per radial bin, sum over all pairs of L_2(mu) (L_4(mu))
+  /// times the product of signed weights.
+  std::vector<double> legendre2, legendre4;
   NpcfRunInfo info;
 };
 
