@@ -211,8 +211,7 @@ void bind_npcf(nb::module_& m) {
         ctx.progress(0, 1, "writing results");
         const auto paths = job.output_paths();
         for (std::size_t i = 0; i < results.size(); ++i) {
-          if (job.format == npcf::OutputFormat::Gramsci) npcf::write_gramsci(results[i], paths[i]);
-          else npcf::write_hdf5(results[i], paths[i]);
+          npcf::write_result(results[i], paths[i], job.format);
         }
       }
     }, job.config.threads, progress);

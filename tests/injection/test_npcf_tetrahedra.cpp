@@ -4,7 +4,10 @@
 //    randoms the connected 4pCF of that configuration is positive;
 //  - chiral scalene tetrahedra with left-handed fraction x: NNNN_odd n_gal^4 / N_struct =
 //    eps (2x - 1), eps the canonicalisation sign of the configuration (computed here from the
-//    reference canonicalisation and the handedness of the labelled template).
+//    reference canonicalisation and the handedness of the labelled template);
+//  - one tetrahedron with repeated bins in three input orders: the odd count takes the sign of
+//    npcf-conventions.md's relabelling table (first match, enumerated by hand below), which for
+//    this shape differs between labellings of the same tetrahedron.
 #include <QtTest>
 
 #include <array>
@@ -110,6 +113,53 @@ private slots:
     QVERIFY(r.zeta_conn[row] > 0);
     QVERIFY(r.zeta_conn[row] > 0.5 * r.estimator[row]);  // the connected part dominates
     QVERIFY(r.realisable[row] == 1);
+  }
+
+  // Edges 12, 13, 14 and 34 in bin 0 = (1, 2), 23 and 24 in bin 1 = (2, 3); one tetrahedron of
+  // four data points (weights 1/4 each). Hand enumeration with the note's table, canonical tuple
+  // c = (0,0,0,0,1,1):
+  //  order (v1 v2 v3 v4): raw (0,0,0,1,1,0), first P_k(c) = raw at k = 6 (24): -1; V > 0;
+  //  order (v1 v3 v4 v2): raw (0,0,0,0,1,1) = c, k = 1: +1; V > 0 (a cyclic relabelling);
+  //  order (v2 v1 v3 v4): raw (0,1,1,0,0,0), first at k = 15 (142): +1; V < 0.
+  // The odd count is sign x sign(V) x (1/4)^4; the mirror image flips it.
+  void repeatedBinsHandExample_data() {
+    QTest::addColumn<QVector<int>>("order");
+    QTest::addColumn<double>("expected");
+    QTest::newRow("v1 v2 v3 v4") << QVector<int>{0, 1, 2, 3} << -1.0 / 256;
+    QTest::newRow("v1 v3 v4 v2") << QVector<int>{0, 2, 3, 1} << +1.0 / 256;
+    QTest::newRow("v2 v1 v3 v4") << QVector<int>{1, 0, 2, 3} << -1.0 / 256;
+  }
+
+  void repeatedBinsHandExample() {
+    QFETCH(QVector<int>, order);
+    QFETCH(double, expected);
+    const Vertices v = {{{0.0, 0.0, 0.0}, {1.5, 0.0, 0.0}, {-0.6, 1.2, 0.3}, {-0.6, 0.3, 1.2}}};
+    NpcfConfig c;
+    c.statistic = Statistic::FourPointParity;
+    c.bins = {1.0, 3.0, 2, BinScale::Linear};
+    c.directions = DirectionMode::Exact;
+    c.threads = 1;
+    const TetraTable table(2);
+    const std::uint32_t row = table.row(table.raw_index({0, 0, 0, 0, 1, 1}));
+    for (bool mirrored : {false, true}) {
+      io::Catalogue data;
+      data.source = "one tetrahedron";
+      for (int idx : order) {
+        data.x.push_back(10.0 + (mirrored ? -v[idx][0] : v[idx][0]));
+        data.y.push_back(10.0 + v[idx][1]);
+        data.z.push_back(10.0 + v[idx][2]);
+        data.w.push_back(1.0);
+      }
+      const PointSet p = make_point_set(data, nullptr);
+      const JobContext ctx;
+      const NpcfResult r = count_4pcf_cpu(build_graph(p, c, ctx), p, c, true, ctx);
+      for (std::size_t k = 0; k < r.rows(); ++k) {
+        QCOMPARE(r.tuples[k], k == row ? std::uint64_t{1} : std::uint64_t{0});
+        if (k != row) QCOMPARE(r.n_odd[k], 0.0);
+      }
+      QCOMPARE(r.n_odd[row], mirrored ? -expected : expected);
+      QCOMPARE(r.n[row], 1.0 / 256);
+    }
   }
 
   void chiralTetrahedra_data() {

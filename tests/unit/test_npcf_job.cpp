@@ -34,6 +34,51 @@ class TestNpcfJob : public QObject {
   Q_OBJECT
 
 private slots:
+  // 4pCF bins up to 20: the table and row-sum memory is exact from the configuration, reported
+  // by job_memory (the dry run) and checked against host-memory before any catalogue is read.
+  void fourPointMemoryAndRefusal() {
+    auto v = minimal();
+    v["stat"] = std::vector<std::string>{"4pcf-parity"};
+    v["nbins"] = std::int64_t{20};
+    v["rmax"] = std::string("40");
+    v["data"] = std::string("/nonexistent/d.txt");
+    v["randoms"] = std::string("/nonexistent/r.txt");
+    NpcfJob j = make_npcf_job(v, "", "--");
+    QCOMPARE(j.config.bins.nbins, 20);
+    const JobMemory m = job_memory(j, 2, false);
+    QCOMPARE(m.lines.size(), std::size_t(1));
+    QVERIFY2(m.lines[0].find("2726900 rows") != std::string::npos, m.lines[0].c_str());
+    // Table 4 x 20^6 + 6 x 2,726,900 bytes; 3 accumulators of 56 bytes a row and 2 banked row
+    // sums of 32; the result 95 bytes a row.
+    const double rows = 2726900;
+    const double expected = 4.0 * 64e6 + 6 * rows + 3 * rows * 56 + 2 * rows * 32 + rows * 95;
+    QCOMPARE(m.host_bytes, expected);
+    QVERIFY(m.host_bytes > 256e6 && m.host_bytes < 1.2e9);
+    const JobMemory m16 = job_memory(make_npcf_job([&] { auto w = v; w["nbins"] = std::int64_t{16}; return w; }(), "", "--"), 2, false);
+    QVERIFY(m16.host_bytes < m.host_bytes / 3);  // the table grows as n^6
+    // A limit below it: refused naming host-memory, before the (missing) catalogues are opened.
+    v["host-memory"] = std::int64_t{100};
+    j = make_npcf_job(v, "", "--");
+    QCOMPARE(j.host_memory_mib, std::uint64_t{100});
+    QVERIFY(memory_refusal(j, m, false).rfind("host-memory: ", 0) == 0);
+    bool refused = false;
+    try {
+      run_npcf_job(j, JobContext{}, jobs::RunOptions{});
+    } catch (const ConfigError& e) {
+      refused = true;
+      QVERIFY2(std::string(e.what()).find("host-memory") != std::string::npos, e.what());
+      QVERIFY2(std::string(e.what()).find("100.0 MiB") != std::string::npos ||
+                   std::string(e.what()).find("100 MiB") != std::string::npos, e.what());
+    } catch (const IoError& e) {
+      QFAIL(e.what());  // the catalogues were opened: the check came too late
+    }
+    QVERIFY(refused);
+    // A limit above it: no refusal.
+    v["host-memory"] = std::int64_t{4096};
+    QVERIFY(memory_refusal(make_npcf_job(v, "", "--"), m, false).empty());
+    QVERIFY(error_of([&] { auto w = v; w["nbins"] = std::int64_t{21}; return w; }()).contains("1..20"));
+  }
+
   void schemaIsComplete() {
     const auto& s = npcf_schema();
     QCOMPARE(s.engine, std::string("npcf"));
@@ -45,7 +90,8 @@ private slots:
       // Every field has a default or is required, except the ones whose absence means something
       // (no randoms: periodic analytic randoms; no columns: the format's defaults; no box).
       const bool optional_by_design = f.key == "randoms" || f.key == "box" || f.key.find("columns") != std::string::npos ||
-                                      f.key.find("weights") != std::string::npos;
+                                      f.key.find("weights") != std::string::npos ||
+                                      f.key.find("jackknife-labels") != std::string::npos;  // absent: internal regions
       QVERIFY2(f.required || f.default_value || optional_by_design, f.key.c_str());
       QVERIFY2(!(f.required && f.default_value), f.key.c_str());
     }

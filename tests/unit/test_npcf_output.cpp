@@ -1,5 +1,6 @@
-// Result files: HDF5 round trip, GRAMSCI text layout (header columns, row counts, values), and a
-// cancelled job that throws Cancelled and leaves no output file.
+// Result files: HDF5 round trip, the published GRAMSCI text layouts (golden text of hand-made
+// results: e14.7 numbers, mu columns of the 2pCF and the 7-column equilateral 3pCF), the exact
+// text variant, and a cancelled job that throws Cancelled and leaves no output file.
 #include <QtTest>
 
 #include <QTemporaryDir>
@@ -13,6 +14,7 @@
 #include "almagest/core/gpu.hpp"
 #include "almagest/io/hdf5_file.hpp"
 #include "almagest/npcf/plan.hpp"
+#include "almagest/npcf/read_gramsci.hpp"
 #include "almagest/npcf/synthetic.hpp"
 
 using namespace almagest;
@@ -108,11 +110,16 @@ private slots:
     c.bins = {1.0, 16.0, 5, BinScale::Linear};
     NpcfPlan plan(c, catalogue(6000, 2), JobContext{});
     const NpcfResult r = plan.execute(JobContext{});
-    const std::string text = format_gramsci(r);
+    const std::string text = format_text_exact(r);
     std::string columns;
     std::vector<std::string> rows;
     split(text, columns, rows);
     QCOMPARE(columns, std::string("# r1min r1max r2min r2max r3min r3max NNN RRR zeta"));
+    std::string gcolumns;
+    std::vector<std::string> grows;
+    split(format_gramsci(r), gcolumns, grows);
+    QCOMPARE(gcolumns, columns);  // same layout, numbers as e14.7
+    QCOMPARE(grows.size(), rows.size());
     QCOMPARE(rows.size(), std::size_t(5 * 6 * 7 / 6));
     QVERIFY(text.find("# config: {") != std::string::npos);
     QVERIFY(text.find("# provenance: {") != std::string::npos);
@@ -131,6 +138,10 @@ private slots:
           QCOMPARE(v[6], r.n[k]);  // %.17g round-trips exactly
           QCOMPARE(v[7], r.r[k]);
           QCOMPARE(v[8], r.estimator[k]);
+          const auto g = numbers(grows[k]);
+          QCOMPARE(g.size(), std::size_t(9));
+          for (int c = 0; c < 9; ++c)  // 7 significant digits: relative 5e-7 at worst
+            QVERIFY(std::fabs(g[c] - v[c]) <= 5.1e-7 * std::fabs(v[c]));
         }
     // Impossible configurations (b3 > b1 + b2 + 1) have no triangles: their sums print as 0,
     // never -0 (the sign flip that makes RRR positive must not leak a negative zero).
@@ -154,8 +165,9 @@ private slots:
     std::string columns;
     std::vector<std::string> rows;
     split(format_gramsci(plan.execute(JobContext{})), columns, rows);
-    QCOMPARE(columns, std::string("# rmin rmax NN RR xi"));
+    QCOMPARE(columns, std::string("# rmin rmax mumin mumax NN RR xi"));
     QCOMPARE(rows.size(), std::size_t(3));
+    QCOMPARE(numbers(rows[0]).size(), std::size_t(7));
 
     rows.clear();
     split(format_gramsci(plan.execute(Statistic::FourPoint, JobContext{})), columns, rows);
@@ -171,6 +183,121 @@ private slots:
                                   "zeta_odd zeta_disc zeta_conn_even zeta_conn_odd"));
     QCOMPARE(rows.size(), std::size_t(66));
     QCOMPARE(numbers(rows[5]).size(), std::size_t(21));
+  }
+
+  // Fortran e14.7, as the published code prints: 14 characters, 0.ddddddd mantissa, exponent
+  // E+dd (no E beyond +-99), seven significant digits rounded half away.
+  void fortran_e14_7_numbers() {
+    QCOMPARE(fortran_e14_7(5.0), std::string(" 0.5000000E+01"));
+    QCOMPARE(fortran_e14_7(-5.0), std::string("-0.5000000E+01"));
+    QCOMPARE(fortran_e14_7(0.0), std::string(" 0.0000000E+00"));
+    QCOMPARE(fortran_e14_7(-0.0), std::string(" 0.0000000E+00"));
+    QCOMPARE(fortran_e14_7(0.1), std::string(" 0.1000000E+00"));
+    QCOMPARE(fortran_e14_7(1.23456789), std::string(" 0.1234568E+01"));
+    QCOMPARE(fortran_e14_7(-1.234567e-4), std::string("-0.1234567E-03"));
+    QCOMPARE(fortran_e14_7(9.99999996), std::string(" 0.1000000E+02"));  // carry into the exponent
+    QCOMPARE(fortran_e14_7(123456.7), std::string(" 0.1234567E+06"));
+    QCOMPARE(fortran_e14_7(1e-120), std::string(" 0.1000000-119"));
+    QCOMPARE(fortran_e14_7(-2.5e150), std::string("-0.2500000+151"));
+    QCOMPARE(fortran_e14_7(1e-99), std::string(" 0.1000000E-98"));
+    QCOMPARE(fortran_e14_7(1e99), std::string(" 0.1000000+100"));
+  }
+
+  // Golden text of hand-made results (values chosen here, not computed by the engine).
+  void gramsci_golden_2pcf_and_equilateral() {
+    NpcfResult r;
+    r.config.statistic = r.statistic = Statistic::TwoPoint;
+    r.config.bins = {1.0, 21.0, 2, BinScale::Linear};
+    r.order = 2;
+    r.edges_per_row = 1;
+    r.bins = {0, 1};
+    r.tuples = {10, 20};
+    r.random_tuples = {5, 6};
+    r.n = {2.5e-3, -1.25e-4};
+    r.r = {1.0e-3, 4.0e-3};
+    r.estimator = {2.5, -0.03125};
+    auto body = [](const std::string& text) {
+      std::string columns;
+      std::vector<std::string> rows;
+      split(text, columns, rows);
+      rows.insert(rows.begin(), columns);
+      return rows;
+    };
+    QCOMPARE(body(format_gramsci(r)),
+             (std::vector<std::string>{
+                 "# rmin rmax mumin mumax NN RR xi",
+                 " 0.1000000E+01  0.1100000E+02 -0.1000000E+01  0.1000000E+01  0.2500000E-02  0.1000000E-02  0.2500000E+01",
+                 " 0.1100000E+02  0.2100000E+02 -0.1000000E+01  0.1000000E+01 -0.1250000E-03  0.4000000E-02 -0.3125000E-01"}));
+    // Two mu bins over [-1, 1]: r outer, mu inner.
+    r.config.nmu = 2;
+    r.bins = {0, 0, 1, 1};
+    r.mu = {0, 1, 0, 1};
+    r.tuples = {1, 2, 3, 4};
+    r.random_tuples = {1, 1, 1, 1};
+    r.n = {1.0, 2.0, 3.0, 4.0};
+    r.r = {2.0, 2.0, 2.0, 2.0};
+    r.estimator = {0.5, 1.0, 1.5, 2.0};
+    const auto mu = body(format_gramsci(r));
+    QCOMPARE(mu.size(), std::size_t(5));
+    QCOMPARE(mu[2], std::string(" 0.1000000E+01  0.1100000E+02  0.0000000E+00  0.1000000E+01  0.2000000E+01  0.2000000E+01  0.1000000E+01"));
+    QCOMPARE(mu[3], std::string(" 0.1100000E+02  0.2100000E+02 -0.1000000E+01  0.0000000E+00  0.3000000E+01  0.2000000E+01  0.1500000E+01"));
+
+    // Equilateral 3pCF: the published 7-column form (one side's bin, mu -1..1, NNN RRR zeta).
+    NpcfResult e;
+    e.config.statistic = e.statistic = Statistic::ThreePointEquilateral;
+    e.config.bins = {0.0, 30.0, 3, BinScale::Linear};
+    e.order = 3;
+    e.edges_per_row = 3;
+    e.bins = {0, 0, 0, 1, 1, 1, 2, 2, 2};
+    e.tuples = {1, 1, 1};
+    e.random_tuples = {1, 1, 1};
+    e.n = {-3.0e-6, 0.0, 7.5e-7};
+    e.r = {1.0e-6, 0.0, 2.5e-7};
+    e.estimator = {-3.0, 0.0, 3.0};
+    QCOMPARE(body(format_gramsci(e)),
+             (std::vector<std::string>{
+                 "# rmin rmax mumin mumax NNN RRR zeta",
+                 " 0.0000000E+00  0.1000000E+02 -0.1000000E+01  0.1000000E+01 -0.3000000E-05  0.1000000E-05 -0.3000000E+01",
+                 " 0.1000000E+02  0.2000000E+02 -0.1000000E+01  0.1000000E+01  0.0000000E+00  0.0000000E+00  0.0000000E+00",
+                 " 0.2000000E+02  0.3000000E+02 -0.1000000E+01  0.1000000E+01  0.7500000E-06  0.2500000E-06  0.3000000E+01"}));
+    // The full 3pCF with mu bins: 11 columns, mu of the normal over [0, 1] before NNN.
+    NpcfResult t = e;
+    t.statistic = t.config.statistic = Statistic::ThreePoint;
+    t.config.nmu = 2;
+    t.bins = {0, 1, 2, 0, 1, 2};
+    t.mu = {0, 1};
+    t.tuples = {1, 1};
+    t.random_tuples = {1, 1};
+    t.n = {1.0, 1.0};
+    t.r = {1.0, 1.0};
+    t.estimator = {1.0, 1.0};
+    const auto tr = body(format_gramsci(t));
+    QCOMPARE(tr[0], std::string("# r1min r1max r2min r2max r3min r3max mumin mumax NNN RRR zeta"));
+    QCOMPARE(tr[2], std::string(" 0.0000000E+00  0.1000000E+02  0.1000000E+02  0.2000000E+02  0.2000000E+02  0.3000000E+02  0.5000000E+00  0.1000000E+01  0.1000000E+01  0.1000000E+01  0.1000000E+01"));
+  }
+
+  // Files written for the published layout read back with the GRAMSCI reader (the 7-column 2pCF
+  // and equilateral forms), values to e14.7 precision.
+  void gramsci_files_read_back() {
+    QTemporaryDir dir(QString::fromStdString(tmp_root() + "/npcf_gramsci_XXXXXX"));
+    QVERIFY(dir.isValid());
+    NpcfConfig c;
+    c.statistic = Statistic::TwoPoint;
+    c.bins = {2.0, 12.0, 4, BinScale::Linear};
+    NpcfPlan plan(c, catalogue(3000, 5), JobContext{});
+    for (Statistic s : {Statistic::TwoPoint, Statistic::ThreePointEquilateral}) {
+      const NpcfResult r = plan.execute(s, JobContext{});
+      const std::string path = dir.filePath(QString(to_string(s)) + ".txt").toStdString();
+      write_gramsci(r, path);
+      const NpcfResult b = read_gramsci(path);
+      QCOMPARE(int(b.statistic), int(s));
+      QCOMPARE(b.rows(), r.rows());
+      QCOMPARE(b.config.bins.nbins, 4);
+      for (std::size_t k = 0; k < r.rows(); ++k) {
+        QVERIFY(std::fabs(b.n[k] - r.n[k]) <= 5.1e-7 * std::fabs(r.n[k]));
+        QVERIFY(std::fabs(b.estimator[k] - r.estimator[k]) <= 5.1e-7 * std::fabs(r.estimator[k]));
+      }
+    }
   }
 
   void cancelled_job_leaves_no_file() {

@@ -19,7 +19,9 @@ using schema::Field;
 using schema::Kind;
 using schema::Role;
 
-const char* to_string(OutputFormat f) { return f == OutputFormat::Gramsci ? "gramsci" : "hdf5"; }
+const char* to_string(OutputFormat f) {
+  return f == OutputFormat::Gramsci ? "gramsci" : f == OutputFormat::Text ? "text" : "hdf5";
+}
 
 namespace {
 
@@ -173,11 +175,35 @@ schema::Schema build_schema() {
     f.min = 0;
     f.max = 4096;
   }
+  {
+    Field& f = add("host-memory", Kind::Integer, "MIB", "Execution",
+                   "Host memory the job may use, MiB; 0 = the memory available now. A job whose "
+                   "counting tables, row sums and results (the --dry-run report) exceed it is "
+                   "refused before any work.");
+    f.default_value = std::int64_t{0};
+    f.min = 0;
+    f.unit = "MiB";
+  }
   add("backend", Kind::Text, "NAME", "Execution",
       "Compute backend: cpu; cuda (every visible GPU; an error if none is usable); cuda:N (GPU N "
       "alone); auto (cuda when a GPU is usable, else the CPU, with the reason logged).")
       .default_value = std::string("cpu");
 
+  {
+    Field& f = add("jackknife", Kind::Integer, "N", "Errors",
+                   "Delete-one jackknife over N regions (0 = off): realisation m omits every tuple "
+                   "touching region m; per-realisation results, mean, sigma and covariance are "
+                   "written beside the result. Regions from the label files, else N equal-count "
+                   "angular regions (sin(dec) bands x phi slices at the randoms' quantiles). Needs "
+                   "randoms; refused in a periodic box. Costs N evaluations.");
+    f.default_value = std::int64_t{0};
+    f.min = 0;
+    f.max = 1000;
+  }
+  add("jackknife-labels", Kind::Text, "FILE", "Errors",
+      "Region label (1..N) per data row, one integer a line, for --jackknife.");
+  add("randoms-jackknife-labels", Kind::Text, "FILE", "Errors",
+      "Region label (1..N) per random row, for --jackknife (with --jackknife-labels).");
   {
     Field& f = add("output", Kind::Text, "OUT", "Output",
                    "Output file; its directory must exist. With several statistics, one file per "
@@ -189,9 +215,10 @@ schema::Schema build_schema() {
   }
   {
     Field& f = add("format", Kind::Choice, "FMT", "Output",
-                   "Output format: hdf5 (datasets with units, bin edges, config and provenance) or "
-                   "gramsci (GRAMSCI v2 text columns).");
-    f.choices = {"hdf5", "gramsci"};
+                   "Output format: hdf5 (datasets with units, bin edges, config and provenance), "
+                   "gramsci (the published GRAMSCI v2 text layouts, numbers as e14.7) or text "
+                   "(the same columns at full precision).");
+    f.choices = {"hdf5", "gramsci", "text"};
     f.default_value = std::string("hdf5");
   }
   return s;
@@ -248,7 +275,19 @@ NpcfConfig NpcfJob::config_for(Statistic s) const {
 std::vector<std::string> NpcfJob::input_paths() const {
   std::vector<std::string> in{data.path};
   if (randoms) in.push_back(randoms->path);
+  if (!jackknife_labels.empty()) in.push_back(jackknife_labels);
+  if (!randoms_jackknife_labels.empty()) in.push_back(randoms_jackknife_labels);
   return in;
+}
+
+std::vector<std::string> NpcfJob::jackknife_paths() const {
+  std::vector<std::string> out;
+  if (jackknife == 0 || format == OutputFormat::Hdf5) return out;
+  for (const auto& p : output_paths()) {
+    out.push_back(p + ".jk");
+    out.push_back(p + ".jkerr");
+  }
+  return out;
 }
 
 std::vector<std::string> NpcfJob::output_paths() const {
@@ -339,6 +378,20 @@ NpcfJob make_npcf_job(const schema::Values& values, const std::string& base_dir,
     r.problem("randoms", "a random catalogue is required unless the box is periodic");
   if (auto d = r.choice("directions"))
     c.directions = *d == "exact" ? DirectionMode::Exact : DirectionMode::Pixel;
+  if (auto j = r.integer("jackknife")) job.jackknife = static_cast<int>(*j);
+  if (auto l = r.text("jackknife-labels")) job.jackknife_labels = schema::resolve_path(*l, base_dir);
+  if (auto l = r.text("randoms-jackknife-labels"))
+    job.randoms_jackknife_labels = schema::resolve_path(*l, base_dir);
+  if (job.jackknife == 1) r.problem("jackknife", "needs at least 2 regions (0 = off)");
+  if (job.jackknife > 0 && c.periodic)
+    r.problem("jackknife", "is refused in a periodic box (regions are angular, seen from the origin)");
+  if (job.jackknife > 0 && !job.randoms && !c.periodic && r.has("data"))
+    r.problem("jackknife", "needs a random catalogue");
+  if (job.jackknife == 0 && (!job.jackknife_labels.empty() || !job.randoms_jackknife_labels.empty()))
+    r.problem("jackknife-labels", "given without --jackknife N");
+  if (job.jackknife > 0 && job.jackknife_labels.empty() != job.randoms_jackknife_labels.empty())
+    r.problem(job.jackknife_labels.empty() ? "jackknife-labels" : "randoms-jackknife-labels",
+              "label files are needed for both the data and the randoms");
   if (auto g = r.text("pixel-grid")) {
     auto x = g->find_first_of("xX");
     std::int64_t nt = 0, np = 0;
@@ -366,6 +419,7 @@ NpcfJob make_npcf_job(const schema::Values& values, const std::string& base_dir,
   if (auto t = r.integer("threads")) c.threads = static_cast<int>(*t);
   if (auto b = r.text("backend")) {
     try {
+  if (auto m = r.integer("host-memory")) job.host_memory_mib = static_cast<std::uint64_t>(*m);
       c.backend = parse_backend(*b);
     } catch (const ConfigError& e) {
       const std::string m = e.what();
@@ -375,7 +429,10 @@ NpcfJob make_npcf_job(const schema::Values& values, const std::string& base_dir,
     }
   }
   if (auto o = r.text("output")) job.output = schema::resolve_path(*o, base_dir);
-  if (auto f = r.choice("format")) job.format = *f == "gramsci" ? OutputFormat::Gramsci : OutputFormat::Hdf5;
+  if (auto f = r.choice("format"))
+    job.format = *f == "gramsci" ? OutputFormat::Gramsci
+                 : *f == "text"  ? OutputFormat::Text
+                                 : OutputFormat::Hdf5;
 
   // Ranges, per statistic, through the engine's own validation (messages deduplicated).
   if (!job.statistics.empty()) c.statistic = job.statistics.front();
@@ -443,6 +500,10 @@ schema::Values to_job_values(const NpcfJob& job) {
   v["threads"] = std::int64_t{c.threads};
   v["backend"] = almagest::to_string(c.backend);
   v["output"] = job.output;
+  v["host-memory"] = static_cast<std::int64_t>(job.host_memory_mib);
+  v["jackknife"] = std::int64_t{job.jackknife};
+  if (!job.jackknife_labels.empty()) v["jackknife-labels"] = job.jackknife_labels;
+  if (!job.randoms_jackknife_labels.empty()) v["randoms-jackknife-labels"] = job.randoms_jackknife_labels;
   v["format"] = std::string(to_string(job.format));
   return v;
 }
@@ -450,7 +511,7 @@ schema::Values to_job_values(const NpcfJob& job) {
 std::string NpcfJob::config_json() const {
   nlohmann::json j = nlohmann::json::object();  // std::map keys: sorted
   for (const auto& [key, value] : to_job_values(*this)) {
-    if (key == "threads") continue;  // results do not depend on it
+    if (key == "threads" || key == "host-memory") continue;  // results do not depend on them
     std::visit([&](const auto& x) { j[key] = x; }, value);
   }
   j["data"] = absolute_path(data.path);

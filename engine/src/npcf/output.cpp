@@ -1,12 +1,15 @@
 // Result files: HDF5 (default) and the GRAMSCI v2 text layout. Layouts: docs/npcf.md.
 #include <cinttypes>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "almagest/core/atomic_file.hpp"
 #include "almagest/core/error.hpp"
 #include "almagest/io/hdf5_file.hpp"
+#include "almagest/npcf/jackknife.hpp"
 #include "almagest/npcf/result.hpp"
 
 namespace almagest::npcf {
@@ -131,6 +134,29 @@ void write_hdf5(const NpcfResult& r, const std::string& path) {
     ds("xi_internal", r.xi_internal, {static_cast<std::uint64_t>(r.xi_internal.size())},
        "dimensionless", "internal 2pCF per radial bin used for zeta_disc");
   }
+  if (r.jackknife.realisations > 0) {
+    const auto& jk = r.jackknife;
+    const std::string jg = g + "/jackknife";
+    w.create_group(jg);
+    w.attr(jg, "realisations", static_cast<std::int64_t>(jk.realisations));
+    w.attr(jg, "description", std::string("delete-one jackknife: realisation m omits every tuple "
+                                          "touching region m (no weight renormalisation)"));
+    const io::Shape per{static_cast<std::uint64_t>(jk.realisations), static_cast<std::uint64_t>(rows)};
+    auto jds = [&](const std::string& name, const std::vector<double>& data, io::Shape shape,
+                   const std::string& desc) {
+      w.write(jg + "/" + name, data, std::move(shape));
+      w.attr(jg + "/" + name, "units", std::string("dimensionless"));
+      w.attr(jg + "/" + name, "description", desc);
+    };
+    jds("n", jk.n, per, std::string(nn) + " per realisation (realisation outer)");
+    jds("r", jk.r, per, std::string(rr) + " per realisation");
+    jds("estimator", jk.estimator, per, "estimator per realisation");
+    jds("mean", jk.mean, one, "jackknife mean of the estimator");
+    jds("sigma", jk.sigma, one, "jackknife sigma: sqrt((N-1)/N sum (x_m - mean)^2)");
+    if (!jk.covariance.empty())
+      jds("covariance", jk.covariance, {static_cast<std::uint64_t>(rows), static_cast<std::uint64_t>(rows)},
+          "jackknife covariance (N-1)/N sum (x_m - mean)(x_m - mean)^T");
+  }
   if (r.statistic == Statistic::FourPointParity) {
     ds("n_odd", r.n_odd, one, "dimensionless", "NNNN_odd: relabelling sign x sign(V) x weights");
     ds("r_odd", r.r_odd, one, "dimensionless", "RRRR_odd: the same over all-random tetrahedra");
@@ -183,12 +209,92 @@ NpcfResult read_hdf5(const std::string& path) {
   return r;
 }
 
-std::string format_gramsci(const NpcfResult& r) {
+std::string fortran_e14_7(double v) {
+  // Fortran Ew.d with w = 14, d = 7: [-]0.dddddddE+xx, right-justified; exponents beyond +-99
+  // drop the E ([-]0.ddddddd+xxx) as Fortran does. Zero of either sign prints as +0.
+  char buf[40];
+  if (!std::isfinite(v)) {
+    std::snprintf(buf, sizeof buf, "%14s", std::isnan(v) ? "NaN" : (v > 0 ? "Infinity" : "-Infinity"));
+    return buf;
+  }
+  if (v == 0.0) return " 0.0000000E+00";
+  // %.6E rounds to 7 significant digits exactly as Fortran's 0.ddddddd does: d.ddddddE+x
+  // becomes 0.dddddddE+(x+1).
+  std::snprintf(buf, sizeof buf, "%.6E", std::fabs(v));
+  const std::string m(buf);
+  const std::size_t epos = m.find('E');
+  const int exp10 = std::atoi(m.c_str() + epos + 1) + 1;
+  std::string out = v < 0 ? "-0." : "0.";
+  out += m[0];
+  out += m.substr(2, epos - 2);
+  const int ae = exp10 < 0 ? -exp10 : exp10;
+  char eb[16];
+  if (ae <= 99)
+    std::snprintf(eb, sizeof eb, "E%c%02d", exp10 < 0 ? '-' : '+', ae);
+  else
+    std::snprintf(eb, sizeof eb, "%c%03d", exp10 < 0 ? '-' : '+', ae);
+  out += eb;
+  if (out.size() < 14) out.insert(0, 14 - out.size(), ' ');
+  return out;
+}
+
+namespace {
+
+/// The published layouts: the 2pCF and the equilateral 3pCF always carry mu min/max columns
+/// (-1, 1 without mu bins), the 3pCF only with mu bins; the equilateral rows print one side.
+bool has_mu_columns(const NpcfResult& r) {
+  return r.order == 2 || r.statistic == Statistic::ThreePointEquilateral || !r.mu.empty();
+}
+
+std::string prefix_columns(const NpcfResult& r) {
+  std::string cols;
+  if (r.order == 2 || r.statistic == Statistic::ThreePointEquilateral) cols = "rmin rmax";
+  else if (r.order == 3) cols = "r1min r1max r2min r2max r3min r3max";
+  else cols = "r12min r12max r13min r13max r14min r14max r23min r23max r24min r24max r34min r34max";
+  if (has_mu_columns(r)) cols += " mumin mumax";
+  return cols;
+}
+
+void append_number(std::string& line, double v, const char* fmt, bool fortran) {
+  if (!line.empty()) line += ' ';
+  if (fortran) {
+    line += fortran_e14_7(v);
+  } else {
+    if (v == 0.0) v = 0.0;  // never print -0
+    appendf(line, fmt, v);
+  }
+}
+
+/// Edge (and mu) columns of one row.
+void append_prefix(std::string& line, const NpcfResult& r, std::size_t row, bool fortran) {
+  const int k = r.statistic == Statistic::ThreePointEquilateral ? 1 : r.edges_per_row;
+  const auto stride = static_cast<std::size_t>(r.edges_per_row);
+  for (int e = 0; e < k; ++e) {
+    const int b = r.bins[row * stride + static_cast<std::size_t>(e)];
+    append_number(line, r.bin_lo(b), "%.15g", fortran);
+    append_number(line, r.bin_hi(b), "%.15g", fortran);
+  }
+  if (has_mu_columns(r)) {
+    append_number(line, r.mu_lo(row), "%.15g", fortran);
+    append_number(line, r.mu_hi(row), "%.15g", fortran);
+  }
+}
+
+std::string header_lines(const NpcfResult& r, const std::string& what) {
+  return "# Almagest " + (r.provenance.version.empty() ? almagest::version() : r.provenance.version) +
+         ": " + what + "\n# statistic: " + to_string(r.statistic) + "\n# config: " +
+         r.config.to_json() + "\n";
+}
+
+/// Text in the published column layouts; `fortran`: numbers as e14.7 (the published files),
+/// otherwise edges %.15g and values %.17g (round-trip exact).
+std::string format_columns(const NpcfResult& r, bool fortran) {
   const std::size_t rows = r.rows();
   const Statistic s = r.statistic;
   std::string out;
   out += "# Almagest " + (r.provenance.version.empty() ? almagest::version() : r.provenance.version) +
-         ": " + description(s) + " (GRAMSCI v2 column layout)\n";
+         ": " + description(s) + " (GRAMSCI v2 column layout" +
+         (fortran ? ", numbers as Fortran e14.7)\n" : ", full precision)\n");
   out += std::string("# statistic: ") + to_string(s) + "\n";
   out += "# created_utc: " + r.provenance.created_utc + "  host: " + r.provenance.host +
          "  backend: " + r.provenance.backend + "  device: " + r.provenance.device +
@@ -200,13 +306,12 @@ std::string format_gramsci(const NpcfResult& r) {
   out += "# config: " + r.config.to_json() + "\n";
   out += "# provenance: " + r.provenance.to_json() + "\n";
 
-  std::string cols;
+  std::string cols = prefix_columns(r);
   if (r.order == 2) {
-    cols = "rmin rmax NN RR xi";
+    cols += " NN RR xi";
   } else if (r.order == 3) {
-    cols = "r1min r1max r2min r2max r3min r3max NNN RRR zeta";
+    cols += " NNN RRR zeta";
   } else {
-    cols = "r12min r12max r13min r13max r14min r14max r23min r23max r24min r24max r34min r34max";
     if (s == Statistic::FourPointParity)
       cols += " NNNN RRRR zeta_even NNNN_odd RRRR_odd zeta_odd zeta_disc zeta_conn_even zeta_conn_odd";
     else
@@ -214,38 +319,83 @@ std::string format_gramsci(const NpcfResult& r) {
   }
   out += "# " + cols + "\n";
 
-  const int k = r.edges_per_row;
+  std::string line;
+  auto num = [&](double v, const char* fmt) { append_number(line, v, fmt, fortran); };
   for (std::size_t row = 0; row < rows; ++row) {
-    std::string line;
-    for (int e = 0; e < k; ++e) {
-      const int b = r.bins[row * static_cast<std::size_t>(k) + static_cast<std::size_t>(e)];
-      if (e) line += ' ';
-      appendf(line, "%.15g", r.bin_lo(b));
-      line += ' ';
-      appendf(line, "%.15g", r.bin_hi(b));
-    }
-    auto col = [&](double v) {
-      line += ' ';
-      appendf(line, "%.17g", v);
-    };
-    col(r.n[row]);
-    col(r.r[row]);
-    col(r.estimator[row]);
+    line.clear();
+    append_prefix(line, r, row, fortran);
+    num(r.n[row], "%.17g");
+    num(r.r[row], "%.17g");
+    num(r.estimator[row], "%.17g");
     if (s == Statistic::FourPointParity) {
-      col(r.n_odd[row]);
-      col(r.r_odd[row]);
-      col(r.zeta_odd[row]);
-      col(r.zeta_disc[row]);
-      col(r.zeta_conn[row]);
-      col(r.zeta_odd[row]);  // the odd channel is intrinsically connected
+      num(r.n_odd[row], "%.17g");
+      num(r.r_odd[row], "%.17g");
+      num(r.zeta_odd[row], "%.17g");
+      num(r.zeta_disc[row], "%.17g");
+      num(r.zeta_conn[row], "%.17g");
+      num(r.zeta_odd[row], "%.17g");  // the odd channel is intrinsically connected
     } else if (s == Statistic::FourPoint) {
-      col(r.zeta_disc[row]);
-      col(r.zeta_conn[row]);
+      num(r.zeta_disc[row], "%.17g");
+      num(r.zeta_conn[row], "%.17g");
     }
     out += line;
     out += '\n';
   }
   return out;
+}
+
+}  // namespace
+
+std::string format_gramsci(const NpcfResult& r) { return format_columns(r, true); }
+
+std::string format_jackknife_rows(const NpcfResult& r, bool fortran) {
+  const auto& jk = r.jackknife;
+  const std::size_t rows = r.rows();
+  const char* nn = r.order == 2 ? "NN" : r.order == 3 ? "NNN" : "NNNN";
+  const char* rr = r.order == 2 ? "RR" : r.order == 3 ? "RRR" : "RRRR";
+  const char* est = r.order == 2 ? "xi" : "zeta";
+  std::string out = header_lines(r, "delete-one jackknife realisations (" +
+                                        std::to_string(jk.realisations) + " regions)");
+  out += "# " + prefix_columns(r) + " ireal " + nn + " " + rr + " " + est + "\n";
+  std::string line;
+  for (int m = 0; m < jk.realisations; ++m)
+    for (std::size_t row = 0; row < rows; ++row) {
+      line.clear();
+      append_prefix(line, r, row, fortran);
+      line += ' ';
+      line += std::to_string(m + 1);
+      const std::size_t at = static_cast<std::size_t>(m) * rows + row;
+      append_number(line, jk.n[at], "%.17g", fortran);
+      append_number(line, jk.r[at], "%.17g", fortran);
+      append_number(line, jk.estimator[at], "%.17g", fortran);
+      out += line;
+      out += '\n';
+    }
+  return out;
+}
+
+std::string format_jackknife_errors(const NpcfResult& r, bool fortran) {
+  const auto& jk = r.jackknife;
+  const std::string est = r.order == 2 ? "xi" : "zeta";
+  std::string out = header_lines(r, "delete-one jackknife mean and sigma (" +
+                                        std::to_string(jk.realisations) + " regions)");
+  out += "# " + prefix_columns(r) + " " + est + "_mean_jk " + est + "_sigma_jk\n";
+  std::string line;
+  for (std::size_t row = 0; row < r.rows(); ++row) {
+    line.clear();
+    append_prefix(line, r, row, fortran);
+    append_number(line, jk.mean[row], "%.17g", fortran);
+    append_number(line, jk.sigma[row], "%.17g", fortran);
+    out += line;
+    out += '\n';
+  }
+  return out;
+}
+
+std::string format_text_exact(const NpcfResult& r) { return format_columns(r, false); }
+
+void write_text_exact(const NpcfResult& r, const std::string& path) {
+  write_text_atomic(path, format_text_exact(r));
 }
 
 void write_gramsci(const NpcfResult& r, const std::string& path) {

@@ -3,16 +3,21 @@
 // never exits; what a user sees goes through the JobContext and the returned NpcfOutcome.
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <optional>
 
 #include "almagest/core/atomic_file.hpp"
 #include "almagest/core/error.hpp"
 #include "almagest/io/catalogue.hpp"
 #include "almagest/io/text_file.hpp"
+#include "almagest/core/gpu.hpp"
+#include "almagest/npcf/configurations.hpp"
+#include "almagest/npcf/jackknife.hpp"
 #include "almagest/npcf/job.hpp"
 #include "almagest/npcf/plan.hpp"
 #include "almagest/npcf/points.hpp"
@@ -97,7 +102,11 @@ public:
   const std::string& engine() const noexcept override { return engine_; }
   std::string operation() const override { return statistics_text(job_); }
   std::vector<std::string> input_paths() const override { return job_.input_paths(); }
-  std::vector<std::string> output_paths() const override { return job_.output_paths(); }
+  std::vector<std::string> output_paths() const override {
+    auto p = job_.output_paths();
+    for (auto& j : job_.jackknife_paths()) p.push_back(std::move(j));
+    return p;
+  }
   std::string config_json() const override { return job_.config_json(); }
   schema::Values values() const override { return to_job_values(job_); }
   std::unique_ptr<jobs::Outcome> run(const JobContext& ctx, const jobs::RunOptions& options) const override {
@@ -153,6 +162,113 @@ jobs::PlanReport plan_report(const NpcfJob& job, const PointSet& points, const G
   return p;
 }
 
+namespace {
+
+std::uint64_t mem_available_bytes() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  std::uint64_t kb = 0;
+  std::string unit;
+  while (in >> key >> kb >> unit)
+    if (key == "MemAvailable:") return kb * 1024;
+  return 0;  // unknown: no host limit
+}
+
+}  // namespace
+
+JobMemory job_memory(const NpcfJob& job, int threads, bool cuda) {
+  JobMemory m;
+  const int n = job.config.bins.nbins;
+  const int nmu = std::max(1, job.config.nmu);
+  double results = 0, peak_work = 0;
+  for (Statistic s : job.statistics) {
+    double rows = 0, table = 0, work = 0, device = 0, per_row = 0;
+    switch (s) {
+      case Statistic::TwoPoint:
+        rows = static_cast<double>(n) * nmu;
+        per_row = 1 + 1 + 40;  // bin, mu, tuples random_tuples n r estimator
+        work = (threads + 1.0) * rows * 32;
+        device = rows * 64;
+        break;
+      case Statistic::ThreePoint:
+      case Statistic::ThreePointEquilateral:
+        rows = static_cast<double>(s == Statistic::ThreePoint ? num_rows_3pcf(n) : n) * nmu;
+        per_row = 3 + 1 + 40;
+        table = 4.0 * n * n;
+        work = (threads + 1.0) * rows * 32;
+        device = table + rows * 64;
+        break;
+      case Statistic::FourPoint:
+      case Statistic::FourPointParity: {
+        const bool parity = s == Statistic::FourPointParity;
+        rows = static_cast<double>(TetraTable::expected_rows(n));
+        // The packed table (4 n^6 bytes; a 2 n^6 16-bit copy too when the rows fit 16 bits) and
+        // the canonical tuples; per thread a chunk accumulator and the banked row sums (fourpoint.cpp),
+        // one more accumulator for the total.
+        const double packed = static_cast<double>(tetra_table_bytes(n));
+        const bool compact = 2 * rows + 1 < 65536;
+        table = packed * (compact ? 1.5 : 1.0) + 6 * rows;
+        const double banks = rows <= 16384 ? 8 : 1;
+        work = table + (threads + 1.0) * rows * (parity ? 56 : 32) +
+               threads * banks * rows * (parity ? 4 : 2) * 8;
+        per_row = 6 + 40 + 16 + 1 + (parity ? 32 : 0);
+        device = (compact ? packed / 2 : packed) + rows * (parity ? 128 : 64);
+        break;
+      }
+    }
+    // With a jackknife every realisation's result is kept until the statistics are formed, plus
+    // the per-realisation arrays and the covariance of the attached jackknife.
+    const double nj = job.jackknife;
+    const double result = rows * per_row * (1 + nj) +
+                          (nj > 0 ? rows * 8 * (3 * nj + 2) +
+                                        (rows <= kMaxCovarianceRows ? rows * rows * 8 : 0.0)
+                                  : 0.0);
+    results += result;
+    peak_work = std::max(peak_work, cuda ? table + rows * 64 : work);
+    m.device_bytes = std::max(m.device_bytes, device);
+    m.lines.push_back(std::string(to_string(s)) + ": " + fixed(rows, 0) + " rows; tables " +
+                      human_bytes(table) + ", row sums " +
+                      human_bytes((cuda ? rows * 64 : work - table)) + (cuda ? " (host)" : "") +
+                      ", result " + human_bytes(result) +
+                      (cuda ? "; device " + human_bytes(device) : std::string()));
+  }
+  m.host_bytes = peak_work + results;
+  return m;
+}
+
+std::string memory_refusal(const NpcfJob& job, const JobMemory& m, bool cuda) {
+  const double limit = job.host_memory_mib > 0 ? static_cast<double>(job.host_memory_mib) * 1048576.0
+                                               : static_cast<double>(mem_available_bytes());
+  if (limit > 0 && m.host_bytes > limit)
+    return "host-memory: the job's tables, row sums and results need " + human_bytes(m.host_bytes) +
+           " of host memory but " + human_bytes(limit) +
+           (job.host_memory_mib > 0 ? " is allowed (host-memory)" : " is available") +
+           "; use fewer bins (the 4pCF table grows as nbins^6) or fewer threads";
+  if (cuda && gpu_status().available) {
+    double smallest = 0;
+    const auto& devs = gpu_status().query.devices;
+    const int only = job.config.backend.device;  // cuda:N (N > 0) alone, else every device
+    for (const auto& d : devs) {
+      if (only > 0 && d.index != only) continue;
+      const double cap = 0.85 * static_cast<double>(d.total_memory);
+      if (smallest == 0 || cap < smallest) smallest = cap;
+    }
+    if (smallest > 0 && m.device_bytes > smallest)
+      return "nbins: the job's tables and row sums need " + human_bytes(m.device_bytes) +
+             " of device memory but 85% of the device's memory is " + human_bytes(smallest) +
+             "; use fewer bins or the cpu backend";
+  }
+  return {};
+}
+
+void write_result(const NpcfResult& r, const std::string& path, OutputFormat format) {
+  switch (format) {
+    case OutputFormat::Gramsci: write_gramsci(r, path); return;
+    case OutputFormat::Text: write_text_exact(r, path); return;
+    case OutputFormat::Hdf5: write_hdf5(r, path); return;
+  }
+}
+
 NpcfOutcome run_npcf_job(const NpcfJob& job, const JobContext& ctx, const jobs::RunOptions& options) {
   NpcfOutcome out;
   out.engine = "npcf";
@@ -161,10 +277,28 @@ NpcfOutcome run_npcf_job(const NpcfJob& job, const JobContext& ctx, const jobs::
   out.threads = resolve_threads(job.config.threads > 0 ? job.config.threads : ctx.threads);
   const auto paths = job.output_paths();
   const bool writing = options.write && !options.dry_run;
+  // Tables, row sums and results are exact from the configuration: a job that cannot fit is
+  // refused before any catalogue is read (a dry run reports it instead).
+  const bool on_cuda = [&] {
+    try {
+      return resolve_backend(job.config.backend).cuda();
+    } catch (const BackendUnavailable&) {
+      return job.config.backend.kind == BackendKind::Cuda;
+    }
+  }();
+  const JobMemory memory = job_memory(job, out.threads, on_cuda);
+  const std::string refusal = memory_refusal(job, memory, on_cuda);
+  if (!refusal.empty() && !options.dry_run) {
+    const auto colon = refusal.find(": ");
+    throw ConfigError(refusal.substr(0, colon), refusal.substr(colon + 2));
+  }
   std::optional<OutputSet> outputs;
+  const std::vector<std::string> jk_paths = job.jackknife_paths();
   if (writing) {
     outputs.emplace(out.inputs, ctx.token());
-    check_outputs(*outputs, paths);
+    std::vector<std::string> all = paths;
+    all.insert(all.end(), jk_paths.begin(), jk_paths.end());
+    check_outputs(*outputs, all);
   }
 
   // Catalogues -> point set (data first, then randoms; weights normalised).
@@ -192,6 +326,11 @@ NpcfOutcome run_npcf_job(const NpcfJob& job, const JobContext& ctx, const jobs::
     ctx.progress(0, 1, "estimating graph");
     out.estimate = estimate_graph(*points, job.config);
     out.plan = plan_report(job, *points, out.estimate);
+    // Tables, row sums and results, exact (plan_report's host figure scales the graph only).
+    out.plan->host_bytes += memory.host_bytes;
+    out.plan->device_bytes += on_cuda ? memory.device_bytes : 0.0;
+    for (const auto& l : memory.lines) out.plan->notes.push_back("memory " + l);
+    if (!refusal.empty()) out.plan->notes.push_back("would be refused: " + refusal);
     out.backend = job.config.backend.kind == BackendKind::Cpu ? "cpu" : almagest::to_string(job.config.backend);
     out.summary.push_back("dry run: " + out.operation + " on " + std::to_string(points->size()) +
                           " points (" + std::to_string(out.ndata) + " data, " +
@@ -200,6 +339,8 @@ NpcfOutcome run_npcf_job(const NpcfJob& job, const JobContext& ctx, const jobs::
     out.summary.push_back("graph estimate: " + fixed(e.edges, 0) + " edges (half graph), mean neighbours " +
                           fixed(e.mean_neighbours, 2) + ", memory " + fixed(e.bytes, 0) + " bytes (" +
                           human_bytes(e.bytes) + "), from " + std::to_string(e.sampled) + " sampled hubs");
+    for (const auto& l : memory.lines) out.summary.push_back("memory " + l);
+    if (!refusal.empty()) out.summary.push_back("would be refused: " + refusal);
     const auto& p = *out.plan;
     out.summary.push_back("host memory ~" + human_bytes(p.host_bytes) +
                           (p.device_bytes > 0 ? ", device memory ~" + human_bytes(p.device_bytes) : std::string()) +
@@ -241,22 +382,48 @@ NpcfOutcome run_npcf_job(const NpcfJob& job, const JobContext& ctx, const jobs::
   if (!out.results.empty()) out.device = out.results.front().provenance.device;
   ctx.check_cancel();
 
+  if (job.jackknife > 0) {
+    // Realisation m: the same statistics on the points outside region m (jackknife.hpp).
+    auto tj = Clock::now();
+    const PointSet& all = plan.points();
+    std::vector<int> labels;
+    if (!job.jackknife_labels.empty()) {
+      labels = read_region_labels(job.jackknife_labels, all.ndata, job.jackknife);
+      const auto rl = read_region_labels(job.randoms_jackknife_labels, all.size() - all.ndata, job.jackknife);
+      labels.insert(labels.end(), rl.begin(), rl.end());
+    } else {
+      labels = angular_regions(all, job.jackknife);
+    }
+    std::vector<std::vector<NpcfResult>> reals(job.statistics.size());
+    for (int m = 1; m <= job.jackknife; ++m) {
+      ctx.progress(m - 1, job.jackknife, "jackknife realisations");
+      NpcfPlan sub(job.config, without_region(all, labels, m), ctx);
+      for (std::size_t i = 0; i < job.statistics.size(); ++i)
+        reals[i].push_back(sub.execute(job.statistics[i], ctx));
+    }
+    for (std::size_t i = 0; i < out.results.size(); ++i) attach_jackknife(out.results[i], reals[i]);
+    out.timings_s["jackknife"] = seconds_since(tj);
+  }
+
   if (writing) {
     ctx.progress(0, 1, "writing results");
     auto tw = Clock::now();
     {
       OutputSet::Scope scope(*outputs);
       for (std::size_t i = 0; i < out.results.size(); ++i) {
-        if (job.format == OutputFormat::Gramsci)
-          write_gramsci(out.results[i], paths[i]);
-        else
-          write_hdf5(out.results[i], paths[i]);
+        write_result(out.results[i], paths[i], job.format);
+        if (!jk_paths.empty()) {
+          const bool fortran = job.format == OutputFormat::Gramsci;
+          write_text_atomic(jk_paths[2 * i], format_jackknife_rows(out.results[i], fortran));
+          write_text_atomic(jk_paths[2 * i + 1], format_jackknife_errors(out.results[i], fortran));
+        }
       }
       outputs->commit();
     }
     out.write_seconds = seconds_since(tw);
     out.timings_s["write"] = out.write_seconds;
     out.outputs = paths;
+    out.outputs.insert(out.outputs.end(), jk_paths.begin(), jk_paths.end());
     for (std::size_t i = 0; i < out.results.size(); ++i)
       out.summary.push_back("wrote " + paths[i] + " (" + to_string(job.statistics[i]) + ", " +
                             std::to_string(out.results[i].rows()) + " rows, " + to_string(job.format) + ")");

@@ -27,8 +27,12 @@
 
 namespace almagest::npcf {
 
-enum class OutputFormat { Hdf5, Gramsci };
-const char* to_string(OutputFormat f);  ///< "hdf5" | "gramsci"
+/// hdf5: datasets with units and provenance; gramsci: the published text layouts, numbers as
+/// Fortran e14.7; text: the same columns at full precision (%.17g, reads back exactly).
+enum class OutputFormat { Hdf5, Gramsci, Text };
+const char* to_string(OutputFormat f);  ///< "hdf5" | "gramsci" | "text"
+/// Writes one result in the format (atomically; inside an OutputSet scope when one is open).
+void write_result(const NpcfResult& result, const std::string& path, OutputFormat format);
 
 /// The N-point job schema, in help order (groups Statistic, Input, Binning, Geometry, Execution,
 /// Output). Field keys are the job-file keys; "--" + key is the command-line option.
@@ -43,11 +47,21 @@ struct NpcfJob {
   NpcfConfig config;                        ///< config.statistic == statistics.front()
   std::string output;                       ///< as given (after path resolution)
   OutputFormat format = OutputFormat::Hdf5;
+  /// Host memory the job may use (MiB); 0 = MemAvailable of the machine. Checked against the
+  /// exact table and row-sum memory (job_memory) before any work.
+  std::uint64_t host_memory_mib = 0;
+  /// Delete-one jackknife over this many regions (0 = off; npcf/jackknife.hpp). Regions from the
+  /// label files (both given) or internal angular regions.
+  int jackknife = 0;
+  std::string jackknife_labels, randoms_jackknife_labels;
 
   /// The file each statistic is written to, in the order of `statistics`. One statistic: `output`
   /// itself. Several: "<stem>_<statistic><ext>" beside `output`, e.g. out.h5 with 3pcf and 4pcf
   /// gives out_3pcf.h5 and out_4pcf.h5 (out.txt gives out_3pcf.txt, out_4pcf.txt).
   std::vector<std::string> output_paths() const;
+  /// Text jobs with a jackknife: "<out>.jk" and "<out>.jkerr" per output, in output order (the
+  /// HDF5 format keeps the jackknife in the result file). Empty otherwise.
+  std::vector<std::string> jackknife_paths() const;
   /// The catalogue files read: data, then randoms if any.
   std::vector<std::string> input_paths() const;
   /// The config used for one statistic (config with .statistic replaced).
@@ -92,6 +106,21 @@ struct NpcfOutcome : jobs::Outcome {
 /// ConfigError, IoError (inputs, and outputs naming the output file), BackendUnavailable,
 /// Cancelled.
 NpcfOutcome run_npcf_job(const NpcfJob& job, const JobContext& ctx, const jobs::RunOptions& options);
+
+/// Memory of a job's configuration tables, row sums and results, exact from its statistics, bins
+/// and thread count (the points and the graph come on top: the dry run estimates those).
+/// Statistics run one after another and every result is kept, so the host peak is the largest
+/// statistic's working memory plus all results.
+struct JobMemory {
+  double host_bytes = 0;           ///< peak host bytes of tables, row sums and results
+  double device_bytes = 0;         ///< CUDA: the largest statistic's table and row sums on a device
+  std::vector<std::string> lines;  ///< one line per statistic (rows, table, row sums, results)
+};
+JobMemory job_memory(const NpcfJob& job, int threads, bool cuda);
+/// The limits job_memory() is checked against: host-memory (or MemAvailable of /proc/meminfo)
+/// and 85% of the smallest selected device's total memory. Empty when the job fits, else the
+/// reason (one line naming the field to change).
+std::string memory_refusal(const NpcfJob& job, const JobMemory& m, bool cuda);
 
 /// The dry-run report of a job whose catalogues are read into `points` (run_npcf_job uses it).
 jobs::PlanReport plan_report(const NpcfJob& job, const PointSet& points, const GraphEstimate& e);

@@ -49,6 +49,16 @@ struct NpcfResult {
   std::vector<double> zeta_odd;    ///< NNNN_odd / RRRR (0 where RRRR == 0); also zeta_conn_odd
   std::vector<std::uint64_t> degenerate;  ///< tetrahedra with |V| < 1e-9 (zero odd weight)
 
+  /// Delete-one jackknife (npcf/jackknife.hpp), empty unless the job asked for it: realisation m
+  /// omits every tuple touching region m; per realisation n, r and estimator (realisations x
+  /// rows, realisation outer), the jackknife mean and sigma of the estimator per row, and its
+  /// full covariance (rows x rows; empty above kMaxCovarianceRows rows).
+  struct Jackknife {
+    int realisations = 0;
+    std::vector<double> n, r, estimator;
+    std::vector<double> mean, sigma, covariance;
+  } jackknife;
+
   bool analytic_randoms = false;   ///< periodic box without randoms: estimator = DD/RR - 1
   std::uint64_t ndata = 0, nrandom = 0;
   std::uint64_t graph_edges = 0;
@@ -58,16 +68,6 @@ struct NpcfResult {
   /// Lower/upper radial edge of bin b.
   double bin_lo(int b) const { return config.bins.edge(b); }
   double bin_hi(int b) const { return config.bins.edge(b + 1); }
-};
-
-/// Writes an HDF5 result file (atomic). Layout in docs/npcf.md: /npcf/<statistic>/{bins,
-/// tuples, n, r, estimator, ...} with units and descriptions as attributes, bin edges, the JSON
-/// configuration and provenance on the root.
-void write_hdf5(const NpcfResult& result, const std::string& path);
-/// Text in the GRAMSCI v2 column layout (see docs/npcf.md), '#' header with provenance.
-std::string format_gramsci(const NpcfResult& result);
-/// Writes format_gramsci() atomically.
-void write_gramsci(const NpcfResult& result, const std::string& path);
   /// mu range of a row: [-1, 1] without mu bins; 2pCF mu bins over [-1, 1], 3pCF over [0, 1].
   double mu_lo(std::size_t row) const {
     if (mu.empty()) return -1.0;
@@ -79,6 +79,23 @@ void write_gramsci(const NpcfResult& result, const std::string& path);
     const double m = mu[row] + 1.0, n = config.nmu;
     return order == 2 ? -1.0 + 2.0 * m / n : m / n;
   }
+};
+
+/// Writes an HDF5 result file (atomic). Layout in docs/npcf.md: /npcf/<statistic>/{bins,
+/// tuples, n, r, estimator, ...} with units and descriptions as attributes, bin edges, the JSON
+/// configuration and provenance on the root.
+void write_hdf5(const NpcfResult& result, const std::string& path);
+/// Text in the published GRAMSCI v2 column layouts (docs/npcf.md), numbers as Fortran e14.7,
+/// '#' header with provenance; files the published code's scripts read unchanged.
+std::string format_gramsci(const NpcfResult& result);
+/// Writes format_gramsci() atomically.
+void write_gramsci(const NpcfResult& result, const std::string& path);
+/// The same columns with bin edges as %.15g and values as %.17g (reads back exactly).
+std::string format_text_exact(const NpcfResult& result);
+/// Writes format_text_exact() atomically.
+void write_text_exact(const NpcfResult& result, const std::string& path);
+/// One number as Fortran e14.7: 14 characters, e.g. " 0.5000000E+01", "-0.1234567E-03".
+std::string fortran_e14_7(double v);
 /// Reads back a file written by write_hdf5 (all statistics it holds, first one returned).
 NpcfResult read_hdf5(const std::string& path);
 
