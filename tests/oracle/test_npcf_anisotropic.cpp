@@ -10,6 +10,8 @@
 //    closed form to 1e-6, the triangle kernel obeys its sum rule and a numerical integral, the
 //    median NNN/RRR is within 5% of 1 and the median |zeta| below 0.05.
 #include <QtTest>
+#include <QDir>
+#include <QFile>
 
 #include <algorithm>
 #include <array>
@@ -205,6 +207,18 @@ private slots:
       QVERIFY(close(r.xi2[b], 5 * ref.l2[b] / rr, 1e-10, 5 * scale / rr));
       QVERIFY(close(r.xi4[b], 9 * ref.l4[b] / rr, 1e-10, 9 * scale / rr));
     }
+    // HDF5 round trip of the mu bins and multipoles.
+    const QByteArray tmp = qgetenv("ALMAGEST_TEST_TMP");
+    const std::string path = (tmp.isEmpty() ? QDir::tempPath().toStdString() : tmp.toStdString()) +
+                             "/npcf_aniso_" + (periodic ? "p" : "o") + ".h5";
+    write_hdf5(r, path);
+    const NpcfResult back = read_hdf5(path);
+    QCOMPARE(back.config.nmu, 5);
+    QVERIFY(back.mu == r.mu);
+    QVERIFY(back.xi2 == r.xi2);
+    QVERIFY(back.legendre4 == r.legendre4);
+    QCOMPARE(back.mu_hi(7), r.mu_hi(7));
+    QFile::remove(QString::fromStdString(path));
   }
 
   void muBinnedTrianglesEqualBruteForce_data() {

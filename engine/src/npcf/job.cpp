@@ -132,8 +132,6 @@ schema::Schema build_schema() {
   add("log-bins", Kind::Flag, "", "Binning",
       "Bins equally spaced in log10(r) instead of linear (needs rmin > 0).")
       .default_value = false;
-
-  add("periodic", Kind::Flag, "", "Geometry",
   {
     Field& f = add("nmu", Kind::Integer, "M", "Binning",
                    "Anisotropic binning: M mu bins. 2pcf: mu of the pair against the line of sight "
@@ -147,6 +145,8 @@ schema::Schema build_schema() {
   add("multipoles", Kind::Flag, "", "Binning",
       "2pcf: also compute the multipoles xi_0, xi_2, xi_4 (always with nmu > 1).")
       .default_value = false;
+
+  add("periodic", Kind::Flag, "", "Geometry",
       "Periodic cube [0, L)^3 with minimum-image distances; coordinates are wrapped into the box.")
       .default_value = false;
   {
@@ -369,6 +369,8 @@ NpcfJob make_npcf_job(const schema::Values& values, const std::string& base_dir,
   if (auto v = r.number("rmax")) c.bins.rmax = *v;
   if (auto v = r.integer("nbins")) c.bins.nbins = static_cast<int>(*v);
   c.bins.scale = r.flag("log-bins") ? BinScale::Log : BinScale::Linear;
+  if (auto v = r.integer("nmu")) c.nmu = static_cast<int>(*v);
+  c.multipoles = r.flag("multipoles");
   c.periodic = r.flag("periodic");
   if (auto b = r.number("box")) {
     if (!c.periodic) r.problem("box", "is only used with periodic (add --periodic / periodic = true)");
@@ -423,8 +425,6 @@ NpcfJob make_npcf_job(const schema::Values& values, const std::string& base_dir,
       c.backend = parse_backend(*b);
     } catch (const ConfigError& e) {
       const std::string m = e.what();
-  if (auto v = r.integer("nmu")) c.nmu = static_cast<int>(*v);
-  c.multipoles = r.flag("multipoles");
       r.problem("backend", m.substr(m.find(": ") == std::string::npos ? 0 : m.find(": ") + 2));
     }
   }
@@ -493,6 +493,8 @@ schema::Values to_job_values(const NpcfJob& job) {
   v["rmax"] = c.bins.rmax;
   v["nbins"] = std::int64_t{c.bins.nbins};
   v["log-bins"] = c.bins.scale == BinScale::Log;
+  v["nmu"] = std::int64_t{c.nmu};
+  v["multipoles"] = c.multipoles;
   v["periodic"] = c.periodic;
   if (c.periodic) v["box"] = c.box;
   v["directions"] = std::string(c.directions == DirectionMode::Exact ? "exact" : "pixel");
@@ -522,5 +524,3 @@ std::string NpcfJob::config_json() const {
 }
 
 }  // namespace almagest::npcf
-  v["nmu"] = std::int64_t{c.nmu};
-  v["multipoles"] = c.multipoles;

@@ -1,4 +1,5 @@
 // Result files: HDF5 (default) and the GRAMSCI v2 text layout. Layouts: docs/npcf.md.
+#include <algorithm>
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
@@ -53,11 +54,11 @@ NpcfConfig config_from_json(const std::string& text, const std::string& file) {
     c.pixel_ntheta = j.value("pixel_ntheta", 8);
     c.pixel_nphi = j.value("pixel_nphi", 32);
     c.threads = j.value("threads", 0);
+    c.nmu = j.value("nmu", 1);
+    c.multipoles = j.value("multipoles", false);
     try {
       c.backend = parse_backend(j.value("backend", std::string("cpu")));
     } catch (const ConfigError& e) {
-    c.nmu = j.value("nmu", 1);
-    c.multipoles = j.value("multipoles", false);
       throw IoError(file, "attribute 'config' of '/'", std::string("invalid configuration: ") + e.what());
     }
   } catch (const nlohmann::json::exception& e) {
@@ -134,6 +135,32 @@ void write_hdf5(const NpcfResult& r, const std::string& path) {
     ds("xi_internal", r.xi_internal, {static_cast<std::uint64_t>(r.xi_internal.size())},
        "dimensionless", "internal 2pCF per radial bin used for zeta_disc");
   }
+  // Anisotropic binning and multipoles (docs/npcf.md "Anisotropic binning").
+  if (!r.mu.empty()) {
+    ds("mu", r.mu, one, "bin index (0-based)",
+       r.order == 2 ? "mu bin of the pair: nmu bins over [-1, 1], mu against the line of sight to "
+                      "the pair midpoint (z axis in a periodic box)"
+                    : "mu bin of the triangle normal: nmu bins of |mu| over [0, 1], against the "
+                      "line of sight to the centroid (z axis in a periodic box)");
+    w.attr(g, "nmu", static_cast<std::int64_t>(r.config.nmu));
+  }
+  if (!r.xi2.empty()) {
+    const io::Shape nb{static_cast<std::uint64_t>(r.xi2.size())};
+    ds("legendre2", r.legendre2, nb, "dimensionless (normalised weights)",
+       "S_2: sum over all pairs of L_2(mu) x the product of signed weights, per radial bin");
+    ds("legendre4", r.legendre4, nb, "dimensionless (normalised weights)",
+       "S_4: sum over all pairs of L_4(mu) x the product of signed weights, per radial bin");
+    ds("xi0", r.xi0, nb, "dimensionless", "monopole NN(r)/RR(r) (minus 1 with analytic randoms)");
+    ds("xi2", r.xi2, nb, "dimensionless", "quadrupole 5 S_2 / RR(r)");
+    ds("xi4", r.xi4, nb, "dimensionless", "hexadecapole 9 S_4 / RR(r)");
+  }
+  if (!r.xi2_internal.empty()) {
+    const io::Shape nb{static_cast<std::uint64_t>(r.xi2_internal.size())};
+    ds("xi2_internal", r.xi2_internal, nb, "dimensionless",
+       "internal quadrupole per radial bin (anisotropic terms of zeta_disc)");
+    ds("xi4_internal", r.xi4_internal, nb, "dimensionless",
+       "internal hexadecapole per radial bin (anisotropic terms of zeta_disc)");
+  }
   if (r.jackknife.realisations > 0) {
     const auto& jk = r.jackknife;
     const std::string jg = g + "/jackknife";
@@ -196,6 +223,21 @@ NpcfResult read_hdf5(const std::string& path) {
     r.realisable = in.read_uint8(g + "/realisable");
     r.xi_internal = in.read_double(g + "/xi_internal");
   }
+  if (in.exists(g + "/mu")) r.mu = in.read_uint8(g + "/mu");
+  if (in.exists(g + "/xi2")) {
+    r.legendre2 = in.read_double(g + "/legendre2");
+    r.legendre4 = in.read_double(g + "/legendre4");
+    r.xi0 = in.read_double(g + "/xi0");
+    r.xi2 = in.read_double(g + "/xi2");
+    r.xi4 = in.read_double(g + "/xi4");
+    const std::size_t nb = static_cast<std::size_t>(std::max(0, r.config.bins.nbins));
+    for (const auto* v : {&r.legendre2, &r.legendre4, &r.xi0, &r.xi2, &r.xi4})
+      if (v->size() != nb) throw IoError(path, g + "/xi2", "multipoles need one value per radial bin");
+  }
+  if (in.exists(g + "/xi2_internal")) {
+    r.xi2_internal = in.read_double(g + "/xi2_internal");
+    r.xi4_internal = in.read_double(g + "/xi4_internal");
+  }
   if (r.statistic == Statistic::FourPointParity) {
     r.n_odd = in.read_double(g + "/n_odd");
     r.r_odd = in.read_double(g + "/r_odd");
@@ -206,6 +248,11 @@ NpcfResult read_hdf5(const std::string& path) {
   if (r.bins.size() != rows * static_cast<std::size_t>(r.edges_per_row) || r.n.size() != rows ||
       r.r.size() != rows || r.estimator.size() != rows)
     throw IoError(path, g, "datasets have inconsistent numbers of rows");
+  if (!r.mu.empty()) {
+    if (r.mu.size() != rows) throw IoError(path, g + "/mu", "mu has another number of rows");
+    for (std::uint8_t m : r.mu)
+      if (m >= r.config.nmu) throw IoError(path, g + "/mu", "mu bin beyond nmu");
+  }
   return r;
 }
 

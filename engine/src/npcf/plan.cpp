@@ -64,7 +64,7 @@ NpcfPlan::NpcfPlan(NpcfConfig config, PointSet points, const JobContext& ctx)
   if (!points.has_randoms() && needs_randoms(config))
     throw ConfigError("randoms", std::string("a random catalogue is required for the ") +
                                      to_string(config.statistic) +
-                                      " statistic (analytic randoms exist for the 2pcf and 3pcf "
+                                     " statistic (analytic randoms exist for the 2pcf and 3pcf "
                                      "in a periodic box)");
   // The one Auto policy of every engine (core/backend.hpp): CUDA when a device is usable.
   const ResolvedBackend rb = resolve_backend(config.backend);
@@ -117,7 +117,7 @@ NpcfResult NpcfPlan::execute(Statistic statistic, const JobContext& ctx) const {
   if (!p.has_randoms() && needs_randoms(cfg))
     throw ConfigError("randoms", std::string("a random catalogue is required for the ") +
                                      to_string(statistic) +
-                                      " statistic (analytic randoms exist for the 2pcf and 3pcf "
+                                     " statistic (analytic randoms exist for the 2pcf and 3pcf "
                                      "in a periodic box)");
   const bool parity = statistic == Statistic::FourPointParity;
   if (parity && cfg.directions == DirectionMode::Pixel && g.pixel.size() != g.num_edges())
