@@ -378,8 +378,6 @@ NpcfJob make_npcf_job(const schema::Values& values, const std::string& base_dir,
   }  // a periodic job without a box is reported by NpcfConfig::validate() (field box)
   if (!c.periodic && !job.randoms && r.has("data"))
     r.problem("randoms", "a random catalogue is required unless the box is periodic");
-  if (auto d = r.choice("directions"))
-    c.directions = *d == "exact" ? DirectionMode::Exact : DirectionMode::Pixel;
   if (auto j = r.integer("jackknife")) job.jackknife = static_cast<int>(*j);
   if (auto l = r.text("jackknife-labels")) job.jackknife_labels = schema::resolve_path(*l, base_dir);
   if (auto l = r.text("randoms-jackknife-labels"))
@@ -394,6 +392,8 @@ NpcfJob make_npcf_job(const schema::Values& values, const std::string& base_dir,
   if (job.jackknife > 0 && job.jackknife_labels.empty() != job.randoms_jackknife_labels.empty())
     r.problem(job.jackknife_labels.empty() ? "jackknife-labels" : "randoms-jackknife-labels",
               "label files are needed for both the data and the randoms");
+  if (auto d = r.choice("directions"))
+    c.directions = *d == "exact" ? DirectionMode::Exact : DirectionMode::Pixel;
   if (auto g = r.text("pixel-grid")) {
     auto x = g->find_first_of("xX");
     std::int64_t nt = 0, np = 0;
@@ -419,9 +419,9 @@ NpcfJob make_npcf_job(const schema::Values& values, const std::string& base_dir,
 
   // Execution and output.
   if (auto t = r.integer("threads")) c.threads = static_cast<int>(*t);
+  if (auto m = r.integer("host-memory")) job.host_memory_mib = static_cast<std::uint64_t>(*m);
   if (auto b = r.text("backend")) {
     try {
-  if (auto m = r.integer("host-memory")) job.host_memory_mib = static_cast<std::uint64_t>(*m);
       c.backend = parse_backend(*b);
     } catch (const ConfigError& e) {
       const std::string m = e.what();
@@ -500,12 +500,12 @@ schema::Values to_job_values(const NpcfJob& job) {
   v["directions"] = std::string(c.directions == DirectionMode::Exact ? "exact" : "pixel");
   v["pixel-grid"] = std::to_string(c.pixel_ntheta) + "x" + std::to_string(c.pixel_nphi);
   v["threads"] = std::int64_t{c.threads};
-  v["backend"] = almagest::to_string(c.backend);
-  v["output"] = job.output;
   v["host-memory"] = static_cast<std::int64_t>(job.host_memory_mib);
   v["jackknife"] = std::int64_t{job.jackknife};
   if (!job.jackknife_labels.empty()) v["jackknife-labels"] = job.jackknife_labels;
   if (!job.randoms_jackknife_labels.empty()) v["randoms-jackknife-labels"] = job.randoms_jackknife_labels;
+  v["backend"] = almagest::to_string(c.backend);
+  v["output"] = job.output;
   v["format"] = std::string(to_string(job.format));
   return v;
 }
