@@ -15,6 +15,9 @@
 #include "run_command.hpp"
 #include "sht_command.hpp"
 #include "stack_command.hpp"
+#if ALMAGEST_HAVE_MPI
+#include "almagest/dist/mpi.hpp"
+#endif
 
 namespace almagest::cli {
 
@@ -154,6 +157,14 @@ void print_error(const std::string& context, const std::string& message) {
 
 int main(int argc, char** argv) {
   using namespace almagest::cli;
+#if ALMAGEST_HAVE_MPI
+  // MPI only when mpirun started this process (docs/mpi.md); one process without it as always.
+  almagest::dist::Session mpi(&argc, &argv);
+  const bool mpi_many = almagest::dist::size() > 1;
+  const bool mpi_quiet = almagest::dist::rank() != 0;  // rank 0 prints the run's errors
+#else
+  const bool mpi_many = false, mpi_quiet = false;
+#endif
   CLI::App app{"Almagest " + almagest::version() +
                    " headless command line: N-point correlation functions of galaxy catalogues.",
                "almagest-cli"};
@@ -176,19 +187,25 @@ int main(int argc, char** argv) {
     for (const auto& c : commands)
       if (c.app->parsed()) hint = " (see almagest-cli " + c.app->get_name() + " --help)";
     if (hint.empty()) hint = " (see almagest-cli --help)";
-    print_error("", e.what() + hint);
+    if (!mpi_quiet) print_error("", e.what() + hint);
     return kExitUsage;
   }
 
   install_interrupt_handler();
   for (const auto& c : commands) {
     if (!c.app->parsed()) continue;
+    if (mpi_many && c.app->get_name() != "run") {
+      if (!mpi_quiet)
+        print_error("", "only `almagest-cli run JOBFILE` runs on several MPI ranks (docs/mpi.md); run `" +
+                            c.app->get_name() + "` without mpirun");
+      return kExitUsage;
+    }
     try {
       return c.run();
     } catch (...) {
       std::string message;
       int code = exit_code_of(std::current_exception(), message);
-      print_error("", message);
+      if (!mpi_quiet) print_error("", message);
       return code;
     }
   }

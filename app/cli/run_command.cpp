@@ -17,6 +17,10 @@
 #include "options.hpp"
 #include "progress_bar.hpp"
 #include "run_command.hpp"
+#if ALMAGEST_HAVE_MPI
+#include "almagest/dist/batch.hpp"
+#include "almagest/dist/mpi.hpp"
+#endif
 
 namespace almagest::cli {
 
@@ -28,6 +32,7 @@ struct RunFlags {
   bool dry_run = false, quiet = false, verbose = false, force = false;
   std::string log_json;
   int threads = 0;
+  std::vector<std::string> devices;  ///< --devices: one GPU (or "cpu") per MPI rank
 };
 
 std::string human_bytes(double b) {
@@ -59,6 +64,19 @@ public:
 
   std::string failed_label;               ///< label of the member or aggregate that failed
   std::vector<std::string> failed_outputs;
+  /// Under mpirun (docs/mpi.md): the rank the next events come from (-1: one process); every
+  /// JSON line then carries it and a failure's message names it.
+  int rank = -1;
+  int ranks = 1;
+
+  /// One JSON line per rank at the end of the members: what it ran and its timings.
+  void rank_done(int r, std::size_t computed, std::size_t skipped, double busy_s, double wall_s, const std::string& device) {
+    nlohmann::json j{{"event", "rank"}, {"rank", r}, {"of", ranks}, {"computed", computed}, {"skipped", skipped},
+                     {"busy_s", round3(busy_s)}};
+    if (wall_s > 0) j["wall_s"] = round3(wall_s);
+    if (!device.empty()) j["device"] = device;
+    log_.write(j);
+  }
 
   void member_started(const jobs::Batch& b, const jobs::Member& m) override {
     ++started_;
@@ -71,7 +89,8 @@ public:
   }
 
   void progress(const jobs::Batch& b, const jobs::Member& m, double done, double total, std::string_view stage) override {
-    const std::string prefix = many_ ? fmt::format("[{}/{}] ", started_, total_) : std::string();
+    std::string prefix = many_ ? fmt::format("[{}/{}] ", started_, total_) : std::string();
+    if (rank >= 0) prefix += fmt::format("rank {}: ", rank);  // one bar: the latest rank's stage
     bar_.update(done, total, prefix + std::string(stage));
     if (!log_.enabled()) return;
     const auto now = Clock::now();
@@ -130,7 +149,7 @@ public:
 
   void member_failed(const jobs::Batch& b, const jobs::Member& m, std::exception_ptr e) override {
     bar_.finish();
-    failed_label = m.label;
+    failed_label = (rank >= 0 ? fmt::format("rank {}: ", rank) : std::string()) + m.label;
     failed_outputs = m.job->output_paths();
     std::string message;
     const int code = exit_code_of(e, message);
@@ -175,6 +194,7 @@ private:
 
   nlohmann::json ids(const jobs::Batch& b, const jobs::Member& m) const {
     nlohmann::json j{{"job", b.name}, {"engine", b.engine}, {"name", m.name}};
+    if (rank >= 0) j["rank"] = rank;
     if (b.is_batch) {
       j["member"] = m.index + 1;
       j["of"] = b.members.size();
@@ -209,9 +229,27 @@ private:
   Clock::time_point member_t0_, stage_t0_, last_progress_;
 };
 
-int run_job_file(const std::string& path, const RunFlags& flags) {
-  std::unique_ptr<jobs::JsonLog> log = flags.log_json.empty() ? std::make_unique<jobs::JsonLog>()
-                                                              : std::make_unique<jobs::JsonLog>(flags.log_json);
+int run_job_file(const std::string& path, const RunFlags& flags_in) {
+  RunFlags flags = flags_in;
+  int my_rank = 0, ranks = 1;
+  std::string device;
+#if ALMAGEST_HAVE_MPI
+  // Under mpirun: rank 0 prints, shows the one progress bar and writes the JSON log; each rank
+  // takes its own GPU before anything loads CUDA (docs/mpi.md).
+  if (dist::active()) {
+    my_rank = dist::rank();
+    ranks = dist::size();
+    device = dist::select_device(flags.devices);
+    if (my_rank != 0) {
+      flags.quiet = true;
+      flags.verbose = false;
+    }
+  }
+#endif
+  const bool distributed = ranks > 1;
+  std::unique_ptr<jobs::JsonLog> log = flags.log_json.empty() || my_rank != 0
+                                           ? std::make_unique<jobs::JsonLog>()
+                                           : std::make_unique<jobs::JsonLog>(flags.log_json);
   jobs::JobFile jf = jobs::read_job_file(path);
   jobs::PlanOptions po;
   if (!flags.log_json.empty()) po.protected_paths.push_back(flags.log_json);
@@ -224,6 +262,10 @@ int run_job_file(const std::string& path, const RunFlags& flags) {
   log->write({{"event", "plan"}, {"file", path}, {"jobs", plan.batches.size()}, {"members", plan.member_count()},
               {"aggregates", plan.aggregates.size()}, {"dry_run", flags.dry_run}});
   CliObserver obs(flags, plan, *log);
+  if (distributed) {
+    obs.rank = 0;
+    obs.ranks = ranks;
+  }
   jobs::BatchRunOptions ro;
   ro.dry_run = flags.dry_run;
   ro.resume = !flags.force;
@@ -232,7 +274,20 @@ int run_job_file(const std::string& path, const RunFlags& flags) {
   int code = kExitOk;
   jobs::BatchSummary s;
   try {
-    s = jobs::run_plan(plan, interrupt_token(), ro, obs);
+#if ALMAGEST_HAVE_MPI
+    if (distributed) {
+      dist::DistHooks hooks;
+      hooks.device = device;
+      hooks.from_rank = [&obs](int r) { obs.rank = r; };
+      hooks.rank_done = [&obs](const dist::RankReport& r) {
+        obs.rank_done(r.rank, r.computed, r.skipped, r.busy_s, r.wall_s, r.device);
+      };
+      hooks.exit_code = [](std::exception_ptr e, std::string& message) { return exit_code_of(e, message); };
+      hooks.print_error = [](const std::string& context, const std::string& message) { print_error(context, message); };
+      s = dist::run_plan_distributed(plan, interrupt_token(), ro, obs, hooks);
+    } else
+#endif
+      s = jobs::run_plan(plan, interrupt_token(), ro, obs);
   } catch (...) {
     std::string message;
     code = exit_code_of(std::current_exception(), message);
@@ -246,8 +301,15 @@ int run_job_file(const std::string& path, const RunFlags& flags) {
     }
     print_error(obs.failed_label, message);
   }
+#if ALMAGEST_HAVE_MPI
+  if (distributed) {
+    // Every rank ends with rank 0's exit code (mpirun reports it).
+    code = dist::agree_exit_code(code);
+    if (my_rank != 0) return code;
+  }
+#endif
   const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
-  log->write({{"event", "summary"}, {"members", plan.member_count()}, {"written", s.written}, {"skipped", s.skipped},
+  log->write({{"event", "summary"}, {"ranks", ranks}, {"members", plan.member_count()}, {"written", s.written}, {"skipped", s.skipped},
               {"planned", s.planned}, {"aggregates", s.aggregates}, {"elapsed_s", std::round(secs * 1000) / 1000},
               {"exit_code", code}});
   if (code == kExitOk && !flags.quiet && (plan.member_count() > 1 || !plan.aggregates.empty() || s.skipped)) {
@@ -289,6 +351,13 @@ Command add_run_command(CLI::App& parent) {
                   wrap_text("Append JSON lines to FILE as the run goes (per job and member: stage, done/total, "
                             "elapsed, estimated remaining, timings, outcome). FILE may not be an input or output.", 62))
       ->type_name("FILE")
+      ->group("Run");
+  app->add_option("--devices", flags->devices,
+                  wrap_text("Under mpirun: the GPU of each rank, rank r taking entry r modulo their count "
+                            "(an index into the visible devices, or cpu for a CPU rank); default: the rank "
+                            "on its host modulo the visible GPUs (docs/mpi.md).", 62))
+      ->delimiter(',')
+      ->type_name("LIST")
       ->group("Run");
   app->add_flag("-q,--quiet", flags->quiet, "No progress bar and no summary; errors are still printed.")->group("Run");
   app->add_flag("-v,--verbose", flags->verbose, "Also print the engine's log messages.")->group("Run");

@@ -20,6 +20,7 @@
 #include <thread>
 
 #include "almagest/core/error.hpp"
+#include "almagest/npcf/partition.hpp"
 
 namespace almagest::npcf {
 
@@ -184,7 +185,27 @@ void Geometry::delta(const PointSet& p, std::uint64_t i, std::uint64_t j, double
   }
 }
 
+namespace {
+Graph build_graph_masked(const PointSet& points, const NpcfConfig& config, const JobContext& ctx,
+                         const std::vector<std::uint8_t>* want);
+}  // namespace
+
 Graph build_graph(const PointSet& points, const NpcfConfig& config, const JobContext& ctx) {
+  // One process of a job split over several (npcf/partition.hpp) builds only its part.
+  if (HubPartition* part = active_partition()) return build_partition_graph(points, config, ctx, *part);
+  return build_graph_masked(points, config, ctx, nullptr);
+}
+
+Graph build_graph_hubs(const PointSet& points, const NpcfConfig& config,
+                       const std::vector<std::uint8_t>& want, const JobContext& ctx) {
+  ALMAGEST_ASSERT(want.size() == points.size(), "hub mask and point set differ in size");
+  return build_graph_masked(points, config, ctx, &want);
+}
+
+namespace {
+
+Graph build_graph_masked(const PointSet& points, const NpcfConfig& config, const JobContext& ctx,
+                         const std::vector<std::uint8_t>* want) {
   config.check();
   if (points.size() > std::numeric_limits<std::uint32_t>::max())
     throw ConfigError("points", "more than 2^32 - 1 points cannot be indexed by the graph");
@@ -219,6 +240,10 @@ Graph build_graph(const PointSet& points, const NpcfConfig& config, const JobCon
         ChunkEdges& out = chunks[c];
         out.degree.resize(h1 - h0);
         for (std::uint64_t i = h0; i < h1; ++i) {
+          if (want && !(*want)[i]) {
+            out.degree[i - h0] = 0;
+            continue;
+          }
           search.candidates(i, static_cast<std::int64_t>(i), cand);
           std::uint32_t deg = 0;
           for (std::uint32_t j : cand) {
@@ -288,6 +313,8 @@ Graph build_graph(const PointSet& points, const NpcfConfig& config, const JobCon
                "building graph");
   return g;
 }
+
+}  // namespace
 
 GraphEstimate estimate_graph(const PointSet& points, const NpcfConfig& config, std::uint64_t sample,
                              std::uint64_t seed) {

@@ -8,6 +8,7 @@
 
 #include "core/parallel.hpp"
 #include "almagest/npcf/graph.hpp"
+#include "npcf/partition_reduce.hpp"
 
 namespace almagest::npcf::detail {
 
@@ -23,8 +24,12 @@ inline std::vector<std::uint64_t> make_chunks(const Graph& g, int cost_power,
   }
   double total = 0;
   std::vector<double> cost(n);
+  // A split job (npcf/partition.hpp) holds part of the graph: its chunks are cut from the whole
+  // graph's degrees, so that they are the one-process chunks.
+  const HubPartition* part = active_partition();
+  const bool whole = part && part->degrees.size() == n;
   for (std::uint64_t i = 0; i < n; ++i) {
-    double d = static_cast<double>(g.offsets[i + 1] - g.offsets[i]) + 1.0;
+    double d = static_cast<double>(whole ? part->degrees[i] : g.offsets[i + 1] - g.offsets[i]) + 1.0;
     double c = d;
     for (int k = 1; k < cost_power; ++k) c *= d;
     cost[i] = c;
@@ -43,7 +48,14 @@ inline std::vector<std::uint64_t> make_chunks(const Graph& g, int cost_power,
   return bounds;
 }
 
-/// The one deterministic chunked reduction (core/parallel.hpp), over the chunks above.
-using almagest::parallel::chunked_reduce;
+/// The one deterministic chunked reduction (core/parallel.hpp), over the chunks above; in a
+/// split job, this process's chunks merged into the running total (npcf/partition_reduce.hpp).
+template <class Acc, class Make, class Body, class Merge>
+Acc chunked_reduce(const std::vector<std::uint64_t>& bounds, int threads, const JobContext& ctx,
+                   const std::string& stage, Make make, Body body, Merge merge) {
+  if (HubPartition* part = active_partition())
+    return partitioned_reduce<Acc>(*part, bounds, threads, ctx, stage, make, body, merge);
+  return almagest::parallel::chunked_reduce<Acc>(bounds, threads, ctx, stage, make, body, merge);
+}
 
 }  // namespace almagest::npcf::detail

@@ -183,7 +183,7 @@ NpcfResult NpcfPlan::execute(Statistic statistic, const JobContext& ctx) const {
 
   r.ndata = p.ndata;
   r.nrandom = p.size() - p.ndata;
-  r.graph_edges = g.num_edges();
+  r.graph_edges = g.whole_edge_count();  // a split job's part reports the whole graph's
   r.provenance = Provenance::current(impl_->backend);
   if (cuda) {
     r.provenance.device = stats.device.empty() ? gpu_status().summary() : stats.device;

@@ -17,9 +17,14 @@ struct Graph {
   std::vector<std::uint8_t> bin;        ///< size E; 0-based radial bin
   std::vector<std::uint16_t> pixel;     ///< size E or empty; direction pixel of the spoke hub -> neighbour
   int ntheta = 0, nphi = 0;             ///< pixel grid when `pixel` is filled
+  /// Edges of the whole graph when this is one process's part of it (npcf/partition.hpp: the
+  /// hubs of its range and their neighbours); 0 for a whole graph.
+  std::uint64_t whole_edges = 0;
 
   std::uint64_t num_vertices() const noexcept { return offsets.empty() ? 0 : offsets.size() - 1; }
   std::uint64_t num_edges() const noexcept { return neighbour.size(); }
+  /// What results report as graph_edges: the whole graph's edge count, also for a part of it.
+  std::uint64_t whole_edge_count() const noexcept { return whole_edges ? whole_edges : neighbour.size(); }
   std::uint64_t memory_bytes() const noexcept;
 };
 
@@ -40,6 +45,10 @@ struct Geometry {
 /// Builds the graph on the CPU (nanoflann kd-tree; periodic boxes through image queries).
 /// Multithreaded; the result does not depend on the thread count. Checks ctx for cancel.
 Graph build_graph(const PointSet& points, const NpcfConfig& config, const JobContext& ctx);
+/// The same lists, for the hubs with want[i] != 0 only (every other hub has none): what one
+/// process of a split job builds (npcf/partition.hpp). want.size() == points.size().
+Graph build_graph_hubs(const PointSet& points, const NpcfConfig& config,
+                       const std::vector<std::uint8_t>& want, const JobContext& ctx);
 
 /// Estimate of the graph before building it, from a sample of hubs of the actual catalogue.
 struct GraphEstimate {

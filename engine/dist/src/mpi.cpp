@@ -1,0 +1,111 @@
+// The MPI session (almagest/dist/mpi.hpp).
+#include "almagest/dist/mpi.hpp"
+
+#include <mpi.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+namespace almagest::dist {
+
+namespace {
+bool g_active = false;
+int g_rank = 0, g_size = 1;
+
+std::string env(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? v : "";
+}
+
+/// GPUs visible to this process without loading CUDA: CUDA_VISIBLE_DEVICES's entries when set,
+/// else the NVIDIA driver's device nodes.
+std::vector<std::string> visible_gpus() {
+  std::vector<std::string> ids;
+  if (const char* v = std::getenv("CUDA_VISIBLE_DEVICES")) {
+    std::string s = v, cur;
+    for (char c : s + ",") {
+      if (c == ',') {
+        if (!cur.empty()) ids.push_back(cur);
+        cur.clear();
+      } else if (c != ' ') {
+        cur += c;
+      }
+    }
+    return ids;
+  }
+  std::error_code ec;
+  int n = 0;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/driver/nvidia/gpus", ec)) {
+    (void)e;
+    ++n;
+  }
+  for (int i = 0; i < n; ++i) ids.push_back(std::to_string(i));
+  return ids;
+}
+}  // namespace
+
+bool launched_by_mpirun() {
+  return !env("OMPI_COMM_WORLD_SIZE").empty() || !env("PMIX_RANK").empty() || !env("PMI_RANK").empty() ||
+         !env("PMI_SIZE").empty();
+}
+
+Session::Session(int* argc, char*** argv) {
+  if (!launched_by_mpirun()) return;
+  int provided = 0;
+  MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided);
+  // Errors come back as codes (checked where it matters) instead of aborting inside MPI.
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &g_size);
+  g_active = true;
+}
+
+Session::~Session() {
+  if (g_active) MPI_Finalize();
+  g_active = false;
+}
+
+bool active() { return g_active; }
+int rank() { return g_rank; }
+int size() { return g_size; }
+
+int local_rank() {
+  const std::string v = env("OMPI_COMM_WORLD_LOCAL_RANK");
+  if (!v.empty()) return std::atoi(v.c_str());
+  const std::string m = env("MPI_LOCALRANKID");
+  return m.empty() ? g_rank : std::atoi(m.c_str());
+}
+
+std::string select_device(const std::vector<std::string>& devices) {
+  const std::vector<std::string> gpus = visible_gpus();
+  std::string pick;
+  if (!devices.empty()) {
+    pick = devices[static_cast<std::size_t>(g_rank) % devices.size()];
+  } else {
+    if (gpus.empty()) return "";
+    pick = std::to_string(static_cast<std::size_t>(local_rank()) % gpus.size());
+  }
+  if (pick == "cpu") {
+    ::setenv("CUDA_VISIBLE_DEVICES", "", 1);
+    return "cpu";
+  }
+  // An index into what is visible (CUDA_VISIBLE_DEVICES may already hold a list or UUIDs).
+  const std::size_t k = static_cast<std::size_t>(std::atoi(pick.c_str()));
+  const std::string id = k < gpus.size() ? gpus[k] : pick;
+  ::setenv("CUDA_VISIBLE_DEVICES", id.c_str(), 1);
+  return "cuda " + pick;
+}
+
+int agree_exit_code(int code) {
+  if (!g_active || g_size == 1) return code;
+  MPI_Bcast(&code, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  return code;
+}
+
+void abort_all(int code) {
+  if (g_active) MPI_Abort(MPI_COMM_WORLD, code);
+  std::_Exit(code);
+}
+
+}  // namespace almagest::dist

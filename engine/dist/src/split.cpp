@@ -1,0 +1,192 @@
+// One plain N-point job over every rank (split.hpp): MPI exchanges for npcf::HubPartition.
+#include "split.hpp"
+
+#include <mpi.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+
+#include "almagest/core/atomic_file.hpp"
+#include "almagest/core/backend.hpp"
+#include "almagest/core/error.hpp"
+#include "almagest/dist/mpi.hpp"
+#include "almagest/npcf/partition.hpp"
+#include "wire.hpp"
+
+namespace almagest::dist {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string text_value(const schema::Values& v, const std::string& key) {
+  auto it = v.find(key);
+  if (it == v.end()) return {};
+  if (auto s = std::get_if<std::string>(&it->second)) return *s;
+  return {};
+}
+
+std::vector<npcf::Statistic> statistics_of(const jobs::Job& job) {
+  std::vector<npcf::Statistic> out;
+  std::string op = job.operation() + ",", cur;
+  for (char c : op) {
+    if (c == ',') {
+      if (!cur.empty()) out.push_back(npcf::statistic_from_string(cur));
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  return out;
+}
+
+std::vector<std::uint8_t> receive_bytes(int source, int tag) {
+  MPI_Status st;
+  MPI_Probe(source, tag, MPI_COMM_WORLD, &st);
+  int n = 0;
+  MPI_Get_count(&st, MPI_BYTE, &n);
+  std::vector<std::uint8_t> out(static_cast<std::size_t>(n));
+  MPI_Recv(out.data(), n, MPI_BYTE, source, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  return out;
+}
+
+void send_bytes(const std::vector<std::uint8_t>& b, int dest, int tag) {
+  // A running total is far below 2 GiB (the counting tables of one statistic).
+  if (b.size() > static_cast<std::size_t>(INT32_MAX)) throw Error("running total too large for one MPI message");
+  MPI_Send(b.data(), static_cast<int>(b.size()), MPI_BYTE, dest, tag, MPI_COMM_WORLD);
+}
+
+}  // namespace
+
+bool split_npcf_possible(const jobs::Job& job) {
+  const schema::Values v = job.values();
+  try {
+    const ResolvedBackend rb = resolve_backend(parse_backend(text_value(v, "backend").empty() ? "cpu" : text_value(v, "backend")));
+    return !rb.cuda();
+  } catch (const std::exception&) {
+    return false;  // the job's own run reports the backend problem
+  }
+}
+
+void run_split(const jobs::RunPlan& plan, std::size_t batch, const CancelToken& cancel,
+               const jobs::BatchRunOptions& options, jobs::BatchObserver& observer, const DistHooks& hooks,
+               jobs::HashCache& hashes, RankReport& report, jobs::BatchSummary& s, bool failed_before) {
+  (void)failed_before;
+  const int me = rank(), K = size();
+  const jobs::Batch& b = plan.batches[batch];
+  const jobs::Member& m = b.members[0];
+  const auto t0 = Clock::now();
+
+  // A failure here ends every rank: the others may be waiting for this rank's data.
+  auto fail = [&](std::exception_ptr e) {
+    std::string message;
+    const int code = hooks.exit_code ? hooks.exit_code(e, message) : 1;
+    if (hooks.print_error) hooks.print_error("rank " + std::to_string(me) + ": " + m.label, message);
+    remove_temp_files_now();
+    abort_all(code);
+  };
+
+  // Resume: rank 0 decides with the one-process rule; every rank follows.
+  int skip = 0;
+  if (me == 0) {
+    observer.member_started(b, m);
+    try {
+      skip = options.resume && jobs::stale_reason(*m.job, hashes).empty() ? 1 : 0;
+    } catch (...) {
+      fail(std::current_exception());
+    }
+  }
+  MPI_Bcast(&skip, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  ++s.members;
+  if (skip) {
+    ++report.skipped;
+    if (me == 0) {
+      jobs::Outcome o;
+      o.engine = m.job->engine();
+      o.operation = m.job->operation();
+      o.inputs = m.job->input_paths();
+      o.outputs = m.job->output_paths();
+      o.skipped = true;
+      o.summary.push_back("up to date (configuration and input hashes match): skipped");
+      ++s.skipped;
+      observer.member_finished(b, m, o, 0.0);
+    }
+    return;
+  }
+
+  npcf::HubPartition part;
+  part.rank = me;
+  part.ranks = K;
+  try {
+    part.statistics = statistics_of(*m.job);
+  } catch (...) {
+    fail(std::current_exception());
+  }
+  part.all_degrees = [K](const std::vector<std::uint32_t>& mine, std::uint64_t) {
+    std::vector<int> counts(static_cast<std::size_t>(K)), displs(static_cast<std::size_t>(K));
+    int n = static_cast<int>(mine.size());
+    MPI_Allgather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, MPI_COMM_WORLD);
+    std::size_t total = 0;
+    for (int r = 0; r < K; ++r) {
+      displs[static_cast<std::size_t>(r)] = static_cast<int>(total);
+      total += static_cast<std::size_t>(counts[static_cast<std::size_t>(r)]);
+    }
+    std::vector<std::uint32_t> all(total);
+    MPI_Allgatherv(mine.data(), n, MPI_UINT32_T, all.data(), counts.data(), displs.data(), MPI_UINT32_T, MPI_COMM_WORLD);
+    return all;  // slices in rank order are hubs in order
+  };
+  part.receive_prefix = [me](std::vector<std::uint8_t>& bytes) { bytes = receive_bytes(me - 1, wire::kTagChain); };
+  part.pass_total = [me, K](std::vector<std::uint8_t>& bytes) {
+    send_bytes(bytes, me == K - 1 ? 0 : me + 1, wire::kTagChain);
+    if (me == 0) bytes = receive_bytes(K - 1, wire::kTagChain);
+  };
+
+  std::unique_ptr<jobs::Outcome> outcome;
+  try {
+    npcf::PartitionScope scope(part);
+    JobContext ctx = me == 0 ? JobContext(
+                                   cancel, [&](double d, double t, std::string_view st) { observer.progress(b, m, d, t, st); },
+                                   [&](LogLevel l, std::string_view x) { observer.log(b, m, l, x); })
+                             : JobContext(cancel);
+    ctx.threads = options.threads;
+    jobs::RunOptions ro;
+    ro.write = me == 0;
+    outcome = m.job->run(ctx, ro);
+  } catch (...) {
+    fail(std::current_exception());
+  }
+  const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+  report.busy_s += secs;
+  ++report.computed;
+
+  // Per-rank work for the summary and the log: graph part, cost-model share, seconds.
+  double mine[4] = {static_cast<double>(part.built_hubs), static_cast<double>(part.built_edges), part.counted_cost, secs};
+  std::vector<double> all(4 * static_cast<std::size_t>(K));
+  MPI_Gather(mine, 4, MPI_DOUBLE, all.data(), 4, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+  if (me != 0) return;
+  double maxc = 0, sumc = 0;
+  for (int r = 0; r < K; ++r) {
+    const double c = all[4 * static_cast<std::size_t>(r) + 2];
+    maxc = std::max(maxc, c);
+    sumc += c;
+    outcome->timings_s["rank" + std::to_string(r)] = all[4 * static_cast<std::size_t>(r) + 3];
+  }
+  double edges = 0, lo = 1e300, hi = 0;
+  for (auto d : part.degrees) edges += d;
+  for (int r = 0; r < K; ++r) {
+    lo = std::min(lo, all[4 * static_cast<std::size_t>(r) + 1]);
+    hi = std::max(hi, all[4 * static_cast<std::size_t>(r) + 1]);
+  }
+  edges = std::max(1.0, edges);
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "split over %d ranks by hub ranges: cost-model work max/mean %.3f; graph part per rank %.0f-%.0f%% "
+                "of the edges",
+                K, sumc > 0 ? maxc / (sumc / K) : 1.0, 100.0 * lo / edges, 100.0 * hi / edges);
+  outcome->summary.push_back(line);
+  ++s.written;
+  observer.member_finished(b, m, *outcome, secs);
+}
+
+}  // namespace almagest::dist

@@ -1,0 +1,94 @@
+#pragma once
+// One N-point job split over several processes (docs/mpi.md), without MPI: the engine states
+// what a process computes and which data it exchanges; the distribution layer (engine/dist,
+// almagest_dist) moves the bytes. Results are bit-identical to one process for any process
+// count because the one-process reduction is kept as it is: the hubs are cut into the same
+// chunks (from the whole graph's degrees, never from the process count), every chunk is counted
+// by exactly one process in hub order, and the chunk partials are merged into the total strictly
+// in chunk order -- process r receives the running total of every chunk before its own, adds its
+// chunks in order and passes the total on.
+//
+//   HubPartition part;                          // rank, ranks, statistics and the exchanges
+//   PartitionScope scope(part);                 // on the thread that runs the job
+//   run_npcf_job(job, ctx, {.write = rank == 0});  // graph: only this process's part;
+//                                               // counts: complete on rank 0 only
+//
+// The cost model (a): a hub with half-graph degree d costs (d + 1)^p, p = 2 for triangles and
+// 3 for tetrahedra (1 for pairs), as the chunking weighs it. (b): a process builds the lists of
+// the hubs of its chunks and of their neighbours only (build_graph_hubs). (c): the counting
+// kernels' chunked reduction takes the running total from receive_prefix and gives it on with
+// pass_total (npcf/parallel.hpp).
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "almagest/core/job_context.hpp"
+#include "almagest/npcf/config.hpp"
+#include "almagest/npcf/graph.hpp"
+#include "almagest/npcf/points.hpp"
+
+namespace almagest::npcf {
+
+/// Power of the per-hub cost of a statistic: 1 (pairs), 2 (triangles), 3 (tetrahedra).
+int cost_power(Statistic s);
+/// (d + 1)^power for every hub, d its half-graph degree (the chunking's weights).
+std::vector<double> hub_costs(const std::vector<std::uint32_t>& degrees, int power);
+/// parts + 1 hub boundaries: part r holds the hubs [b[r], b[r+1]), cut where the running cost
+/// first reaches r/parts of the total.
+std::vector<std::uint64_t> balance_hubs(const std::vector<double>& costs, int parts);
+/// Chunks of `bounds` (chunk c = [bounds[c], bounds[c+1])) whose first hub lies in
+/// [h0, h1): [first, last) chunk indices.
+std::pair<std::uint64_t, std::uint64_t> chunks_starting_in(const std::vector<std::uint64_t>& bounds,
+                                                           std::uint64_t h0, std::uint64_t h1);
+
+/// What one process of a split job does and how it exchanges data.
+struct HubPartition {
+  int rank = 0, ranks = 1;
+  /// Every statistic the job evaluates (the graph part must serve all of them).
+  std::vector<Statistic> statistics;
+
+  // ---- supplied by the distribution layer --------------------------------------------------
+  /// Every process passes the degrees of the hubs [first, first + mine.size()) (its slice of
+  /// all hubs); returns the degrees of all hubs, in hub order, on every process.
+  std::function<std::vector<std::uint32_t>(const std::vector<std::uint32_t>& mine, std::uint64_t first)>
+      all_degrees;
+  /// Rank > 0: replaces `bytes` with the running total of every chunk before this process's
+  /// (what rank - 1 passed on). Not called on rank 0.
+  std::function<void(std::vector<std::uint8_t>& bytes)> receive_prefix;
+  /// Passes the running total after this process's chunks on (to rank + 1; the last rank to
+  /// rank 0). On rank 0 it then replaces `bytes` with the complete total (from the last rank).
+  std::function<void(std::vector<std::uint8_t>& bytes)> pass_total;
+
+  // ---- filled by the engine ----------------------------------------------------------------
+  std::vector<std::uint32_t> degrees;        ///< half-graph degree of every hub
+  std::vector<std::uint64_t> hub_bounds;     ///< ranks + 1: this process counts the chunks starting in its range
+  bool probing = false;                      ///< internal: counting kernels record their chunks only
+  std::vector<std::vector<std::uint64_t>> probed;  ///< internal: chunk bounds of every counting pass
+  std::uint64_t built_hubs = 0, built_edges = 0;   ///< this process's part of the graph
+  double counted_cost = 0, total_cost = 0;   ///< cost-model work of this process's chunks / of all
+};
+
+/// Installs a partition for the calling thread (build_graph and the CPU counting kernels called
+/// on it then work on the partition); restores the previous one when it ends.
+class PartitionScope {
+public:
+  explicit PartitionScope(HubPartition& p);
+  ~PartitionScope();
+  PartitionScope(const PartitionScope&) = delete;
+  PartitionScope& operator=(const PartitionScope&) = delete;
+
+private:
+  HubPartition* previous_;
+};
+
+/// The calling thread's partition (nullptr: a whole job).
+HubPartition* active_partition() noexcept;
+
+/// (b): this process's part of the graph: degrees of every hub (each process queries a slice,
+/// all_degrees joins them), the chunks of every counting pass the statistics run, and the lists
+/// of the hubs of this process's chunks and of their neighbours. build_graph calls it when a
+/// partition is active. Offsets cover every hub; whole_edges is the whole graph's edge count.
+Graph build_partition_graph(const PointSet& points, const NpcfConfig& config, const JobContext& ctx,
+                            HubPartition& part);
+
+}  // namespace almagest::npcf

@@ -1,0 +1,196 @@
+// One N-point job split over several processes (almagest/npcf/partition.hpp): the cost model,
+// the hub ranges and each process's part of the graph.
+#include "almagest/npcf/partition.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "almagest/core/error.hpp"
+#include "almagest/npcf/plan.hpp"
+
+namespace almagest::npcf {
+
+namespace {
+thread_local HubPartition* t_partition = nullptr;
+
+bool is_four_point(Statistic s) { return s == Statistic::FourPoint || s == Statistic::FourPointParity; }
+}  // namespace
+
+PartitionScope::PartitionScope(HubPartition& p) : previous_(t_partition) { t_partition = &p; }
+PartitionScope::~PartitionScope() { t_partition = previous_; }
+HubPartition* active_partition() noexcept { return t_partition; }
+
+int cost_power(Statistic s) {
+  switch (s) {
+    case Statistic::TwoPoint: return 1;
+    case Statistic::ThreePoint:
+    case Statistic::ThreePointEquilateral: return 2;
+    case Statistic::FourPoint:
+    case Statistic::FourPointParity: break;
+  }
+  return 3;
+}
+
+std::vector<double> hub_costs(const std::vector<std::uint32_t>& degrees, int power) {
+  std::vector<double> cost(degrees.size());
+  for (std::size_t i = 0; i < degrees.size(); ++i) {
+    // As make_chunks (npcf/parallel.hpp) weighs a hub: (d + 1)^power by repeated products.
+    const double d = static_cast<double>(degrees[i]) + 1.0;
+    double c = d;
+    for (int k = 1; k < power; ++k) c *= d;
+    cost[i] = c;
+  }
+  return cost;
+}
+
+std::vector<std::uint64_t> balance_hubs(const std::vector<double>& costs, int parts) {
+  parts = std::max(1, parts);
+  const std::uint64_t n = costs.size();
+  double total = 0;
+  for (double c : costs) total += c;
+  std::vector<std::uint64_t> b(static_cast<std::size_t>(parts) + 1, n);
+  b[0] = 0;
+  double acc = 0;
+  int r = 1;
+  for (std::uint64_t i = 0; i < n && r < parts; ++i) {
+    while (r < parts && acc >= total * r / parts) b[static_cast<std::size_t>(r++)] = i;
+    acc += costs[i];
+  }
+  for (; r < parts; ++r) b[static_cast<std::size_t>(r)] = n;
+  return b;
+}
+
+std::pair<std::uint64_t, std::uint64_t> chunks_starting_in(const std::vector<std::uint64_t>& bounds,
+                                                           std::uint64_t h0, std::uint64_t h1) {
+  const std::uint64_t nchunks = bounds.size() - 1;
+  // Chunk c starts at bounds[c]; the first chunk starting at or after h (empty chunks included).
+  auto first_at = [&](std::uint64_t h) {
+    const auto it = std::lower_bound(bounds.begin(), bounds.begin() + static_cast<std::ptrdiff_t>(nchunks), h);
+    return static_cast<std::uint64_t>(it - bounds.begin());
+  };
+  const std::uint64_t c0 = first_at(h0);
+  // The last range ends at the last hub: every remaining chunk (an empty trailing one too).
+  const std::uint64_t c1 = h1 >= bounds.back() ? nchunks : first_at(h1);
+  return {c0, std::max(c0, c1)};
+}
+
+Graph build_partition_graph(const PointSet& points, const NpcfConfig& config, const JobContext& ctx,
+                            HubPartition& part) {
+  config.check();
+  const std::uint64_t n = points.size();
+  const int K = std::max(1, part.ranks);
+  const auto r = static_cast<std::uint64_t>(part.rank);
+  ALMAGEST_ASSERT(part.rank >= 0 && part.rank < K, "partition rank outside 0..ranks-1");
+
+  // 1. Degrees: this process queries its slice of hubs; the distribution layer joins them.
+  const std::uint64_t s0 = n * r / static_cast<std::uint64_t>(K), s1 = n * (r + 1) / static_cast<std::uint64_t>(K);
+  std::vector<std::uint8_t> want(n, 0);
+  std::fill(want.begin() + static_cast<std::ptrdiff_t>(s0), want.begin() + static_cast<std::ptrdiff_t>(s1), 1);
+  std::vector<std::uint32_t> mine(s1 - s0);
+  {
+    Graph slice = build_graph_hubs(points, config, want, ctx);
+    for (std::uint64_t i = s0; i < s1; ++i) mine[i - s0] = static_cast<std::uint32_t>(slice.offsets[i + 1] - slice.offsets[i]);
+  }
+  part.degrees = K > 1 ? part.all_degrees(mine, s0) : mine;
+  ALMAGEST_ASSERT(part.degrees.size() == n, "joined degrees do not cover every hub");
+  ctx.check_cancel();
+
+  // 2. The chunks of every counting pass, from the counting kernels themselves (probing: they
+  //    record their chunk bounds and count nothing), on a graph of offsets only.
+  Graph probe;
+  probe.offsets.resize(n + 1);
+  probe.offsets[0] = 0;
+  for (std::uint64_t i = 0; i < n; ++i) probe.offsets[i + 1] = probe.offsets[i] + part.degrees[i];
+  const std::uint64_t whole_edges = probe.offsets[n];
+  int power = 1;
+  std::vector<int> pass_power;
+  {
+    part.probing = true;
+    part.probed.clear();
+    struct Reset {
+      HubPartition& p;
+      ~Reset() { p.probing = false; }
+    } reset{part};
+    const JobContext quiet(ctx.token());
+    std::vector<Statistic> done;
+    for (Statistic s : part.statistics) {
+      if (std::find(done.begin(), done.end(), s) != done.end()) continue;
+      done.push_back(s);
+      NpcfConfig c = config;
+      c.statistic = s;
+      power = std::max(power, cost_power(s));
+      const std::size_t before = part.probed.size();
+      if (is_four_point(s)) {
+        NpcfConfig c2 = c;
+        c2.statistic = Statistic::TwoPoint;
+        count_2pcf_cpu(probe, points, c2, quiet);
+        count_4pcf_cpu(probe, points, c, s == Statistic::FourPointParity, quiet);
+      } else if (s == Statistic::TwoPoint) {
+        count_2pcf_cpu(probe, points, c, quiet);
+      } else {
+        count_3pcf_cpu(probe, points, c, s == Statistic::ThreePointEquilateral, quiet);
+      }
+      for (std::size_t k = before; k < part.probed.size(); ++k) pass_power.push_back(k + 1 == part.probed.size() ? cost_power(s) : 1);
+    }
+  }
+  probe = Graph{};
+
+  // 3. Hub ranges balanced by the cost model of the heaviest statistic.
+  const std::vector<double> costs = hub_costs(part.degrees, power);
+  part.hub_bounds = balance_hubs(costs, K);
+  part.total_cost = 0;
+  for (double c : costs) part.total_cost += c;
+  const std::uint64_t h0 = part.hub_bounds[r], h1 = part.hub_bounds[r + 1];
+
+  // 4. The hubs this process counts: those of its chunks in every pass.
+  std::fill(want.begin(), want.end(), 0);
+  part.counted_cost = 0;
+  for (std::size_t k = 0; k < part.probed.size(); ++k) {
+    const auto& bounds = part.probed[k];
+    const auto [c0, c1] = chunks_starting_in(bounds, h0, h1);
+    if (c1 == c0) continue;
+    std::fill(want.begin() + static_cast<std::ptrdiff_t>(bounds[c0]), want.begin() + static_cast<std::ptrdiff_t>(bounds[c1]), 1);
+    if (pass_power[k] == power)
+      for (std::uint64_t i = bounds[c0]; i < bounds[c1]; ++i) part.counted_cost += costs[i];
+  }
+  Graph hubs = build_graph_hubs(points, config, want, ctx);
+  // 5. ... and their neighbours, whose lists the triangle and tetrahedron walks read.
+  std::vector<std::uint8_t> more(n, 0);
+  bool any = false;
+  for (std::uint64_t i = 0; i < n; ++i)
+    if (want[i])
+      for (std::uint64_t e = hubs.offsets[i]; e < hubs.offsets[i + 1]; ++e)
+        if (!want[hubs.neighbour[e]]) any = more[hubs.neighbour[e]] = 1;
+  Graph extra;
+  if (any) extra = build_graph_hubs(points, config, more, ctx);
+
+  // 6. One CSR of both parts (disjoint hub sets), offsets over every hub.
+  Graph g;
+  g.ntheta = hubs.ntheta;
+  g.nphi = hubs.nphi;
+  g.offsets.resize(n + 1);
+  g.offsets[0] = 0;
+  const bool pixels = !hubs.pixel.empty() || !extra.pixel.empty();
+  const std::uint64_t total = hubs.neighbour.size() + extra.neighbour.size();
+  g.neighbour.reserve(total);
+  g.bin.reserve(total);
+  if (pixels) g.pixel.reserve(total);
+  for (std::uint64_t i = 0; i < n; ++i) {
+    const Graph* src = want[i] ? &hubs : more[i] ? &extra : nullptr;
+    if (src) {
+      const auto e0 = static_cast<std::ptrdiff_t>(src->offsets[i]), e1 = static_cast<std::ptrdiff_t>(src->offsets[i + 1]);
+      g.neighbour.insert(g.neighbour.end(), src->neighbour.begin() + e0, src->neighbour.begin() + e1);
+      g.bin.insert(g.bin.end(), src->bin.begin() + e0, src->bin.begin() + e1);
+      if (pixels) g.pixel.insert(g.pixel.end(), src->pixel.begin() + e0, src->pixel.begin() + e1);
+      ++part.built_hubs;
+    }
+    g.offsets[i + 1] = g.neighbour.size();
+  }
+  part.built_edges = g.neighbour.size();
+  // The whole graph's edge count for the results (graph_edges, Graph::whole_edge_count).
+  g.whole_edges = whole_edges;
+  if (g.whole_edges == g.neighbour.size()) g.whole_edges = 0;
+  return g;
+}
+
+}  // namespace almagest::npcf

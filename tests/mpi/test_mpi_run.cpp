@@ -1,0 +1,234 @@
+// mpirun -n K almagest-cli run (docs/mpi.md), oversubscribed on the CI machine: a plain 3pCF +
+// parity 4pCF job split by hub ranges over 2 and 3 ranks writes datasets byte-identical to one
+// process (every dataset and attribute but the provenance's timings); a batch stopped after some
+// members resumes under another rank count with the one-process aggregate, bit for bit; a bad
+// input in one member fails the run with the one-process exit code (3), the member and its rank
+// named, the other members' complete outputs kept and no temporary left.
+#include <hdf5.h>
+
+#include <QProcess>
+#include <QRegularExpression>
+#include <QTest>
+#include <map>
+#include <random>
+#include <sstream>
+
+#include "../cli/cli_test_support.hpp"
+
+using namespace almagest::cli_test;
+namespace fs = std::filesystem;
+
+namespace {
+
+void write_catalogue(const fs::path& p, std::uint64_t seed, int n) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(0.0, 100.0), w(0.5, 1.0);
+  std::ostringstream o;
+  o.precision(9);
+  for (int i = 0; i < n; ++i) o << u(rng) << ' ' << u(rng) << ' ' << u(rng) << ' ' << w(rng) << '\n';
+  write_text(p, o.str());
+}
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+
+CliRun mpirun(int ranks, const QStringList& args, int timeout_ms = 120000) {
+  QProcess p;
+  QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+  env.insert("OMPI_ALLOW_RUN_AS_ROOT", "1");
+  env.insert("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
+  env.insert("OMPI_MCA_rmaps_base_oversubscribe", "1");
+  p.setProcessEnvironment(env);
+  QStringList all{"-n", QString::number(ranks), "--oversubscribe", QStringLiteral(ALMAGEST_CLI)};
+  all += args;
+  p.start(QStringLiteral(ALMAGEST_MPIRUN), all);
+  CliRun r;
+  if (!p.waitForStarted(10000)) return r;
+  r.finished = p.waitForFinished(timeout_ms);
+  if (!r.finished) {
+    p.kill();
+    p.waitForFinished(5000);
+  }
+  r.code = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
+  r.out = QString::fromUtf8(p.readAllStandardOutput());
+  r.err = QString::fromUtf8(p.readAllStandardError());
+  return r;
+}
+
+/// Every dataset of an HDF5 file as raw bytes (its native type), by path, read with libhdf5.
+std::map<std::string, std::string> datasets(const fs::path& file) {
+  std::map<std::string, std::string> out;
+  hid_t f = H5Fopen(file.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  if (f < 0) return out;
+  struct Ctx {
+    hid_t f;
+    std::map<std::string, std::string>* out;
+  } c{f, &out};
+  H5Ovisit(
+      f, H5_INDEX_NAME, H5_ITER_NATIVE,
+      [](hid_t, const char* name, const H5O_info_t* info, void* data) -> herr_t {
+        auto* c = static_cast<Ctx*>(data);
+        if (info->type != H5O_TYPE_DATASET) return 0;
+        hid_t d = H5Dopen2(c->f, name, H5P_DEFAULT);
+        hid_t t = H5Dget_type(d);
+        hid_t nt = H5Tget_native_type(t, H5T_DIR_ASCEND);
+        hid_t s = H5Dget_space(d);
+        const auto n = static_cast<std::size_t>(H5Sget_simple_extent_npoints(s));
+        std::string bytes(n * H5Tget_size(nt), '\0');
+        if (H5Tget_class(nt) != H5T_STRING || !H5Tis_variable_str(nt))
+          H5Dread(d, nt, H5S_ALL, H5S_ALL, H5P_DEFAULT, bytes.data());
+        (*c->out)[name] = bytes;
+        H5Sclose(s);
+        H5Tclose(nt);
+        H5Tclose(t);
+        H5Dclose(d);
+        return 0;
+      },
+      &c);
+  H5Fclose(f);
+  return out;
+}
+
+long long graph_edges(const fs::path& file, const std::string& group) {
+  long long v = -1;
+  hid_t f = H5Fopen(file.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  if (f < 0) return v;
+  hid_t a = H5Aopen_by_name(f, group.c_str(), "graph_edges", H5P_DEFAULT, H5P_DEFAULT);
+  if (a >= 0) {
+    H5Aread(a, H5T_NATIVE_LLONG, &v);
+    H5Aclose(a);
+  }
+  H5Fclose(f);
+  return v;
+}
+
+}  // namespace
+
+class TestMpiRun : public QObject {
+  Q_OBJECT
+
+  QTemporaryDir tmp_{temp_dir_template("mpi-run")};
+  fs::path root() const { return fs::path(tmp_.path().toStdString()); }
+
+private slots:
+  void initTestCase() { QVERIFY(tmp_.isValid()); }
+
+  void splitJobIsBitIdenticalForOneTwoThreeRanks() {
+    const fs::path d = root() / "split";
+    fs::create_directories(d);
+    write_catalogue(d / "gal.txt", 11, 1200);
+    write_catalogue(d / "ran.txt", 12, 2400);
+    // One job file per run (the rank count in the output names).
+    std::map<int, std::map<std::string, std::string>> three, four;
+    for (int k : {1, 2, 3}) {
+      const std::string tag = std::to_string(k);
+      write_text(d / ("job" + tag + ".toml"),
+                 "data = \"gal.txt\"\nrandoms = \"ran.txt\"\nrmin = 2\nrmax = 16\nnbins = 4\n"
+                 "stat = \"3pcf,4pcf-parity\"\nthreads = 2\noutput = \"out" + tag + ".h5\"\n");
+      const QStringList args{"run", q(d / ("job" + tag + ".toml"))};
+      const CliRun r = k == 1 ? run_cli(args) : mpirun(k, args);
+      QVERIFY2(r.code == 0, qPrintable(r.err + r.out));
+      if (k > 1) QVERIFY2(r.out.contains(QString("split over %1 ranks").arg(k)), qPrintable(r.out));
+      three[k] = datasets(d / ("out" + tag + "_3pcf.h5"));
+      four[k] = datasets(d / ("out" + tag + "_4pcf-parity.h5"));
+      QVERIFY(!three[k].empty());
+      QVERIFY(!four[k].empty());
+      QCOMPARE(graph_edges(d / ("out" + tag + "_3pcf.h5"), "/npcf/3pcf"),
+               graph_edges(d / ("out1_3pcf.h5"), "/npcf/3pcf"));
+    }
+    QVERIFY(graph_edges(d / "out1_3pcf.h5", "/npcf/3pcf") > 1000);
+    for (int k : {2, 3}) {
+      QCOMPARE(three[k].size(), three[1].size());
+      for (const auto& [name, bytes] : three[1]) QVERIFY2(three[k][name] == bytes, name.c_str());
+      QCOMPARE(four[k].size(), four[1].size());
+      for (const auto& [name, bytes] : four[1]) QVERIFY2(four[k][name] == bytes, name.c_str());
+    }
+  }
+
+  void stoppedBatchResumesUnderAnotherRankCount() {
+    auto make = [&](const char* name) {
+      const fs::path d = root() / name;
+      fs::create_directories(d / "mocks");
+      fs::create_directories(d / "out");
+      for (int i = 0; i < 5; ++i) write_catalogue(d / "mocks" / ("m" + std::to_string(i) + ".txt"), 200 + i, 900);
+      write_catalogue(d / "ran.txt", 9, 1800);
+      write_text(d / "jobs.toml", "randoms = \"ran.txt\"\nrmin = 2\nrmax = 18\nnbins = 4\nstat = \"3pcf\"\nthreads = 1\n"
+                                  "[[job]]\nname = \"mocks\"\noutput = \"out/{stem}.h5\"\n[job.batch]\ndata = \"mocks/m*.txt\"\n"
+                                  "[[aggregate]]\nkind = \"npcf-mean-cov\"\nbatch = \"mocks\"\noutput = \"cov.h5\"\n");
+      return d;
+    };
+    const fs::path ref = make("ref"), a = make("resume");
+    const CliRun one = run_cli({"run", q(ref / "jobs.toml"), "--quiet"});
+    QVERIFY2(one.code == 0, qPrintable(one.err));
+    // Under 2 ranks; then two members' outputs and the aggregate are gone, as if the run had
+    // been killed after three members; the resume under 3 ranks recomputes those two only.
+    const CliRun two = mpirun(2, {"run", q(a / "jobs.toml"), "--quiet"});
+    QVERIFY2(two.code == 0, qPrintable(two.err));
+    const auto kept = slurp(a / "out" / "m0.h5");
+    fs::remove(a / "out" / "m2.h5");
+    fs::remove(a / "out" / "m4.h5");
+    fs::remove(a / "cov.h5");
+    const fs::path log = a / "run.log";
+    const CliRun three = mpirun(3, {"run", q(a / "jobs.toml"), "--quiet", "--log-json", q(log)});
+    QVERIFY2(three.code == 0, qPrintable(three.err));
+    QCOMPARE(slurp(a / "out" / "m0.h5"), kept);  // skipped: not rewritten
+    const std::string text = slurp(log);
+    std::size_t skipped = 0, written = 0, rank_lines = 0;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);) {
+      if (line.find("\"event\":\"member\"") != std::string::npos) {
+        skipped += line.find("\"outcome\":\"skipped\"") != std::string::npos;
+        written += line.find("\"outcome\":\"written\"") != std::string::npos;
+        QVERIFY2(line.find("\"rank\":") != std::string::npos, line.c_str());
+      }
+      rank_lines += line.find("\"event\":\"rank\"") != std::string::npos;
+    }
+    QCOMPARE(skipped, std::size_t{3});
+    QCOMPARE(written, std::size_t{2});
+    QCOMPARE(rank_lines, std::size_t{3});
+    // The aggregate's datasets equal one process's, and so does every member's.
+    const auto want = datasets(ref / "cov.h5"), got = datasets(a / "cov.h5");
+    QVERIFY(!want.empty());
+    QCOMPARE(got.size(), want.size());
+    for (const auto& [name, bytes] : want) QVERIFY2(got.at(name) == bytes, name.c_str());
+    for (int i = 0; i < 5; ++i) {
+      const std::string m = "m" + std::to_string(i) + ".h5";
+      const auto w = datasets(ref / "out" / m), g = datasets(a / "out" / m);
+      QVERIFY(!w.empty());
+      for (const auto& [name, bytes] : w) QVERIFY2(g.at(name) == bytes, (m + ": " + name).c_str());
+    }
+  }
+
+  void badInputInOneMemberFailsCleanly() {
+    const fs::path d = root() / "bad";
+    fs::create_directories(d / "mocks");
+    fs::create_directories(d / "out");
+    for (int i = 0; i < 4; ++i) write_catalogue(d / "mocks" / ("m" + std::to_string(i) + ".txt"), 300 + i, 600);
+    write_catalogue(d / "ran.txt", 5, 1200);
+    // Member 3's catalogue has a non-numeric value in its 5th row.
+    std::string bad = slurp(d / "mocks" / "m2.txt");
+    std::size_t at = 0;
+    for (int l = 0; l < 4; ++l) at = bad.find('\n', at) + 1;
+    bad.insert(at, "1.0 oops 3.0 1.0\n");
+    write_text(d / "mocks" / "m2.txt", bad);
+    write_text(d / "jobs.toml", "randoms = \"ran.txt\"\nrmin = 2\nrmax = 15\nnbins = 3\nstat = \"3pcf\"\nthreads = 1\n"
+                                "[[job]]\nname = \"mocks\"\noutput = \"out/{stem}.h5\"\n[job.batch]\ndata = \"mocks/m*.txt\"\n");
+    const CliRun one = run_cli({"run", q(d / "jobs.toml"), "--quiet", "--force"});
+    const CliRun r = mpirun(3, {"run", q(d / "jobs.toml"), "--quiet", "--force"});
+    QCOMPARE(one.code, 3);
+    QVERIFY2(r.code == one.code, qPrintable(r.err));
+    QVERIFY2(r.err.contains("member 3 (m2)"), qPrintable(r.err));
+    QVERIFY2(r.err.contains("m2.txt"), qPrintable(r.err));
+    QVERIFY2(r.err.contains(QRegularExpression("rank [0-2]: ")), qPrintable(r.err));
+    QCOMPARE(r.err.count("almagest-cli: error:"), 1);
+    for (const auto& name : listing(d / "out")) {
+      QVERIFY2(name[0] != '.', name.c_str());  // no temporary left
+      QVERIFY2(name != "m2.h5", name.c_str());
+    }
+  }
+};
+
+QTEST_GUILESS_MAIN(TestMpiRun)
+#include "test_mpi_run.moc"
