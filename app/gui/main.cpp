@@ -22,7 +22,7 @@ namespace {
 
 struct Options {
   bool demo = false;
-  QString screenshot, workspace, report, settings;
+  QString screenshot, workspace, report, settings, showDemo;
   QStringList files;
 };
 
@@ -57,7 +57,12 @@ int parseCommandLine(int argc, char** argv, Options& o) {
                                     QStringLiteral("Remember geometry, recent files and parameters in the "
                                                    "INI file <file> instead of the user's settings."),
                                     QStringLiteral("file"));
-  parser.addOptions({help, version, demo, screenshot, workspace, report, settings});
+  const QCommandLineOption showDemo(
+      QStringLiteral("show-demo"),
+      QStringLiteral("Open one view of the demo report on screen (npcf, zeta, sky or stack), print "
+                     "'ready' when it shows (scripted screenshots)."),
+      QStringLiteral("view"));
+  parser.addOptions({help, version, demo, screenshot, workspace, report, settings, showDemo});
   parser.addPositionalArgument(QStringLiteral("files"), QStringLiteral("Files to open."),
                                QStringLiteral("[files...]"));
   if (!parser.parse(QCoreApplication::arguments())) {
@@ -77,6 +82,7 @@ int parseCommandLine(int argc, char** argv, Options& o) {
   o.workspace = parser.value(workspace);
   o.report = parser.value(report);
   o.settings = parser.value(settings);
+  o.showDemo = parser.value(showDemo);
   o.files = parser.positionalArguments();
   return 0;
 }
@@ -139,6 +145,16 @@ int main(int argc, char** argv) {
   if (opt.demo && !window.openDemoData(true)) {
     std::fprintf(stderr, "almagest: the demo data was not found (set ALMAGEST_DEMO_DIR)\n");
     if (!shot.isEmpty()) return 1;
+  }
+  if (!opt.showDemo.isEmpty()) {
+    window.showMaximized();
+    QString error;
+    if (!almagest::ui::app::showDemoView(window, opt.showDemo, &error)) {
+      std::fprintf(stderr, "almagest: %s\n", qPrintable(error));
+      return 1;
+    }
+    std::printf("ready\n");
+    std::fflush(stdout);
   }
   if (!opt.workspace.isEmpty()) window.openWorkspace(opt.workspace);
   for (const QString& f : opt.files) window.openPath(f);

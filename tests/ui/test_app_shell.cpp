@@ -9,6 +9,8 @@
 #include <QFile>
 #include <QGuiApplication>
 #include <QImageReader>
+#include <QLabel>
+#include <QLineEdit>
 #include <QLineSeries>
 #include <QOpenGLContext>
 #include <QPushButton>
@@ -169,8 +171,9 @@ void TestAppShell::geometryAndParametersSurviveARestart() {
   QVERIFY(QTest::qWaitForWindowExposed(&w2));
   const sc::Values v2 = w2.jobPanel()->values();
   QVERIFY(v2.count("nbins") && v2.count("rmax"));
-  QCOMPARE(std::get<std::int64_t>(v2.at("nbins")), std::int64_t(7));
-  QCOMPARE(std::get<double>(v2.at("rmax")), 33.5);
+  // As the form gives them (a spin box an integer, a line edit its text): compare as written.
+  QCOMPARE(QString::fromStdString(sc::describe(v2.at("nbins"))), QStringLiteral("7"));
+  QCOMPARE(QString::fromStdString(sc::describe(v2.at("rmax"))), QStringLiteral("33.5"));
   QCOMPARE(w2.size(), geometry.size());
 }
 
@@ -266,17 +269,26 @@ void TestAppShell::schemaFormShowsProblemsInlineAndDisablesRun() {
   // A validator runs on every change: the engine's own rule, its message inline.
   form.setValidator([](const sc::Values& v) -> QString {
     auto it = v.find("nbins");
-    if (it != v.end() && std::get<std::int64_t>(it->second) > 20) return QStringLiteral("--nbins: at most 20 here");
+    if (it != v.end() && QString::fromStdString(sc::describe(it->second)).toInt() > 20)
+      return QStringLiteral("--nbins: at most 20 here");
     return {};
   });
   QVERIFY(run.isEnabled());
   QVERIFY(!inlineLabel->isVisible());
-  auto* nbins = qobject_cast<QSpinBox*>(form.editor(QStringLiteral("nbins")));
+  // Typed as a user would (a spin box or a line edit, whichever the schema's range gives).
+  QWidget* nbins = form.editor(QStringLiteral("nbins"));
   QVERIFY(nbins);
-  nbins->setValue(25);
+  auto type = [nbins](const QString& text) {
+    if (auto* spin = qobject_cast<QSpinBox*>(nbins)) return spin->setValue(text.toInt());
+    auto* edit = qobject_cast<QLineEdit*>(nbins);
+    QVERIFY(edit);
+    edit->selectAll();
+    QTest::keyClicks(edit, text);
+  };
+  type(QStringLiteral("25"));
   QCOMPARE(form.fieldProblem(QStringLiteral("nbins")), QStringLiteral("at most 20 here"));
   QVERIFY(!run.isEnabled());
-  nbins->setValue(12);
+  type(QStringLiteral("12"));
   QVERIFY(run.isEnabled());
   QVERIFY(form.problems().isEmpty());
 }
@@ -378,8 +390,8 @@ void TestAppShell::workspaceRestoresFilesSettingsAndSelections() {
   QCOMPARE(QFileInfo(w.jobPanel()->dataPath()).canonicalFilePath(), QFileInfo(demoFile("data.txt")).canonicalFilePath());
   QCOMPARE(QFileInfo(w.jobPanel()->randomsPath()).canonicalFilePath(), QFileInfo(demoFile("randoms.txt")).canonicalFilePath());
   const sc::Values v = w.jobPanel()->values();
-  QCOMPARE(std::get<std::int64_t>(v.at("nbins")), std::int64_t(6));
-  QCOMPARE(std::get<double>(v.at("rmax")), 24.0);
+  QCOMPARE(QString::fromStdString(sc::describe(v.at("nbins"))), QStringLiteral("6"));
+  QCOMPARE(QString::fromStdString(sc::describe(v.at("rmax"))), QStringLiteral("24"));
   QTRY_VERIFY_WITH_TIMEOUT(w.result() != nullptr, 10000);
   QCOMPARE(w.result()->result.rows(), rows);
   QCOMPARE(w.chart()->mode(), CorrelationChart::Mode::R2Xi);

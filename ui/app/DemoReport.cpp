@@ -5,11 +5,14 @@
 #include <QChartView>
 #include <QDateTime>
 #include <QDir>
+#include <QDockWidget>
+#include <QSplitter>
 #include <QElapsedTimer>
 #include <QEventLoop>
 #include <QFileInfo>
 #include <QOpenGLContext>
 #include <QSaveFile>
+#include <QTemporaryDir>
 #include <QTimer>
 
 #include <cmath>
@@ -20,6 +23,7 @@
 #include "app/AppSettings.hpp"
 #include "app/Export.hpp"
 #include "panels/JobPanel.hpp"
+#include "panels/LogPanel.hpp"
 #include "sky/SkyMapView.hpp"
 #include "sky/SkyMapWindow.hpp"
 #include "sky/SpectrumChart.hpp"
@@ -128,6 +132,10 @@ bool npcfSection(Report& r, MainWindow& w, QString* error) {
                 .arg(xi.ndata).arg(xi.nrandom).arg(xi.config.bins.nbins)
                 .arg(num(xi.config.bins.rmin)).arg(num(xi.config.bins.rmax))
                 .arg(QString::fromStdString(xi.provenance.backend)).arg(xi.provenance.threads);
+  // The figures at a readable size: the docks (job form, log, jobs, explorer...) out of the way.
+  for (QDockWidget* d : w.findChildren<QDockWidget*>()) d->hide();
+  if (auto* split = w.findChild<QSplitter*>()) split->setSizes({700, 700});
+  settle(300);
   if (glUsable()) r.figure(w.vtkView(), QStringLiteral("catalogue.png"), QStringLiteral("The demo catalogues (data and randoms) in the 3D view"), prov);
   else r.html += QStringLiteral("<p class=missing>3D view not drawn: no OpenGL 3.2 context on this platform.</p>\n");
   w.chart()->setMode(CorrelationChart::Mode::Xi);
@@ -201,11 +209,19 @@ bool stackSection(Report& r, MainWindow& w, QString* error) {
   st->setConfirmCloseDuringJob(false);
   st->resize(1300, 850);
   QString why;
+  // The window's search grid (+-4 px/day, 17 x 17), stated in its form: the movers are drawn on it.
+  st->setSearchSettings(stackview::SearchSettings{});
   if (!st->newSyntheticStack(24, 96, 96, StackWindow::kDemoSeed, 3, 12.0) || !waitForJob(st, 120000, &why)) {
     *error = QStringLiteral("the synthetic stack was not made: ") + why;
     return false;
   }
-  if (!st->runSearch() || !waitForJob(st, 300000, &why)) {
+  settle(100);  // the stack's own follow-ups (views, readouts) before the search starts
+  if (!st->runSearch()) {
+    const QStringList lines = st->logPanel()->text().trimmed().split(QLatin1Char('\n'));
+    *error = QStringLiteral("the demo search did not start: ") + lines.last();
+    return false;
+  }
+  if (!waitForJob(st, 300000, &why)) {
     *error = QStringLiteral("the demo search did not complete: ") + why;
     return false;
   }
@@ -233,6 +249,39 @@ bool stackSection(Report& r, MainWindow& w, QString* error) {
 
 }  // namespace
 
+bool showDemoView(MainWindow& w, const QString& view, QString* error) {
+  // The report's steps, leaving the windows on screen; the figures go to a throwaway folder.
+  Report r;
+  QTemporaryDir tmp;
+  r.dir = tmp.path();
+  setCloseAnswer(CloseChoice::CancelJobs);
+  bool ok = false;
+  if (view == QLatin1String("npcf") || view == QLatin1String("zeta")) {
+    ok = npcfSection(r, w, error);
+    if (ok && view == QLatin1String("npcf")) w.chart()->setMode(CorrelationChart::Mode::Xi);
+  } else if (view == QLatin1String("sky")) {
+    ok = skySection(r, w, error);
+  } else if (view == QLatin1String("stack")) {
+    ok = stackSection(r, w, error);
+    if (ok) {
+      auto* st = qobject_cast<StackWindow*>(w.toolWindows().value(0));
+      if (st) st->selectCandidate(0);
+    }
+  } else {
+    *error = QStringLiteral("unknown view '%1' (npcf, zeta, sky, stack)").arg(view);
+    return false;
+  }
+  if (ok) {
+    for (QMainWindow* t : w.toolWindows()) {
+      t->showMaximized();
+      t->raise();
+      t->activateWindow();
+    }
+    settle(500);
+  }
+  return ok;
+}
+
 QString writeDemoReport(const QString& dir, QString* error) {
   if (!QDir().mkpath(dir)) {
     *error = QStringLiteral("%1: cannot create the report folder").arg(dir);
@@ -247,6 +296,9 @@ QString writeDemoReport(const QString& dir, QString* error) {
   MainWindow w;
   w.setInteractiveErrors(false);
   w.resize(1400, 900);
+  // Without OpenGL (the offscreen platform here), a window holding a QOpenGLWidget must not reach
+  // the screen (Qt 6.4 crashes flushing it): lay it out and paint it, but off the screen.
+  if (!glUsable()) w.setAttribute(Qt::WA_DontShowOnScreen);
   w.show();
   settle(300);
   bool ok = npcfSection(r, w, error) && skySection(r, w, error) && stackSection(r, w, error);

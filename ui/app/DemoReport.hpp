@@ -12,7 +12,16 @@
 // a view that cannot be drawn here (no OpenGL for the 3D view) is said so in the report.
 #include <QString>
 
+namespace almagest::ui {
+class MainWindow;
+}
+
 namespace almagest::ui::app {
+
+/// Opens one view of the demo on screen as the report draws it (`almagest --show-demo VIEW`, for
+/// the scripted screenshots): "npcf" (catalogue and xi), "zeta" (3pCF by configuration), "sky"
+/// (map and spectrum), "stack" (best-Z map, the first candidate's stamp). Returns once it shows.
+bool showDemoView(MainWindow& window, const QString& view, QString* error);
 
 /// Writes the report into `dir` (created). Returns the path of index.html, or "" with `error`.
 /// Runs the jobs through the windows (the GUI event loop must be able to run: QApplication).
