@@ -1,61 +1,87 @@
-// `almagest-cli selftest`: runs the GPU self-tests (every NpCF kernel against its CPU twin on
-// seeded catalogues; the CUDA SHT against healpix_cxx) and prints one line per check. Users run it on their own GPU; exit code 0 when all
-// checks pass, 4 (backend unavailable) when no GPU can be used, 1 when a check fails.
+// `almagest-cli selftest`: runs every engine's GPU self-test (jobs::engine_selftests(): the NpCF
+// kernels against their CPU twins on seeded catalogues, the CUDA SHT against healpix_cxx) and
+// prints one line per check. Users run it on their own GPU; exit code 0 when all checks pass, 4
+// (backend unavailable) when no GPU can be used, 1 when a check fails, 2 for a bad option value.
+// The options are generated from each self-test's declared options, as the engines' subcommands
+// are from their job schemas; only the values a user gave are passed, so defaults are the
+// declarations'.
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
 
 #include "almagest/core/gpu.hpp"
 #include "almagest/core/selftest.hpp"
-#include "almagest/sht/selftest.hpp"
+#include "almagest/jobs/selftests.hpp"
 #include "options.hpp"
 
 namespace almagest::cli {
 
+namespace {
+
+struct SelftestCli {
+  std::map<std::string, std::string> text;
+  std::map<std::string, std::vector<std::string>> lists;
+  std::map<std::string, bool> flags;
+  std::map<std::string, CLI::Option*> opts;
+  bool quiet = false;
+
+  schema::Values values() const {
+    schema::Values v;
+    for (const auto& [key, opt] : opts) {
+      if (opt->count() == 0) continue;
+      if (auto t = text.find(key); t != text.end()) v[key] = t->second;
+      else if (auto l = lists.find(key); l != lists.end()) v[key] = l->second;
+      else v[key] = flags.at(key);
+    }
+    return v;
+  }
+};
+
+std::string description(const SelftestRegistry& registry) {
+  std::string d = "Check the GPU backends against the CPU backends on seeded inputs:";
+  const auto& e = registry.entries();
+  for (std::size_t k = 0; k < e.size(); ++k)
+    d += std::string(k == 0 ? " " : "; ") + e[k].summary;
+  return d + ". Prints PASS/FAIL per check.";
+}
+
+}  // namespace
+
 Command add_selftest_command(CLI::App& parent) {
-  auto* app = parent.add_subcommand(
-      "selftest",
-      "Check the GPU backends against the CPU backends on seeded inputs: the GPU graph, every "
-      "N-point statistic (all-resident, forced tiling, several partitions), the mirror identity "
-      "and the chiral injection; the spherical harmonic transforms (synthesis, adjoint, "
-      "adjointness, batches, inverse, cut sky) against healpix_cxx. Prints PASS/FAIL per check.");
-  auto opts = std::make_shared<SelftestOptions>();
-  auto quiet = std::make_shared<bool>(false);
-  auto sht_opts = std::make_shared<sht::ShtSelftestOptions>();
-  sht_opts->max_nside = 128;
-  app->add_option("--points", opts->points,
-                  "Points in the main test catalogue (data 1/3, randoms 2/3)")
-      ->check(CLI::Range(std::size_t{300}, std::size_t{2000000}))
-      ->capture_default_str();
-  app->add_option("--seed", opts->seed, "Random seed of the test catalogues")->capture_default_str();
-  app->add_flag("--quick", opts->quick, "Fewer tiling variants");
-  app->add_option("--only", opts->only,
-                  "Groups to run: graph, 2pcf, 3pcf, 3pcf-equilateral, 4pcf, 4pcf-parity, mirror, "
-                  "injection, resident (default: all)")
-      ->delimiter(',');
-  app->add_option("--tolerance", opts->tolerance,
-                  "Normwise relative tolerance of the weighted sums")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  app->add_option("--sht-nside", sht_opts->max_nside,
-                  "Largest nside of the SHT GPU-vs-CPU comparison (8..2048, power of two; 0 skips "
-                  "the SHT checks)")
-      ->check(CLI::IsMember({0, 8, 16, 32, 64, 128, 256, 512, 1024, 2048}))
-      ->capture_default_str();
-  app->add_flag("-q,--quiet", *quiet, "Print only the summary line");
+  const SelftestRegistry& registry = jobs::engine_selftests();
+  auto* app = parent.add_subcommand("selftest", description(registry));
+  auto s = std::make_shared<SelftestCli>();
+  for (const EngineSelftest& e : registry.entries())
+    for (const schema::Field& f : e.options.fields) {
+      const std::string name = "--" + f.key;
+      const std::string help = wrap_text(schema::full_help(f), 62);
+      CLI::Option* o = nullptr;
+      if (f.kind == schema::Kind::Flag) {
+        o = app->add_flag(name, s->flags[f.key], help);
+      } else if (f.kind == schema::Kind::TextList || f.kind == schema::Kind::ChoiceList) {
+        o = app->add_option(name, s->lists[f.key], help)->delimiter(',');
+      } else {
+        // As text: the declaration reads and range-checks it.
+        o = app->add_option(name, s->text[f.key], help);
+      }
+      if (!f.value_name.empty() && f.kind != schema::Kind::Flag) o->type_name(f.value_name);
+      s->opts[f.key] = o;
+    }
+  app->add_flag("-q,--quiet", s->quiet, "Print only the summary line");
   app->footer(exit_code_help());
-  return Command{app, [opts, quiet, sht_opts] {
+  return Command{app, [s, &registry] {
+                   const schema::Values values = s->values();
+                   registry.check(values);  // a bad value is a usage error, GPU or not
                    const GpuStatus& st = gpu_status();
                    if (!st.available)
                      throw BackendUnavailable("selftest needs a GPU: " + st.reason);
                    JobContext ctx(interrupt_token());
-                   SelftestReport report = run_gpu_selftest(*opts, ctx);
-                   if (sht_opts->max_nside > 0) {
-                     const SelftestReport s = sht::run_sht_gpu_selftest(*sht_opts, ctx);
-                     report.checks.insert(report.checks.end(), s.checks.begin(), s.checks.end());
-                     report.seconds += s.seconds;
-                   }
+                   const SelftestReport report = registry.run(values, ctx);
                    std::string text = report.text();
-                   if (*quiet) {
+                   if (s->quiet) {
                      auto pos = text.find_last_of('\n', text.size() >= 2 ? text.size() - 2 : 0);
                      text = pos == std::string::npos ? text : text.substr(pos + 1);
                    }

@@ -1,4 +1,4 @@
-// Standalone GPU self-test driver (no Qt): runs almagest::run_gpu_selftest and prints the report.
+// Standalone GPU self-test driver (no Qt): runs almagest::npcf::run_npcf_gpu_selftest and prints the report.
 // Usage: npcf_gpu_selftest [--points N] [--seed S] [--quick] [--only GROUP]...
 // Exit code: 0 all checks passed, 1 a check failed, 77 no usable GPU.
 #include <cstdio>
@@ -7,10 +7,10 @@
 #include <string>
 
 #include "almagest/core/gpu.hpp"
-#include "almagest/core/selftest.hpp"
+#include "almagest/npcf/selftest.hpp"
 
 int main(int argc, char** argv) {
-  almagest::SelftestOptions o;
+  almagest::npcf::NpcfSelftestOptions o;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--points" && i + 1 < argc) {
@@ -32,7 +32,7 @@ int main(int argc, char** argv) {
     return 77;
   }
   almagest::JobContext ctx;
-  const almagest::SelftestReport r = almagest::run_gpu_selftest(o, ctx);
+  const almagest::SelftestReport r = almagest::npcf::run_npcf_gpu_selftest(o, ctx);
   std::fputs(r.text().c_str(), stdout);
   return r.passed() ? 0 : 1;
 }

@@ -1,5 +1,5 @@
 // GPU against CPU for every N-point statistic (label gpu). Exits with 77 (ctest: skipped) and a
-// message when no usable GPU is present. The comparisons are those of run_gpu_selftest: seeded
+// message when no usable GPU is present. The comparisons are those of npcf::run_npcf_gpu_selftest: seeded
 // clustered catalogues, all-resident and forced tiling (W = 2, 3, 5), one and several partitions,
 // identical counts and weighted sums within 1e-12, the mirror identity and the chiral injection.
 #include <QtTest>
@@ -7,7 +7,7 @@
 #include <cstdio>
 
 #include "almagest/core/gpu.hpp"
-#include "almagest/core/selftest.hpp"
+#include "almagest/npcf/selftest.hpp"
 
 using namespace almagest;
 
@@ -15,9 +15,9 @@ class TestNpcfGpu : public QObject {
   Q_OBJECT
 
   void run_group(const char* group) {
-    SelftestOptions o;
+    npcf::NpcfSelftestOptions o;
     o.only = {group};
-    const SelftestReport r = run_gpu_selftest(o, JobContext{});
+    const SelftestReport r = npcf::run_npcf_gpu_selftest(o, JobContext{});
     QVERIFY(r.gpu_available);
     QVERIFY(!r.checks.empty());
     for (const auto& c : r.checks) {
@@ -36,6 +36,7 @@ private slots:
   void mirror() { run_group("mirror"); }
 
   void chiral_injection() { run_group("injection"); }
+  void resident_device_graphs() { run_group("resident"); }
 };
 
 int main(int argc, char** argv) {

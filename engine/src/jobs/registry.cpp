@@ -8,6 +8,12 @@
 #include "almagest/sht/job.hpp"
 #include "almagest/stack/job.hpp"
 
+// ENGINE SELF-TESTS: each engine exports register_selftest (explicit: a static library drops
+// self-registering static initialisers).
+#include "almagest/jobs/selftests.hpp"
+#include "almagest/npcf/selftest.hpp"
+#include "almagest/sht/selftest.hpp"
+
 namespace almagest::jobs {
 
 std::vector<EngineEntry> registered_engines() {
@@ -17,6 +23,16 @@ std::vector<EngineEntry> registered_engines() {
   e.push_back(sht::sht_job_entry());
   e.push_back(stack::stack_job_entry());
   return e;
+}
+
+const SelftestRegistry& engine_selftests() {
+  static const SelftestRegistry registry = [] {
+    SelftestRegistry r;
+    npcf::register_selftest(r);
+    sht::register_selftest(r);
+    return r;
+  }();
+  return registry;
 }
 
 }  // namespace almagest::jobs

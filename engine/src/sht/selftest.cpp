@@ -5,12 +5,14 @@
 #include <cmath>
 #include <cstdio>
 #include <exception>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "almagest/core/error.hpp"
 #include "almagest/core/gpu.hpp"
+#include "almagest/core/schema.hpp"
 #include "almagest/kernels/sht_cuda.hpp"
 #include "almagest/sht/alm.hpp"
 #include "almagest/sht/plan.hpp"
@@ -281,6 +283,36 @@ SelftestReport run_sht_gpu_selftest(const ShtSelftestOptions& o, const JobContex
   });
   report.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   return report;
+}
+
+void register_selftest(SelftestRegistry& registry) {
+  EngineSelftest t;
+  t.engine = "sht";
+  t.summary = "the spherical harmonic transforms (synthesis, adjoint, adjointness, batches, "
+              "inverse, cut sky) against healpix_cxx";
+  schema::Field f;
+  f.key = "sht-nside";
+  f.kind = schema::Kind::Choice;
+  f.value_name = "NSIDE";
+  f.group = "SHT";
+  f.help = "Largest nside of the SHT GPU-vs-CPU comparison (8..2048, power of two; 0 skips the "
+           "SHT checks)";
+  f.choices = {"0", "8", "16", "32", "64", "128", "256", "512", "1024", "2048"};
+  f.default_value = std::string("128");
+  t.options.fields.push_back(f);
+  t.run = [options = t.options](const schema::Values& values, const JobContext& ctx) {
+    schema::Reader r(options, values, "--");
+    const std::optional<std::string> given = r.choice("sht-nside");
+    r.throw_if_problems();
+    ShtSelftestOptions o;
+    o.max_nside = std::stoi(given ? *given : r.text_or_default("sht-nside"));
+    if (o.max_nside == 0) {
+      SelftestReport skipped = SelftestReport::for_current_gpu();
+      return skipped;  // no checks: the N-point ones alone decide
+    }
+    return run_sht_gpu_selftest(o, ctx);
+  };
+  registry.add(std::move(t));
 }
 
 }  // namespace almagest::sht

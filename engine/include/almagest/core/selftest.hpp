@@ -1,19 +1,20 @@
 #pragma once
-// GPU self-test: seeded clustered catalogues, every N-point statistic on the CPU (the oracle) and
-// on the GPU (all-resident, forced tiling W = 2, 3, 5, one and several partitions, the
-// global-memory neighbourhood path), the GPU graph against the CPU graph, and the mirror identity
-// of the parity channel. Usable without Qt: `almagest-cli selftest` prints text().
-//
-// Pass criteria per check: tuple counts (tuples, random_tuples, degenerate) identical; weighted
-// sums (n, r, n_odd, r_odd) within 1e-12 normwise: max over rows of |gpu - cpu| divided by the
-// larger of max |n| and max |r| (the signed sums n cancel between data and randoms, so |n| alone
-// is no scale in large catalogues, and |r| alone none in small ones); graphs identical (offsets,
-// neighbours, bins, pixels).
+// GPU self-tests: the generic runner. Each engine owns its self-test (npcf/selftest.hpp,
+// sht/selftest.hpp): seeded inputs, the CUDA backend against the engine's CPU backend, one
+// SelftestCheck per comparison. Core only collects them: an engine registers an EngineSelftest
+// (name, summary, its options declared as a schema, a run function) with a SelftestRegistry, and
+// front ends run the registry. Registration is explicit: each engine exports a register function,
+// called from one place outside core (jobs::engine_selftests() in engine/src/jobs/registry.cpp),
+// so no static initialiser can be dropped by the static library. Usable without Qt:
+// `almagest-cli selftest` prints SelftestReport::text().
 #include <cstdint>
+#include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "almagest/core/job_context.hpp"
+#include "almagest/core/schema.hpp"
 
 namespace almagest {
 
@@ -32,23 +33,41 @@ struct SelftestReport {
   bool passed() const;
   /// Multi-line report: one line per check ("PASS name: detail"), then a summary line.
   std::string text() const;
+  /// Appends another report's checks and seconds (the GPU fields stay this report's).
+  void append(const SelftestReport& other);
   /// An empty report for the current process's GPU (gpu_available, device filled in).
   static SelftestReport for_current_gpu();
 };
 
-struct SelftestOptions {
-  std::size_t points = 6000;   ///< data + randoms of the main catalogue (data = 1/3)
-  std::uint64_t seed = 20261129;
-  bool quick = false;          ///< fewer tiling variants
-  /// Groups to run: "graph", "2pcf", "3pcf", "3pcf-equilateral", "4pcf", "4pcf-parity",
-  /// "mirror", "injection" (chiral tetrahedra, NNNN_odd n^4 / N = eps (2x - 1)), "resident"
-  /// (graphs kept on the device between calls under resident keys); empty = all.
-  std::vector<std::string> only;
-  double tolerance = 1e-12;    ///< weighted sums, normwise relative
+/// One engine's GPU self-test as the runner sees it.
+struct EngineSelftest {
+  std::string engine;     ///< "npcf", "sht", ...: registration order is run order
+  std::string summary;    ///< what it checks, one sentence (help text)
+  /// Its options, declared once (key, kind, default, range, help): the CLI's `selftest` options
+  /// are generated from them; keys are unique across the registry.
+  schema::Schema options;
+  /// Runs with the values given for its options (absent ones take the declared defaults).
+  /// Failed checks are reported, not thrown; ConfigError for bad values; Cancelled when ctx is
+  /// cancelled. Without a GPU: gpu_available = false and no checks.
+  std::function<SelftestReport(const schema::Values& values, const JobContext& ctx)> run;
 };
 
-/// Runs the self-test. Never throws for failed checks (they are reported); throws Cancelled when
-/// ctx is cancelled. Without a GPU it returns a report with gpu_available = false and no checks.
-SelftestReport run_gpu_selftest(const SelftestOptions& options, const JobContext& ctx);
+class SelftestRegistry {
+public:
+  /// Adds an engine's self-test. ConfigError when its engine name or one of its option keys is
+  /// already registered, or it has no run function.
+  void add(EngineSelftest test);
+  const std::vector<EngineSelftest>& entries() const noexcept { return entries_; }
+  const EngineSelftest* find(std::string_view engine) const noexcept;
+  /// Checks every value against its engine's declarations (unknown keys, kinds, ranges, choices):
+  /// ConfigError listing every problem, prefixed by `prefix` ("--").
+  void check(const schema::Values& values, const std::string& prefix = "--") const;
+  /// check(), then every engine's self-test in registration order with its own values, in one
+  /// report (checks in order, seconds summed).
+  SelftestReport run(const schema::Values& values, const JobContext& ctx) const;
+
+private:
+  std::vector<EngineSelftest> entries_;
+};
 
 }  // namespace almagest

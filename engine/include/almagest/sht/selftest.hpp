@@ -25,4 +25,8 @@ struct ShtSelftestOptions {
 /// Cancelled when ctx is cancelled between checks.
 SelftestReport run_sht_gpu_selftest(const ShtSelftestOptions& options, const JobContext& ctx);
 
+/// Registers the SHT self-test ("sht"; option sht-nside: the largest nside, 0 skips the checks;
+/// 128 by default there, a quick check next to the N-point one).
+void register_selftest(SelftestRegistry& registry);
+
 }  // namespace almagest::sht
