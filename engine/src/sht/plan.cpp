@@ -64,19 +64,36 @@ double col_alm_dot(const ShtPlan& p, const Complex* a, const Complex* b) {
   return s;
 }
 
+/// The one chunk loop of every transform: columns in chunks of the backend's batch, the cancel
+/// token checked before and progress reported after each chunk. `op` is the backend call (host
+/// or device arrays: the only difference between synthesis and synthesis_device, adjoint and
+/// adjoint_device); `in_col` / `out_col` are the values per column of its input and output.
+template <class In, class Out>
+void run_chunks(const ShtBackendImpl& impl,
+                void (ShtBackendImpl::*op)(const In*, Out*, int, const JobContext&) const,
+                const In* in, std::size_t in_col, Out* out, std::size_t out_col, int ncols,
+                const char* stage, const JobContext& ctx) {
+  const int b = impl.batch();
+  for (int c0 = 0; c0 < ncols; c0 += b) {
+    ctx.check_cancel();
+    const int n = std::min(b, ncols - c0);
+    (impl.*op)(in + c0 * in_col, out + c0 * out_col, n, ctx);
+    ctx.progress(c0 + n, ncols, stage);
+  }
+}
+
+int device_columns(int ncols) {
+  if (ncols < 1) throw ConfigError("ncols", "must be >= 1, got " + std::to_string(ncols));
+  return ncols;
+}
+
 }  // namespace
 
 void ShtPlan::synthesis(std::span<const Complex> alm, std::span<double> map,
                         const JobContext& ctx) const {
   const int ncols = columns_of(*this, alm.size(), map.size(), "synthesis");
-  const int b = impl_->batch();
-  const std::size_t acol = nalm() * ncomp(), mcol = map_size() * ncomp();
-  for (int c0 = 0; c0 < ncols; c0 += b) {
-    ctx.check_cancel();
-    const int n = std::min(b, ncols - c0);
-    impl_->synthesis(alm.data() + c0 * acol, map.data() + c0 * mcol, n, ctx);
-    ctx.progress(c0 + n, ncols, "sht synthesis");
-  }
+  run_chunks(*impl_, &ShtBackendImpl::synthesis, alm.data(), nalm() * ncomp(), map.data(),
+             map_size() * ncomp(), ncols, "sht synthesis", ctx);
 }
 
 void ShtBackendImpl::synthesis_device(const std::complex<double>*, double*, int, const JobContext&) const {
@@ -87,40 +104,20 @@ void ShtBackendImpl::adjoint_device(const double*, std::complex<double>*, int, c
 }
 
 void ShtPlan::synthesis_device(const Complex* alm, double* map, int ncols, const JobContext& ctx) const {
-  if (ncols < 1) throw ConfigError("ncols", "must be >= 1, got " + std::to_string(ncols));
-  const int b = impl_->batch();
-  const std::size_t acol = nalm() * ncomp(), mcol = map_size() * ncomp();
-  for (int c0 = 0; c0 < ncols; c0 += b) {
-    ctx.check_cancel();
-    const int n = std::min(b, ncols - c0);
-    impl_->synthesis_device(alm + c0 * acol, map + c0 * mcol, n, ctx);
-    ctx.progress(c0 + n, ncols, "sht synthesis");
-  }
+  run_chunks(*impl_, &ShtBackendImpl::synthesis_device, alm, nalm() * ncomp(), map,
+             map_size() * ncomp(), device_columns(ncols), "sht synthesis", ctx);
 }
 
 void ShtPlan::adjoint_device(const double* map, Complex* alm, int ncols, const JobContext& ctx) const {
-  if (ncols < 1) throw ConfigError("ncols", "must be >= 1, got " + std::to_string(ncols));
-  const int b = impl_->batch();
-  const std::size_t acol = nalm() * ncomp(), mcol = map_size() * ncomp();
-  for (int c0 = 0; c0 < ncols; c0 += b) {
-    ctx.check_cancel();
-    const int n = std::min(b, ncols - c0);
-    impl_->adjoint_device(map + c0 * mcol, alm + c0 * acol, n, ctx);
-    ctx.progress(c0 + n, ncols, "sht adjoint");
-  }
+  run_chunks(*impl_, &ShtBackendImpl::adjoint_device, map, map_size() * ncomp(), alm,
+             nalm() * ncomp(), device_columns(ncols), "sht adjoint", ctx);
 }
 
 void ShtPlan::adjoint(std::span<const double> map, std::span<Complex> alm,
                       const JobContext& ctx) const {
   const int ncols = columns_of(*this, alm.size(), map.size(), "adjoint");
-  const int b = impl_->batch();
-  const std::size_t acol = nalm() * ncomp(), mcol = map_size() * ncomp();
-  for (int c0 = 0; c0 < ncols; c0 += b) {
-    ctx.check_cancel();
-    const int n = std::min(b, ncols - c0);
-    impl_->adjoint(map.data() + c0 * mcol, alm.data() + c0 * acol, n, ctx);
-    ctx.progress(c0 + n, ncols, "sht adjoint");
-  }
+  run_chunks(*impl_, &ShtBackendImpl::adjoint, map.data(), map_size() * ncomp(), alm.data(),
+             nalm() * ncomp(), ncols, "sht adjoint", ctx);
 }
 
 InverseReport ShtPlan::inverse(std::span<const double> map, std::span<Complex> alm,
