@@ -113,12 +113,14 @@ private slots:
         QCOMPARE(r.estimator[b], -1.0);
       }
     }
-    // 3pCF needs randoms: a one-line error naming the field.
-    c.statistic = Statistic::ThreePoint;
+    // The 4pCF needs randoms (analytic randoms exist for the 2pCF and 3pCF): a one-line error
+    // naming the field.
+    c.statistic = Statistic::FourPoint;
     c.bins.rmax = 50;
+    c.bins.nbins = 4;
     try {
-      NpcfPlan p3(c, make_point_set(data, nullptr), JobContext{});
-      QFAIL("3pCF without randoms accepted");
+      NpcfPlan p4(c, make_point_set(data, nullptr), JobContext{});
+      QFAIL("4pCF without randoms accepted");
     } catch (const ConfigError& e) {
       QCOMPARE(e.field(), std::string("randoms"));
       QVERIFY(std::string(e.what()).find("required") != std::string::npos);
