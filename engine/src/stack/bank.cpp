@@ -125,4 +125,28 @@ ShiftTable compute_shifts(const TrajectoryBank& bank, const std::vector<double>&
   return s;
 }
 
+void compute_fractional_shifts(ShiftTable& s, const TrajectoryBank& bank, const std::vector<double>& mjd,
+                               double reference_mjd, const std::vector<double>& dx, const std::vector<double>& dy) {
+  const int n = static_cast<int>(mjd.size());
+  const std::size_t total = bank.size() * std::size_t(n);
+  s.fx.resize(total);
+  s.fy.resize(total);
+  s.wx.resize(total);
+  s.wy.resize(total);
+  for (std::size_t v = 0; v < bank.size(); ++v)
+    for (int e = 0; e < n; ++e) {
+      const double t = mjd[e] - reference_mjd;
+      const double ox = bank.vx[v] * t + (dx.empty() ? 0.0 : dx[e]);
+      const double oy = bank.vy[v] * t + (dy.empty() ? 0.0 : dy[e]);
+      // compute_shifts bounded |o| <= 1e9 already.
+      const double fx = std::floor(ox), fy = std::floor(oy);
+      const std::size_t i = v * std::size_t(n) + std::size_t(e);
+      s.fx[i] = static_cast<std::int32_t>(fx);
+      s.fy[i] = static_cast<std::int32_t>(fy);
+      // w < 1 after rounding to float too (a value just below 1 would round up to 1.0f).
+      s.wx[i] = std::min(static_cast<float>(ox - fx), std::nextafter(1.0f, 0.0f));
+      s.wy[i] = std::min(static_cast<float>(oy - fy), std::nextafter(1.0f, 0.0f));
+    }
+}
+
 }  // namespace almagest::stack

@@ -75,6 +75,11 @@ std::vector<CandidateDetail> describe_candidates(const SearchResult& r, const Se
           wval[k] += sv / vv;
         }
     }
+    if (s.fractional()) {
+      // The curve the fractional sums add: bilinear samples with the corrected B.
+      trajectory_curve(p, s, plan.config().psf_rho, d.c.x, d.c.y, d.c.v, d.psi.data(), d.phi.data());
+      for (int e = 0; e < n; ++e) d.valid[e] = d.phi[e] > 0.0f;
+    }
     d.stamp_sum.assign(std::size_t(side) * side, 0.0f);
     d.stamp_mean.assign(std::size_t(side) * side, 0.0f);
     d.stamp_median.assign(std::size_t(side) * side, 0.0f);
@@ -120,12 +125,28 @@ void write_candidates_ecsv(const std::string& path, const SearchResult& r, const
     o << "}\n";
   }
   if (sky) o << "# - {name: ra, datatype: float64, unit: deg}\n# - {name: dec, datatype: float64, unit: deg}\n";
+  const bool groups = r.filtered && r.groups.size() == r.candidates.size();
+  if (groups)
+    o << "# - {name: vx_spread, datatype: float64, unit: pix / d}\n# - {name: vy_spread, datatype: float64, unit: pix / d}\n"
+         "# - {name: clipped, datatype: int32}\n# - {name: vx_fit, datatype: float64, unit: pix / d}\n"
+         "# - {name: vy_fit, datatype: float64, unit: pix / d}\n";
   o << "# meta: !!omap\n";
   o << "# - {threshold_z: " << r.threshold_z << "}\n";
   o << "# - {digest_sum_a: " << r.digest.sum_a << "}\n# - {digest_sum_b: " << r.digest.sum_b << "}\n";
   o << "# - {digest_max_z: " << r.digest.max_z << "}\n# - {digest_count_above: " << r.digest.count_above << "}\n";
   o << "# - {backend: " << r.backend << "}\n# - {exact_scores: " << (r.exact ? "true" : "false") << "}\n";
   o << "# - {truncated: " << (r.truncated ? "true" : "false") << "}\n";
+  if (r.filtered) {
+    // What every filter removed (stack/filters.hpp), also in the provenance's log.
+    const FilterReport& f = r.filters;
+    o << "# - {filter_input: " << f.input << "}\n# - {filter_removed_observations: " << f.observations << "}\n";
+    o << "# - {filter_removed_sigma_g: " << f.sigma_g << "}\n# - {filter_merged_duplicates: " << f.merged << "}\n";
+    o << "# - {filter_removed_stationary: " << f.stationary << "}\n# - {filter_removed_stamps: " << f.stamps << "}\n";
+    o << "# - {filter_output: " << f.output << "}\n";
+    std::string fc;
+    for (char ch : f.config_json) fc += ch == '\'' ? std::string("''") : std::string(1, ch);
+    o << "# - {filter_config: '" << fc << "'}\n";
+  }
   std::string prov = r.provenance.to_json();
   std::string esc;
   for (char ch : prov) {
@@ -133,7 +154,7 @@ void write_candidates_ecsv(const std::string& path, const SearchResult& r, const
     else esc += ch;
   }
   o << "# - {provenance: '" << esc << "'}\n";
-  o << "x,y,v,vx,vy,z,flux,a,b,obs,members" << (sky ? ",ra,dec" : "") << "\n";
+  o << "x,y,v,vx,vy,z,flux,a,b,obs,members" << (sky ? ",ra,dec" : "") << (groups ? ",vx_spread,vy_spread,clipped,vx_fit,vy_fit" : "") << "\n";
   for (std::size_t i = 0; i < r.candidates.size(); ++i) {
     const Candidate& c = r.candidates[i];
     o << c.x << ',' << c.y << ',' << c.v << ',' << c.vx << ',' << c.vy << ',' << c.z << ',' << c.flux << ',' << c.a << ',' << c.b
@@ -146,6 +167,9 @@ void write_candidates_ecsv(const std::string& path, const SearchResult& r, const
         if (std::fabs(d.t[e]) < std::fabs(d.t[best])) best = e;
       o << ',' << d.ra[best] << ',' << d.dec[best];
     }
+    if (groups)
+      o << ',' << r.groups[i].vx_spread << ',' << r.groups[i].vy_spread << ',' << r.groups[i].epochs_clipped << ','
+        << r.groups[i].vx_fit << ',' << r.groups[i].vy_fit;
     o << '\n';
   }
   write_text_atomic(path, o.str());
@@ -175,6 +199,49 @@ void write_result_hdf5(const std::string& path, const SearchResult& r, const std
   w.attr("/", "digest_count_above", double(r.digest.count_above));
   w.attr_fixed("/", "backend", r.backend);
   w.attr_fixed("/", "provenance", r.provenance.to_json());
+  if (r.filtered && r.groups.size() == r.candidates.size()) {
+    // The filters' counts and, per candidate, the merged members (CSR: /members/start [n + 1]).
+    const FilterReport& f = r.filters;
+    w.create_group("/filters");
+    w.attr("/filters", "input", double(f.input));
+    w.attr("/filters", "removed_observations", double(f.observations));
+    w.attr("/filters", "removed_sigma_g", double(f.sigma_g));
+    w.attr("/filters", "merged_duplicates", double(f.merged));
+    w.attr("/filters", "removed_stationary", double(f.stationary));
+    w.attr("/filters", "removed_stamps", double(f.stamps));
+    w.attr("/filters", "output", double(f.output));
+    w.attr_fixed("/filters", "config", f.config_json);
+    std::vector<double> sx, sy, zu, fx, fy;
+    std::vector<std::int32_t> clipped, start{0}, mx, my, mv;
+    std::vector<double> mz;
+    for (const auto& g : r.groups) {
+      sx.push_back(g.vx_spread);
+      sy.push_back(g.vy_spread);
+      zu.push_back(g.z_unclipped);
+      fx.push_back(g.vx_fit);
+      fy.push_back(g.vy_fit);
+      clipped.push_back(g.epochs_clipped);
+      for (const auto& m : g.members) {
+        mx.push_back(m.x);
+        my.push_back(m.y);
+        mv.push_back(m.v);
+        mz.push_back(m.z);
+      }
+      start.push_back(std::int32_t(mx.size()));
+    }
+    w.write("/candidates/vx_spread", sx);
+    w.write("/candidates/vy_spread", sy);
+    w.write("/candidates/z_unclipped", zu);
+    w.write("/candidates/vx_fit", fx);
+    w.write("/candidates/vy_fit", fy);
+    w.write("/candidates/clipped", clipped);
+    w.create_group("/members");
+    w.write("/members/start", start);
+    w.write("/members/x", mx);
+    w.write("/members/y", my);
+    w.write("/members/v", mv);
+    w.write("/members/z", mz);
+  }
   if (!details.empty()) {
     const std::uint64_t nc = details.size(), ne = details[0].t.size(), side = std::uint64_t(details[0].stamp_size);
     std::vector<float> psi, phi, ss, sm, smed, sw;

@@ -16,6 +16,7 @@
 #include "almagest/io/hdf5_file.hpp"
 #include "almagest/io/text_file.hpp"
 #include "almagest/stack/job.hpp"
+#include "almagest/stack/observations.hpp"
 #include "almagest/stack/wcs.hpp"
 #include "job_internal.hpp"
 
@@ -31,6 +32,9 @@ double seconds_since(Clock::time_point t0) { return std::chrono::duration<double
 std::string absolute_or_empty(const std::string& p) { return p.empty() ? std::string() : fs::absolute(p).string(); }
 
 std::shared_ptr<const ExposureStack> load_stack(const StackJob& job, const std::string& path, const JobContext& ctx) {
+  if (path.empty())
+    throw ConfigError((job.label.empty() ? "--" : job.label) + "stack",
+                      "is required (the exposure stack: a file, or a stack in memory passed with the job)");
   std::error_code ec;
   if (!fs::exists(path, ec))
     throw IoError(path, "", "stack not found (expected a KBMOD WorkUnit FITS file, a folder of per-exposure FITS files or an HDF5 cube)");
@@ -221,9 +225,9 @@ StackOutcome run_psiphi(const StackJob& job, const JobContext& ctx, const jobs::
   prov.threads = o.threads;
   record_inputs(prov, job.input_paths());
   prov.timings_s = o.timings_s;
-  prov.config_json = config_with_job("{}", job, {{"stack", fs::absolute(job.stack).string()}, {"storage", to_string(job.encoding)},
+  prov.config_json = config_with_job("{}", job, {{"stack", absolute_or_empty(job.stack)}, {"storage", to_string(job.encoding)},
                                                  {"psf_sigma", job.read.psf_sigma}, {"fallback_psf_sigma", job.read.fallback_psf_sigma}});
-  if (opt.write) {
+  if (opt.write && !job.output.empty()) {
     ctx.progress(0, 1, "writing psi/phi");
     commit(job.input_paths(), ctx, [&](OutputSet&) { files::write_psiphi_hdf5(job.output, enc, *decoded, prov.to_json(), job.stack); });
     o.outputs = {job.output};
@@ -232,7 +236,7 @@ StackOutcome run_psiphi(const StackJob& job, const JobContext& ctx, const jobs::
                                   p.width, p.height, to_string(job.encoding), 100.0 * o.valid_fraction));
   o.summary.push_back(fmt::format("backend {}, {} threads; read {:.2f} s, psi/phi {:.2f} s", o.backend, o.threads,
                                   o.timings_s["read"], o.timings_s["psiphi"]));
-  if (!opt.write) o.summary.erase(o.summary.begin());
+  if (!opt.write || job.output.empty()) o.summary.erase(o.summary.begin());
   return o;
 }
 
@@ -260,6 +264,12 @@ StackOutcome run_search(const StackJob& job, const JobContext& ctx, const jobs::
     cfg.curve_dx = pre.curve_dx;
     cfg.curve_dy = pre.curve_dy;
   }
+  if ((!job.ades.empty() || !job.mpc.empty()) && st.wcs_header.empty())
+    throw IoError(st.source.empty() ? job.stack : st.source, "WCS",
+                  "the stack has no WCS: ADES and MPC observation rows need RA/Dec (drop --ades / --mpc)");
+  if (cfg.fractional) cfg.psf_rho = psf_correlations(st);
+  // Duplicates are merged at the source level by filter_candidates (not the plan's clustering).
+  cfg.cluster.enabled = false;
   o.timings_s["read"] = seconds_since(t0);
   t0 = Clock::now();
   std::shared_ptr<const PsiPhi> planes = pre.psiphi;
@@ -273,8 +283,13 @@ StackOutcome run_search(const StackJob& job, const JobContext& ctx, const jobs::
   ctx.check_cancel();
   o.search_plan = plan;
   SearchResult& r = o.result;
+  filter_candidates(r, *plan, *o.psiphi, &st, job.filters, ctx);
+  r.provenance.timings_s["filters"] = r.filters.seconds;
+  o.timings_s["filters"] = r.filters.seconds;
   o.device = r.device;
   if (job.output_ext == ".ecsv") o.details = ecsv_sky(r, *plan, st);
+  std::vector<CandidateDetail> tracks;  // per-exposure RA/Dec for ADES / MPC
+  if (!job.ades.empty() || !job.mpc.empty()) tracks = describe_candidates(r, *plan, st, *o.psiphi, 0, ctx);
   record_inputs(r.provenance, job.input_paths());
   r.provenance.timings_s["read"] = o.timings_s["read"];
   r.provenance.timings_s["psiphi"] = o.timings_s["psiphi"];
@@ -284,14 +299,46 @@ StackOutcome run_search(const StackJob& job, const JobContext& ctx, const jobs::
               {"psf_sigma", job.read.psf_sigma}, {"fallback_psf_sigma", job.read.fallback_psf_sigma},
               {"psiphi_backend", pre.psiphi ? (pre.psiphi_gpu ? "cuda" : "cpu") : o.backend}};
   if (!job.stack.empty()) cli["stack_identity"] = stack_identity(job.stack, st);
+  else  // a stack held in memory (the GUI's synthetic stacks): its shape and times, no file to hash
+    cli["stack_identity"] = {{"in_memory", true}, {"n_exp", st.size()}, {"width", st.width}, {"height", st.height}, {"mjd", st.mjd}};
   r.provenance.config_json = config_with_job(r.provenance.config_json, job, std::move(cli));
-  if (opt.write && !job.output.empty()) {
+  ObservationOptions obs_opt;
+  obs_opt.station = job.station;
+  obs_opt.reference_mjd = plan->reference_mjd();
+  if (!tracks.empty()) {
+    // Pixel scale at the image centre and the mean PSF sigma, for rmsRA / rmsDec.
+    const Wcs wcs = Wcs::from_header(st.wcs_header, st.source);
+    const double cx = 0.5 * (st.width - 1), cy = 0.5 * (st.height - 1);
+    const auto [ra0, de0] = wcs.pixel_to_sky(cx, cy);
+    const auto [ra1, de1] = wcs.pixel_to_sky(cx + 1, cy);
+    obs_opt.pixel_scale_arcsec = std::hypot((ra1 - ra0) * std::cos(de0 * 3.14159265358979323846 / 180.0), de1 - de0) * 3600.0;
+    double m2 = 0;
+    for (const Psf& k : st.psf) {
+      double sum = 0, mm = 0;
+      const int r = k.size / 2;
+      for (int y = 0; y < k.size; ++y)
+        for (int x = 0; x < k.size; ++x) {
+          const double v = k.kernel[std::size_t(y) * k.size + x];
+          sum += v;
+          mm += v * double((x - r) * (x - r) + (y - r) * (y - r));
+        }
+      m2 += sum > 0 ? mm / sum / 2.0 : 1.0;
+    }
+    obs_opt.psf_sigma_px = st.psf.empty() ? 1.0 : std::sqrt(m2 / double(st.psf.size()));
+  }
+  if (opt.write && !job.ades.empty()) o.outputs.push_back(job.ades);
+  if (opt.write && !job.mpc.empty()) o.outputs.push_back(job.mpc);
+  if (opt.write && (!job.output.empty() || !job.ades.empty() || !job.mpc.empty())) {
     ctx.progress(0, 1, "writing candidates");
     commit(job.input_paths(), ctx, [&](OutputSet&) {
       if (job.output_ext == ".ecsv") write_candidates_ecsv(job.output, r, o.details);
-      else write_result_hdf5(job.output, r);
+      else if (!job.output.empty()) write_result_hdf5(job.output, r);
+      if (!job.ades.empty()) write_ades_psv(job.ades, tracks, obs_opt);
+      if (!job.mpc.empty()) write_mpc80(job.mpc, tracks, obs_opt);
     });
-    o.outputs = {job.output};
+  }
+  if (opt.write && !job.output.empty()) {
+    o.outputs.insert(o.outputs.begin(), job.output);
     o.summary.push_back(fmt::format("wrote {} ({}, {} candidates from {} hits{})", job.output, job.output_ext == ".ecsv" ? "ECSV" : "HDF5",
                                     r.candidates.size(), r.raw_hits, r.truncated ? ", truncated at --max-candidates" : ""));
   }
@@ -309,8 +356,9 @@ StackOutcome run_search(const StackJob& job, const JobContext& ctx, const jobs::
     o.summary.push_back(fmt::format("best: x {}, y {}, vx {:.4f}, vy {:.4f} px/d, Z {:.3f}, flux {:.4g}, obs {}, {} merged", c.x, c.y, c.vx,
                                     c.vy, c.z, c.flux, c.obs, c.members));
   }
-  o.summary.push_back(fmt::format("timings: read {:.2f} s, psi/phi {:.2f} s, scan {:.3f} s, total {:.2f} s", o.timings_s["read"],
-                                  o.timings_s["psiphi"], r.scan_seconds, seconds_since(t_all)));
+  o.summary.push_back(r.filters.summary());
+  o.summary.push_back(fmt::format("timings: read {:.2f} s, psi/phi {:.2f} s, scan {:.3f} s, filters {:.3f} s, total {:.2f} s",
+                                  o.timings_s["read"], o.timings_s["psiphi"], r.scan_seconds, r.filters.seconds, seconds_since(t_all)));
   return o;
 }
 

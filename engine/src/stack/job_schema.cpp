@@ -155,10 +155,56 @@ schema::Schema build_schema() {
                       se, 0, 0, 16));
   f.push_back(integer("min-obs", "Search", "Candidates need at least this many valid samples", se, 1, 0, 1000000));
   f.push_back(integer("max-candidates", "Search", "Hits kept before clustering", se, 1000000, 1, 100000000));
-  f.push_back(number("cluster-radius", "Search",
-                     "Merge candidates whose first and last predicted positions are within this many pixels of a stronger one",
+  f.push_back(choice("shifts", "Search",
+                     "Track sampling: integer (KBMOD's nearest pixel; exact, fast, every method) or fractional (bilinear "
+                     "psi/phi at the exact track position, B corrected for the PSF correlation of neighbours; cpu and "
+                     "method gather, threshold mode)",
+                     se, {"integer", "fractional"}, std::string("integer")));
+  // Filters after the search (stack/filters.hpp, docs/stack.md "Candidates").
+  f.push_back(number("max-masked-fraction", "Filters",
+                     "Remove candidates whose track is masked or off the image in more than this share of the exposures",
+                     se, "", 1.0, 0.0, 1.0));
+  f.push_back(flag("no-sigma-g", "Filters", "No sigma-G clipping of the per-exposure likelihood curve", se));
+  f.push_back(number("sigma-g-clip", "Filters",
+                     "sigma-G: drop exposures whose residual is beyond this many sigma_G (0.7413 x the 25-75 percentile "
+                     "range) of the median; the score is recomputed from the kept exposures",
+                     se, "", 3.0, 0.0, 100.0, true));
+  f.push_back(text("sigma-g-percentiles", "Filters", "sigma-G: the percentiles LOW,HIGH of the robust width", se, "LOW,HIGH",
+                   Role::Plain, std::string("25,75")));
+  f.push_back(integer("sigma-g-min-kept", "Filters", "sigma-G: remove candidates with fewer kept exposures", se, 5, 0, 1000000));
+  f.push_back(number("cluster-radius", "Filters",
+                     "Duplicates: a weaker candidate whose predicted track stays within this many pixels (max norm) of a "
+                     "stronger one's for cluster-overlap of the exposures is merged into it",
+                     se, "pixels", 3.0, 0.0, std::nullopt));
+  f.push_back(number("cluster-overlap", "Filters",
+                     "Duplicates: share of the exposures the two tracks must be within cluster-radius (crowded fields: raise "
+                     "it towards 1)",
+                     se, "", 0.5, 0.0, 1.0, true));
+  f.push_back(number("cluster-share", "Filters",
+                     "Duplicates: also merge when this share of a weaker candidate's A comes from exposures where its pixel "
+                     "is within cluster-radius of the stronger one's (0 = off)",
+                     se, "", 0.5, 0.0, 1.0));
+  f.push_back(flag("no-cluster", "Filters", "Keep near-duplicate candidates (no merging)", se));
+  f.push_back(number("min-motion", "Filters",
+                     "Remove stationary sources: candidates whose track (common curve included) spans fewer pixels over "
+                     "the stack (0 = keep them)",
                      se, "pixels", 2.0, 0.0, std::nullopt));
-  f.push_back(flag("no-cluster", "Search", "Keep near-duplicate candidates", se));
+  f.push_back(number("stationary-ratio", "Filters",
+                     "Remove a candidate when static sources explain this share of its A (the static coadd's flux at "
+                     "each sampled pixel; stars seen by slow or crossing trajectories; 0 = off)",
+                     se, "", 0.5, 0.0, std::nullopt));
+  f.push_back(flag("no-stamp-filter", "Filters", "No stamp filter", se));
+  f.push_back(integer("stamp-filter-radius", "Filters", "Stamp filter: radius of the coadded stamps", se, 5, 1, 100, "pixels"));
+  f.push_back(number("stamp-median-ratio", "Filters",
+                     "Stamp filter: the median stamp's PSF-matched flux must be at least this share of the mean stamp's "
+                     "(rejects flux from a few exposures: cosmic rays, star crossings, variable stars)",
+                     se, "", 0.3, 0.0, 1.0));
+  f.push_back(number("stamp-max-size", "Filters",
+                     "Stamp filter: the weighted-mean stamp's second-moment size must be within this factor of the PSF's",
+                     se, "", 2.0, 1.0, std::nullopt));
+  f.push_back(number("stamp-max-ellipticity", "Filters",
+                     "Stamp filter: largest ellipticity of the weighted-mean stamp's second moments (bad columns, streaks)", se,
+                     "", 0.6, 0.0, 1.0, true));
 
   // Output.
   {
@@ -170,6 +216,13 @@ schema::Schema build_schema() {
     o.required = true;
     f.push_back(o);
   }
+  f.push_back(text("ades", "Output",
+                   "Also write the candidates' per-exposure positions as ADES 2022 PSV observation rows (.psv; needs a WCS)",
+                   se, "FILE", Role::OutputFile));
+  f.push_back(text("mpc", "Output",
+                   "Also write them as MPC 80-column observation lines (needs a WCS)", se, "FILE", Role::OutputFile));
+  f.push_back(text("station", "Output", "Observatory code of the ADES/MPC rows (stn)", se, "CODE", Role::Plain,
+                   std::string("500")));
   f.push_back(integer("stamp-radius", "Output", "Stamp radius; stamps are 2R+1 square", {"stamps"}, 10, 0, 1000, "pixels"));
   f.push_back(integer("top", "Output", "Only the first N candidates of the table (0 = all)", {"stamps"}, 0, 0,
                       double(std::numeric_limits<std::int32_t>::max())));
@@ -511,8 +564,19 @@ const schema::Schema& stack_schema() {
   return s;
 }
 
-StackJob make_stack_job(const jobs::JobRequest& req) {
-  const schema::Schema& sc = stack_schema();
+/// The schema with "output" optional (MakeStackOptions::output_optional): same fields and help.
+static const schema::Schema& output_optional_schema() {
+  static const schema::Schema s = [] {
+    schema::Schema x = stack_schema();
+    for (Field& f : x.fields)
+      if (f.key == "output") f.required = false;
+    return x;
+  }();
+  return s;
+}
+
+StackJob make_stack_job(const jobs::JobRequest& req, const MakeStackOptions& options) {
+  const schema::Schema& sc = options.output_optional ? output_optional_schema() : stack_schema();
   // Canonical keys ('_' and '-' are one key); an unknown spelling is reported by check_keys.
   schema::Values values;
   for (const auto& [k, v] : req.values) {
@@ -536,6 +600,7 @@ StackJob make_stack_job(const jobs::JobRequest& req) {
   job.output = path("output");
 
   if (job.op == StackOp::Simulate) {
+    if (job.output.empty() && options.output_optional) r.problem("output", "is required (simulate writes a stack)");
     make_simulate(job, r, base);
     r.throw_if_problems();
     return job;
@@ -543,7 +608,10 @@ StackJob make_stack_job(const jobs::JobRequest& req) {
 
   // Inputs and PSF options.
   job.stack = path("stack");
-  if (job.stack.empty() && job.op != StackOp::Stamps && !r.has("stack")) r.problem("stack", "is required (the exposure stack)");
+  if (job.stack.empty() && job.op != StackOp::Stamps && !r.has("stack") && !options.stack_in_memory)
+    r.problem("stack", "is required (the exposure stack)");
+  if (job.output.empty() && options.output_optional && job.op == StackOp::Stamps)
+    r.problem("output", "is required (stamps write an HDF5 file)");
   job.candidates = path("candidates");
   if (job.op == StackOp::Stamps && !r.has("candidates")) r.problem("candidates", "is required (the candidate table)");
   job.common_curve = path("common-curve");
@@ -608,6 +676,49 @@ StackJob make_stack_job(const jobs::JobRequest& req) {
     cfg.max_candidates = std::size_t(std::max<std::int64_t>(1, r.integer_or_default("max-candidates")));
     cfg.cluster.enabled = !r.flag("no-cluster");
     cfg.cluster.radius_px = r.number_or_default("cluster-radius");
+    FilterConfig& fc = job.filters;
+    fc.min_obs = cfg.min_obs;
+    fc.max_masked_fraction = r.number_or_default("max-masked-fraction");
+    fc.sigma_g = !r.flag("no-sigma-g");
+    fc.sigma_g_n = r.number_or_default("sigma-g-clip");
+    {
+      bool ok = true;
+      const std::string pct = r.text_or_default("sigma-g-percentiles");
+      const auto v = parse_numbers(r, "sigma-g-percentiles", pct, ok);
+      if (ok && (v.size() != 2 || !(v[0] >= 0 && v[0] < v[1] && v[1] <= 100)))
+        r.problem("sigma-g-percentiles", "expected LOW,HIGH with 0 <= LOW < HIGH <= 100, got '" + pct + "'");
+      else if (ok) {
+        fc.sigma_g_low = v[0];
+        fc.sigma_g_high = v[1];
+      }
+    }
+    fc.sigma_g_min_kept = int(r.integer_or_default("sigma-g-min-kept"));
+    fc.dedup = cfg.cluster.enabled;
+    fc.dedup_radius_px = cfg.cluster.radius_px;
+    fc.dedup_overlap = r.number_or_default("cluster-overlap");
+    fc.dedup_share = r.number_or_default("cluster-share");
+    fc.min_motion_px = r.number_or_default("min-motion");
+    fc.stationary_ratio = r.number_or_default("stationary-ratio");
+    fc.stamp_filter = !r.flag("no-stamp-filter");
+    fc.stamp_radius = int(r.integer_or_default("stamp-filter-radius"));
+    fc.stamp_median_ratio = r.number_or_default("stamp-median-ratio");
+    fc.stamp_max_size_ratio = r.number_or_default("stamp-max-size");
+    fc.stamp_max_ellipticity = r.number_or_default("stamp-max-ellipticity");
+    const std::string shifts = r.has("shifts") ? r.choice("shifts").value_or("integer") : r.text_or_default("shifts");
+    cfg.fractional = shifts == "fractional";
+    if (cfg.fractional) {
+      if (job.method != Method::Gather && job.backend.kind != BackendKind::Cpu)
+        r.problem("shifts", "fractional runs on the cpu backend or with method gather (tiled and fourier use integer shifts)");
+      if (cfg.mode == ResultMode::TopK) r.problem("shifts", "fractional runs in threshold mode only (top-k 0)");
+    }
+    job.ades = path("ades");
+    job.mpc = path("mpc");
+    job.station = r.text_or_default("station");
+    if (job.station.empty() || job.station.size() > 4)
+      r.problem("station", "expected an observatory code of 1 to 4 characters, got '" + job.station + "'");
+    for (const auto& [key, out] : {std::pair<const char*, const std::string*>{"ades", &job.ades}, {"mpc", &job.mpc}})
+      if (!out->empty() && (*out == job.output || (key == std::string("mpc") && *out == job.ades)))
+        r.problem(key, "must differ from the other outputs");
     cfg.reference_mjd = job.reference_mjd;
     make_bank(job, r);
     // The Fourier method's own limits (SearchConfig::validate() says the same in engine terms).
@@ -632,7 +743,10 @@ std::vector<std::string> StackJob::input_paths() const {
 }
 
 std::vector<std::string> StackJob::output_paths() const {
-  std::vector<std::string> out{output};
+  std::vector<std::string> out;
+  if (!output.empty()) out.push_back(output);
+  if (!ades.empty()) out.push_back(ades);
+  if (!mpc.empty()) out.push_back(mpc);
   if (op == StackOp::Simulate) {
     out.push_back(simulate.truth);
     if (!simulate.curve.empty()) out.push_back(simulate.curve);

@@ -67,6 +67,16 @@ std::vector<std::string> SearchConfig::validate() const {
     if (mode == ResultMode::TopK) bad("mode", "top-k mode is not available with gpu-fourier; use a threshold");
   }
   if (device < 0) bad("device", "must be >= 0");
+  if (fractional) {
+    if (backend == Backend::GpuFourier || backend == Backend::GpuTiled)
+      bad("fractional", "sub-pixel shifts run on cpu and gpu-gather only (the tiled and Fourier methods use integer shifts)");
+    if (mode == ResultMode::TopK) bad("fractional", "sub-pixel shifts run in threshold mode only");
+    for (float r : psf_rho)
+      if (!(std::fabs(r) <= 1.0f)) {
+        bad("psf_rho", "PSF autocorrelations must lie in [-1, 1]");
+        break;
+      }
+  }
   return out;
 }
 
@@ -108,6 +118,7 @@ std::string SearchConfig::to_json() const {
   j["threads"] = threads;
   j["device"] = device;
   j["device_memory_limit"] = device_memory_limit;
+  if (fractional) j["shifts"] = "fractional";
   return j.dump();
 }
 

@@ -25,10 +25,59 @@ TrajectorySums evaluate_one(const PsiPhi& p, const ShiftTable& s, int x, int y, 
   return t;
 }
 
+namespace {
+
+/// The fractional sample of trajectory (x, y) at exposure e with offsets (fx, fy, wx, wy).
+inline void fractional_at(const PsiPhi& p, const float* sq, int e, int x, int y, std::int32_t fx, std::int32_t fy, float wx,
+                          float wy, const float* r, float& a, float& b) {
+  const int W = p.width, H = p.height;
+  const std::size_t base = std::size_t(e) * p.pixels();
+  float v[4], h[4], q[4];
+  for (int k = 0; k < 4; ++k) {
+    const std::int64_t xx = std::int64_t(x) + fx + (k & 1), yy = std::int64_t(y) + fy + (k >> 1);
+    if (xx < 0 || xx >= W || yy < 0 || yy >= H) {
+      v[k] = h[k] = q[k] = 0.0f;
+      continue;
+    }
+    const std::size_t i = base + std::size_t(yy) * W + std::size_t(xx);
+    v[k] = p.psi[i];
+    h[k] = p.phi[i];
+    q[k] = sq ? sq[i] : std::sqrt(p.phi[i]);
+  }
+  fractional_sample(v, h, q, wx, wy, r, a, b);
+}
+
+}  // namespace
+
+void trajectory_curve_impl(const PsiPhi& p, const ShiftTable& s, const std::vector<float>& rho, int x, int y, int v,
+                           float* a, float* b) {
+  const int W = p.width, H = p.height;
+  const std::size_t np = p.pixels();
+  for (int e = 0; e < p.n; ++e) {
+    const std::size_t k = std::size_t(v) * s.n_exp + e;
+    if (s.fractional()) {
+      fractional_at(p, nullptr, e, x, y, s.fx[k], s.fy[k], s.wx[k], s.wy[k], rho.data() + 4 * std::size_t(e), a[e], b[e]);
+      continue;
+    }
+    const std::int64_t xx = std::int64_t(x) + s.sx[k], yy = std::int64_t(y) + s.sy[k];
+    a[e] = b[e] = 0.0f;
+    if (xx < 0 || xx >= W || yy < 0 || yy >= H) continue;
+    const std::size_t i = std::size_t(e) * np + std::size_t(yy) * W + std::size_t(xx);
+    a[e] = p.psi[i];
+    b[e] = p.phi[i];
+  }
+}
+
 CpuScan scan_cpu(const PsiPhi& p, const ShiftTable& s, float threshold, bool top_k_mode, int top_k,
-                 std::size_t max_hits, bool dense, int threads, const JobContext& ctx) {
+                 std::size_t max_hits, bool dense, int threads, const JobContext& ctx, const std::vector<float>& rho) {
   const int W = p.width, H = p.height, n = p.n, nv = s.n_vel;
   const std::size_t np = p.pixels();
+  const bool frac = s.fractional();
+  std::vector<float> sqrt_phi;
+  if (frac) {
+    sqrt_phi.resize(p.phi.size());
+    for (std::size_t i = 0; i < p.phi.size(); ++i) sqrt_phi[i] = std::sqrt(p.phi[i]);
+  }
   CpuScan out;
   if (dense) {
     out.dense_a.assign(std::size_t(nv) * np, 0.0f);
@@ -60,6 +109,19 @@ CpuScan scan_cpu(const PsiPhi& p, const ShiftTable& s, float threshold, bool top
       std::fill(C.begin(), C.end(), 0);
       const std::int32_t* sxv = s.sx.data() + std::size_t(v) * s.n_exp;
       const std::int32_t* syv = s.sy.data() + std::size_t(v) * s.n_exp;
+      if (frac)
+        for (int e = 0; e < n; ++e) {
+          const std::size_t k = std::size_t(v) * s.n_exp + e;
+          const float* r = rho.data() + 4 * std::size_t(e);
+          for (int x = 0; x < W; ++x) {
+            float a = 0, b = 0;
+            fractional_at(p, sqrt_phi.data(), e, x, y, s.fx[k], s.fy[k], s.wx[k], s.wy[k], r, a, b);
+            A[x] += a;
+            B[x] += b;
+            C[x] += b > 0.0f ? 1 : 0;
+          }
+        }
+      else
       for (int e = 0; e < n; ++e) {
         const int yy = y + syv[e];
         if (yy < 0 || yy >= H) continue;
@@ -126,7 +188,44 @@ CpuScan scan_cpu(const PsiPhi& p, const ShiftTable& s, float threshold, bool top
 }  // namespace almagest::stack::detail
 
 namespace almagest::stack {
-TrajectorySums evaluate_trajectory(const PsiPhi& p, const ShiftTable& s, int x, int y, int v) {
-  return detail::evaluate_one(p, s, x, y, v);
+TrajectorySums evaluate_trajectory(const PsiPhi& p, const ShiftTable& s, int x, int y, int v, const std::vector<float>& rho) {
+  if (!s.fractional()) return detail::evaluate_one(p, s, x, y, v);
+  std::vector<float> a(std::size_t(p.n)), b(std::size_t(p.n));
+  detail::trajectory_curve_impl(p, s, rho, x, y, v, a.data(), b.data());
+  TrajectorySums t;
+  for (int e = 0; e < p.n; ++e) {
+    t.a += a[e];
+    t.b += b[e];
+    t.obs += b[e] > 0.0f ? 1 : 0;
+  }
+  return t;
+}
+
+void trajectory_curve(const PsiPhi& p, const ShiftTable& s, const std::vector<float>& rho, int x, int y, int v, float* a,
+                      float* b) {
+  detail::trajectory_curve_impl(p, s, rho, x, y, v, a, b);
+}
+
+std::vector<float> psf_correlations(const ExposureStack& st) {
+  std::vector<float> out(4 * st.size(), 0.0f);
+  for (std::size_t e = 0; e < st.psf.size() && e < st.size(); ++e) {
+    const Psf& k = st.psf[e];
+    const int n = k.size;
+    double sum = 0;
+    for (float v : k.kernel) sum += v;
+    if (n <= 0 || !(sum != 0)) continue;
+    auto K = [&](int x, int y) { return x < 0 || x >= n || y < 0 || y >= n ? 0.0 : double(k.kernel[std::size_t(y) * n + x]) / sum; };
+    const int lag[4][2] = {{1, 0}, {0, 1}, {1, 1}, {1, -1}};
+    double k2 = 0;
+    for (int y = 0; y < n; ++y)
+      for (int x = 0; x < n; ++x) k2 += K(x, y) * K(x, y);
+    for (int l = 0; l < 4; ++l) {
+      double c = 0;
+      for (int y = 0; y < n; ++y)
+        for (int x = 0; x < n; ++x) c += K(x, y) * K(x + lag[l][0], y + lag[l][1]);
+      out[4 * e + l] = k2 > 0 ? float(c / k2) : 0.0f;
+    }
+  }
+  return out;
 }
 }  // namespace almagest::stack

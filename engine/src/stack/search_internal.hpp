@@ -1,5 +1,6 @@
 #pragma once
 // Internal: the CPU twin's raw scan output, shared by search_cpu.cpp and search_plan.cpp.
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
@@ -21,9 +22,32 @@ struct CpuScan {
   std::vector<std::int32_t> dense_obs;
 };
 
-/// The CPU twin. Z = a / sqrt(b) in float, exactly as the GPU kernels compute it.
+/// The CPU twin. Z = a / sqrt(b) in float, exactly as the GPU kernels compute it. A table with
+/// fractional entries scans in the sub-pixel mode with `rho` ([n][4], SearchConfig::psf_rho).
 CpuScan scan_cpu(const PsiPhi& p, const ShiftTable& s, float threshold, bool top_k_mode, int top_k,
-                 std::size_t max_hits, bool dense, int threads, const JobContext& ctx);
+                 std::size_t max_hits, bool dense, int threads, const JobContext& ctx,
+                 const std::vector<float>& rho = {});
+
+/// Per-exposure samples of one trajectory (integer or fractional, as the table).
+void trajectory_curve_impl(const PsiPhi& p, const ShiftTable& s, const std::vector<float>& rho, int x, int y, int v,
+                           float* a, float* b);
+
+/// One exposure's bilinear sample (fractional mode). v[k], q[k] = psi, sqrt(phi) of the
+/// neighbours 00, 10, 01, 11 (0 off the image or invalid), h[k] = phi; r = rho(1,0), rho(0,1),
+/// rho(1,1), rho(1,-1). The float operations and their order are the GPU kernel's
+/// (kernels/src/stack_fractional.cu), which uses non-contracting intrinsics: the same results.
+inline void fractional_sample(const float* v, const float* h, const float* q, float wx, float wy, const float* r,
+                              float& a, float& b) {
+  const float ux = 1.0f - wx, uy = 1.0f - wy;
+  const float w00 = ux * uy, w10 = wx * uy, w01 = ux * wy, w11 = wx * wy;
+  a = ((w00 * v[0] + w10 * v[1]) + w01 * v[2]) + w11 * v[3];
+  const float d = (((w00 * w00) * h[0] + (w10 * w10) * h[1]) + (w01 * w01) * h[2]) + (w11 * w11) * h[3];
+  const float cx = ((w00 * w10) * (q[0] * q[1])) + ((w01 * w11) * (q[2] * q[3]));
+  const float cy = ((w00 * w01) * (q[0] * q[2])) + ((w10 * w11) * (q[1] * q[3]));
+  const float cd = (w00 * w11) * (q[0] * q[3]);
+  const float ca = (w10 * w01) * (q[1] * q[2]);
+  b = d + 2.0f * (((r[0] * cx + r[1] * cy) + r[2] * cd) + r[3] * ca);
+}
 
 inline float score(float a, float b) { return b > 0.0f ? a / std::sqrt(b) : 0.0f; }
 

@@ -148,6 +148,12 @@ SearchPlan make_plan(SearchConfig config, const std::vector<double>& mjd, int wi
   impl->height = height;
   impl->reference_mjd = std::isnan(config.reference_mjd) ? mjd.front() : config.reference_mjd;
   impl->shifts = compute_shifts(config.bank, mjd, impl->reference_mjd, config.curve_dx, config.curve_dy);
+  if (config.fractional) {
+    if (config.psf_rho.size() != 4 * mjd.size())
+      throw ConfigError("psf_rho", "the fractional mode needs 4 PSF autocorrelations per exposure (psf_correlations of the stack), got " +
+                                       std::to_string(config.psf_rho.size()) + " for " + std::to_string(mjd.size()) + " exposures");
+    compute_fractional_shifts(impl->shifts, config.bank, mjd, impl->reference_mjd, config.curve_dx, config.curve_dy);
+  }
   const double trials = double(width) * double(height) * double(config.bank.size());
   impl->threshold = config.threshold_z > 0 ? config.threshold_z : bonferroni_threshold(config.false_alarms, trials);
   if (config.backend != Backend::Cpu) impl->gpu = stack_kernels();
@@ -187,7 +193,7 @@ SearchResult SearchPlan::execute(const EncodedPsiPhi& in, const JobContext& ctx)
     decoded = decode(in);
     const auto t0 = std::chrono::steady_clock::now();
     detail::CpuScan s = detail::scan_cpu(decoded, P.shifts, static_cast<float>(P.threshold), topk,
-                                         cfg.top_k, cfg.max_candidates, cfg.dense, cfg.threads, ctx);
+                                         cfg.top_k, cfg.max_candidates, cfg.dense, cfg.threads, ctx, cfg.psf_rho);
     r.scan_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     r.digest = s.digest;
     r.truncated = s.total_hits > s.hits.size();

@@ -143,6 +143,21 @@ SyntheticStack make_synthetic(const SyntheticConfig& cfg) {
         }
     }
   }
+  // Static sources and single-exposure spots: PSF-shaped flux at a fixed pixel position.
+  auto add_psf = [&](int e, double X, double Y, double flux) {
+    const double sg = sigma[e], rr = std::ceil(4 * sg), norm = flux / (2 * kPi * sg * sg);
+    for (int y = std::max(0, int(std::floor(Y - rr))); y <= std::min(H - 1, int(std::ceil(Y + rr))); ++y)
+      for (int x = std::max(0, int(std::floor(X - rr))); x <= std::min(W - 1, int(std::ceil(X + rr))); ++x) {
+        const std::size_t i = std::size_t(e) * np + std::size_t(y) * W + x;
+        if (!s.mask[i]) s.sci[i] += static_cast<float>(norm * std::exp(-0.5 * ((x - X) * (x - X) + (y - Y) * (y - Y)) / (sg * sg)));
+      }
+  };
+  for (const StaticSource& st : cfg.stars)
+    for (int e = 0; e < n; ++e) add_psf(e, st.x, st.y, st.flux);
+  for (const Spot& sp : cfg.spots) {
+    if (sp.exposure < 0 || sp.exposure >= n) throw ConfigError("synthetic.spots", "spot exposure " + std::to_string(sp.exposure) + " is not in the stack");
+    add_psf(sp.exposure, sp.x, sp.y, sp.flux);
+  }
   return out;
 }
 

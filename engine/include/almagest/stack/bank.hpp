@@ -43,6 +43,12 @@ struct ShiftTable {
   int nvx = 0, nvy = 0;              ///< separable form (0 when not separable)
   std::vector<std::int32_t> sxi, syj;  ///< [nvx][n_exp], [nvy][n_exp]
   int min_sx = 0, max_sx = 0, min_sy = 0, max_sy = 0;
+  /// Fractional (sub-pixel) mode only, else empty: the exact offset o = v t_e + d_e split as
+  /// o = f + w with f = floor(o) and w = o - f in [0, 1) (rounded to float), [n_vel][n_exp]. The
+  /// track samples the four pixels (x0 + fx, y0 + fy) .. (x0 + fx + 1, y0 + fy + 1) bilinearly.
+  std::vector<std::int32_t> fx, fy;
+  std::vector<float> wx, wy;
+  bool fractional() const noexcept { return !fx.empty(); }
 };
 
 /// t_e = mjd_e - reference_mjd; dx/dy empty or [n_exp]. Throws ConfigError on size mismatch or
@@ -50,6 +56,10 @@ struct ShiftTable {
 ShiftTable compute_shifts(const TrajectoryBank& bank, const std::vector<double>& mjd,
                           double reference_mjd, const std::vector<double>& dx,
                           const std::vector<double>& dy);
+
+/// Fills the fractional tables of `s` (same bank, times and curve as compute_shifts).
+void compute_fractional_shifts(ShiftTable& s, const TrajectoryBank& bank, const std::vector<double>& mjd,
+                               double reference_mjd, const std::vector<double>& dx, const std::vector<double>& dy);
 
 /// KBMOD's nearest-pixel prediction floor(x + 0.5) as an integer.
 std::int32_t nearest_pixel(double x);

@@ -23,6 +23,7 @@
 #include "almagest/stack/bank.hpp"
 #include "almagest/stack/candidates.hpp"
 #include "almagest/stack/exposure_stack.hpp"
+#include "almagest/stack/filters.hpp"
 #include "almagest/stack/psiphi.hpp"
 #include "almagest/stack/search.hpp"
 #include "almagest/stack/stack_io.hpp"
@@ -73,6 +74,9 @@ struct StackJob {
   // Search (bank built at make time for grids; a velocity file is read at run time).
   SearchConfig search;
   bool bank_from_file = false;
+  FilterConfig filters;                 ///< search: after the scan (stack/filters.hpp)
+  std::string ades, mpc;                ///< search: observation files ("" for none; need a WCS)
+  std::string station = "500";          ///< search: observatory code of the ADES/MPC rows
   // psiphi, stamps.
   Encoding encoding = Encoding::Fp32;
   bool storage_given = false;           ///< stamps: false = the search's storage
@@ -114,9 +118,19 @@ struct StackInputs {
 };
 
 const schema::Schema& stack_schema();
+
+/// What a front end that holds work in memory may leave out of a request (the GUI): without
+/// `stack_in_memory` a psiphi or search job needs a stack file; without `output_optional` it needs
+/// an output. A job made with them runs only with the stack passed as StackInputs::stack (else
+/// ConfigError "stack: is required") and, without an output, writes nothing (outcome.outputs empty).
+struct MakeStackOptions {
+  bool stack_in_memory = false;
+  bool output_optional = false;
+};
+
 /// Validates a request ("op" chooses the operation). Throws ConfigError listing every problem,
 /// each prefixed by the request's label ("--" on the command line).
-StackJob make_stack_job(const jobs::JobRequest& request);
+StackJob make_stack_job(const jobs::JobRequest& request, const MakeStackOptions& options = {});
 /// The job-layer wrapper of make_stack_job (for jobs::make_job and the registry).
 std::unique_ptr<jobs::Job> make_stack_job_ptr(const jobs::JobRequest& request);
 jobs::EngineEntry stack_job_entry();

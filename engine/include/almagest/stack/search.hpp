@@ -20,6 +20,7 @@
 #include "almagest/core/job_context.hpp"
 #include "almagest/core/provenance.hpp"
 #include "almagest/stack/bank.hpp"
+#include "almagest/stack/exposure_stack.hpp"
 #include "almagest/stack/psiphi.hpp"
 
 namespace almagest::stack {
@@ -71,6 +72,15 @@ struct SearchConfig {
   /// is streamed (row bands for the scan, exposure chunks for the exact sums of candidates) with
   /// identical results; the Fourier backend needs the whole stack and reports that it does not fit.
   std::uint64_t device_memory_limit = 0;
+  /// Sub-pixel motion: sample psi/phi bilinearly at the exact track position instead of the
+  /// nearest pixel (cpu and gpu-gather; the integer mode stays the exact, fast default). With
+  /// weights w_k on the four neighbours, A_e = sum_k w_k psi_k and B_e = sum_kl w_k w_l
+  /// rho_e(k - l) sqrt(phi_k phi_l), the variance of A_e when psi is locally stationary
+  /// (rho_e: the PSF's normalised autocorrelation, psf_rho), so Z stays calibrated.
+  bool fractional = false;
+  /// Fractional mode: per exposure [n_exp][4] the PSF autocorrelations rho(1,0), rho(0,1),
+  /// rho(1,1), rho(1,-1) of K_e (psf_correlations() of the stack; the job fills them).
+  std::vector<float> psf_rho;
 
   std::vector<std::string> validate() const;  ///< every problem, "field: message"
   void check() const;                         ///< throws ConfigError listing every problem
@@ -96,6 +106,26 @@ struct Candidate {
   std::int32_t members = 1;          ///< near-duplicates merged into this one by clustering
 };
 
+/// Candidates each post-search stage removed (stack/filters.hpp), in the log and the outputs' metadata.
+struct FilterReport {
+  std::size_t input = 0;               ///< candidates in (hits after the search's own cuts)
+  std::size_t observations = 0, sigma_g = 0, merged = 0, stationary = 0, stamps = 0;
+  std::size_t output = 0;
+  double seconds = 0;
+  std::string config_json;             ///< the FilterConfig applied
+  std::string to_json() const;
+  std::string summary() const;         ///< one log line
+};
+
+/// What filter_candidates() merged into a surviving candidate.
+struct CandidateGroup {
+  std::vector<Candidate> members;      ///< the merged candidates (after sigma-G), strongest first
+  std::int32_t epochs_clipped = 0;     ///< epochs sigma-G removed from the survivor
+  double vx_spread = 0, vy_spread = 0; ///< standard deviation of the velocities of survivor + members
+  double vx_fit = 0, vy_fit = 0;       ///< mean velocity of survivor + members within 1 of its Z
+  double z_unclipped = 0;              ///< the survivor's score before sigma-G
+};
+
 struct SearchResult {
   int width = 0, height = 0, n_exp = 0;
   std::size_t n_vel = 0;
@@ -111,6 +141,10 @@ struct SearchResult {
   std::vector<std::int32_t> dense_obs;  ///< -1 where the backend does not count (Fourier)
   double scan_seconds = 0;  ///< time of the search itself (device time for GPU backends)
   Provenance provenance;
+  /// Set by filter_candidates(): the counts and, per candidate, what was merged into it.
+  bool filtered = false;
+  FilterReport filters;
+  std::vector<CandidateGroup> groups;
 };
 
 class SearchPlan {
@@ -145,7 +179,17 @@ struct TrajectorySums {
   float a = 0, b = 0;
   std::int32_t obs = 0;
 };
-/// Exact sums for one trajectory (origin x, y; bank index v) from decoded planes.
-TrajectorySums evaluate_trajectory(const PsiPhi& p, const ShiftTable& s, int x, int y, int v);
+/// Exact sums for one trajectory (origin x, y; bank index v) from decoded planes (fractional
+/// when the table has fractional entries, with `rho` = SearchConfig::psf_rho).
+TrajectorySums evaluate_trajectory(const PsiPhi& p, const ShiftTable& s, int x, int y, int v,
+                                   const std::vector<float>& rho = {});
+/// Per-exposure samples of one trajectory: a[e], b[e] (what A and B sum) and whether the epoch
+/// was observed (b > 0). Integer or fractional as the table.
+void trajectory_curve(const PsiPhi& p, const ShiftTable& s, const std::vector<float>& rho, int x, int y, int v,
+                      float* a, float* b);
+
+/// PSF autocorrelations of every exposure for the fractional mode: [n][4] = rho(1,0), rho(0,1),
+/// rho(1,1), rho(1,-1) of the normalised kernel, rho(d) = sum K(p) K(p + d) / sum K^2.
+std::vector<float> psf_correlations(const ExposureStack& stack);
 
 }  // namespace almagest::stack

@@ -18,6 +18,18 @@ struct Mover {
   double flux = 0;        ///< total flux per exposure; filled in by the generator
 };
 
+/// A static source (star, galaxy): the same PSF-shaped flux in every exposure.
+struct StaticSource {
+  double x = 0, y = 0;   ///< pixels
+  double flux = 0;       ///< total flux per exposure
+};
+
+/// A single-exposure artefact (cosmic ray, satellite glint): PSF-shaped flux in one exposure.
+struct Spot {
+  int exposure = 0;
+  double x = 0, y = 0, flux = 0;
+};
+
 /// Limits of make_synthetic(): exposures, image side, and exposures x width x height (2^30
 /// pixels: 9 GiB of science, variance and mask planes).
 inline constexpr int kMaxSyntheticExposures = 100000;
@@ -40,6 +52,8 @@ struct SyntheticConfig {
   double curve_period_days = 0.9;
   bool common_curve = true;
   std::vector<Mover> movers;
+  std::vector<StaticSource> stars;  ///< added after the movers (no random draws: movers unchanged)
+  std::vector<Spot> spots;
 };
 
 struct SyntheticStack {

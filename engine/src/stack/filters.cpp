@@ -1,0 +1,478 @@
+// filter_candidates(): observation cuts, sigma-G clipping, source-level duplicate merging,
+// stationary sources and the stamp filter (stack/filters.hpp; docs/stack.md, "Candidates").
+#include "almagest/stack/filters.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "almagest/core/error.hpp"
+#include "core/parallel.hpp"
+
+namespace almagest::stack {
+
+namespace {
+
+/// Linear-interpolation percentile (numpy's default) of a sorted vector.
+double percentile(const std::vector<double>& sorted, double p) {
+  if (sorted.empty()) return 0;
+  const double pos = p / 100.0 * double(sorted.size() - 1);
+  const std::size_t i = std::size_t(std::floor(pos));
+  if (i + 1 >= sorted.size()) return sorted.back();
+  const double f = pos - double(i);
+  return sorted[i] + f * (sorted[i + 1] - sorted[i]);
+}
+
+/// Standard normal quantile by bisection (percentiles of the sigma-G width only).
+double normal_quantile(double p) {
+  double lo = -40, hi = 40;
+  for (int it = 0; it < 200; ++it) {
+    const double mid = 0.5 * (lo + hi);
+    if (0.5 * std::erfc(-mid / std::sqrt(2.0)) < p) lo = mid; else hi = mid;
+  }
+  return 0.5 * (lo + hi);
+}
+
+double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return percentile(v, 50);
+}
+
+bool stronger(const Candidate& a, const Candidate& b) {
+  if (a.z != b.z) return a.z > b.z;
+  if (a.y != b.y) return a.y < b.y;
+  if (a.x != b.x) return a.x < b.x;
+  return a.v < b.v;
+}
+
+struct Work {
+  Candidate c;
+  std::vector<float> a, b;           ///< the curve
+  std::vector<std::uint8_t> keep;    ///< sigma-G kept (observed) epochs
+  double z_unclipped = 0;
+  std::int32_t clipped = 0;
+  bool ok = true;
+};
+
+/// Mean normalised PSF of the stack on a (2R+1)^2 grid and the mean PSF sigma.
+void mean_psf(const ExposureStack& st, int R, std::vector<double>& k, double& sigma) {
+  const int side = 2 * R + 1;
+  k.assign(std::size_t(side) * side, 0.0);
+  double m2 = 0;
+  std::size_t used = 0;
+  for (const Psf& p : st.psf) {
+    double sum = 0;
+    for (float v : p.kernel) sum += v;
+    if (p.size <= 0 || !(sum > 0)) continue;
+    const int r = p.size / 2;
+    double mm = 0;
+    for (int y = 0; y < p.size; ++y)
+      for (int x = 0; x < p.size; ++x) {
+        const double v = p.kernel[std::size_t(y) * p.size + x] / sum;
+        mm += v * double((x - r) * (x - r) + (y - r) * (y - r));
+        const int u = x - r + R, w = y - r + R;
+        if (u >= 0 && u < side && w >= 0 && w < side) k[std::size_t(w) * side + u] += v;
+      }
+    m2 += mm;
+    ++used;
+  }
+  if (used) {
+    for (double& v : k) v /= double(used);
+    sigma = std::sqrt(m2 / double(used) / 2.0);
+  } else {
+    sigma = 1.0;
+  }
+}
+
+/// Second moments about the stamp centre with a Gaussian weight of sigma w: size T = Mxx + Myy
+/// and ellipticity |(Mxx - Myy, 2 Mxy)| / T. False when the weighted flux is not positive.
+bool moments(const std::vector<double>& s, int R, double w, double& T, double& e) {
+  const int side = 2 * R + 1;
+  double m0 = 0, xx = 0, yy = 0, xy = 0;
+  for (int y = -R; y <= R; ++y)
+    for (int x = -R; x <= R; ++x) {
+      const double g = std::exp(-0.5 * (x * x + y * y) / (w * w)) * s[std::size_t(y + R) * side + (x + R)];
+      m0 += g;
+      xx += g * x * x;
+      yy += g * y * y;
+      xy += g * x * y;
+    }
+  if (!(m0 > 0)) return false;
+  xx /= m0;
+  yy /= m0;
+  xy /= m0;
+  T = xx + yy;
+  if (!(T > 0)) return false;
+  e = std::hypot(xx - yy, 2 * xy) / T;
+  return true;
+}
+
+}  // namespace
+
+std::vector<std::string> FilterConfig::validate() const {
+  std::vector<std::string> out;
+  auto bad = [&](const std::string& f, const std::string& m) { out.push_back(f + ": " + m); };
+  if (min_obs < 0) bad("min_obs", "must be >= 0");
+  if (!(max_masked_fraction >= 0 && max_masked_fraction <= 1)) bad("max_masked_fraction", "must be in [0, 1]");
+  if (!(sigma_g_low >= 0 && sigma_g_low < sigma_g_high && sigma_g_high <= 100))
+    bad("sigma_g_percentiles", "need 0 <= low < high <= 100");
+  if (!(sigma_g_n > 0)) bad("sigma_g_n", "must be > 0");
+  if (sigma_g_min_kept < 0) bad("sigma_g_min_kept", "must be >= 0");
+  if (!(dedup_radius_px >= 0)) bad("dedup_radius_px", "must be >= 0");
+  if (!(dedup_overlap > 0 && dedup_overlap <= 1)) bad("dedup_overlap", "must be in (0, 1]");
+  if (!(dedup_share >= 0 && dedup_share <= 1)) bad("dedup_share", "must be in [0, 1]");
+  if (!(min_motion_px >= 0)) bad("min_motion_px", "must be >= 0");
+  if (!(stationary_ratio >= 0)) bad("stationary_ratio", "must be >= 0");
+  if (stamp_radius < 1 || stamp_radius > 100) bad("stamp_radius", "must be in 1..100");
+  if (!(stamp_median_ratio >= 0 && stamp_median_ratio <= 1)) bad("stamp_median_ratio", "must be in [0, 1]");
+  if (!(stamp_max_size_ratio >= 1)) bad("stamp_max_size_ratio", "must be >= 1");
+  if (!(stamp_max_ellipticity > 0 && stamp_max_ellipticity <= 1)) bad("stamp_max_ellipticity", "must be in (0, 1]");
+  return out;
+}
+
+std::string FilterConfig::to_json() const {
+  nlohmann::json j = {{"min_obs", min_obs}, {"max_masked_fraction", max_masked_fraction},
+                      {"sigma_g", sigma_g}, {"sigma_g_percentiles", {sigma_g_low, sigma_g_high}},
+                      {"sigma_g_n", sigma_g_n}, {"sigma_g_min_kept", sigma_g_min_kept},
+                      {"dedup", dedup}, {"dedup_radius_px", dedup_radius_px}, {"dedup_overlap", dedup_overlap},
+                      {"dedup_share", dedup_share}, {"min_motion_px", min_motion_px}, {"stationary_ratio", stationary_ratio},
+                      {"stamp_filter", stamp_filter}, {"stamp_radius", stamp_radius},
+                      {"stamp_median_ratio", stamp_median_ratio}, {"stamp_max_size_ratio", stamp_max_size_ratio},
+                      {"stamp_max_ellipticity", stamp_max_ellipticity}};
+  return j.dump();
+}
+
+std::string FilterReport::to_json() const {
+  nlohmann::json j = {{"input", input}, {"removed_observations", observations}, {"removed_sigma_g", sigma_g},
+                      {"merged_duplicates", merged}, {"removed_stationary", stationary}, {"removed_stamps", stamps},
+                      {"output", output}, {"seconds", seconds}};
+  if (!config_json.empty()) j["config"] = nlohmann::json::parse(config_json, nullptr, false);
+  return j.dump();
+}
+
+std::string FilterReport::summary() const {
+  return fmt::format("filters: {} candidates in; removed {} by observations, {} by sigma-G, {} stationary, {} by stamps; "
+                     "{} duplicates merged; {} out ({:.3f} s)",
+                     input, observations, sigma_g, stationary, stamps, merged, output, seconds);
+}
+
+std::vector<std::uint8_t> sigma_g_keep(const float* a, const float* b, int n, const FilterConfig& cfg) {
+  std::vector<std::uint8_t> keep(std::size_t(std::max(n, 0)), 0);
+  std::vector<double> flux;
+  for (int e = 0; e < n; ++e)
+    if (b[e] > 0.0f) {
+      keep[e] = 1;
+      flux.push_back(double(a[e]) / double(b[e]));
+    }
+  if (!cfg.sigma_g || flux.size() < 3) return keep;
+  const double f = median_of(flux);
+  std::vector<double> r;
+  std::vector<int> at;
+  for (int e = 0; e < n; ++e)
+    if (keep[e]) {
+      r.push_back((double(a[e]) - f * double(b[e])) / std::sqrt(double(b[e])));
+      at.push_back(e);
+    }
+  std::vector<double> sorted = r;
+  std::sort(sorted.begin(), sorted.end());
+  const double med = percentile(sorted, 50);
+  const double width = percentile(sorted, cfg.sigma_g_high) - percentile(sorted, cfg.sigma_g_low);
+  const double coeff = 1.0 / (normal_quantile(cfg.sigma_g_high / 100.0) - normal_quantile(cfg.sigma_g_low / 100.0));
+  const double sg = coeff * width;
+  if (!(sg > 0)) return keep;
+  for (std::size_t i = 0; i < r.size(); ++i)
+    if (std::fabs(r[i] - med) > cfg.sigma_g_n * sg) keep[at[i]] = 0;
+  return keep;
+}
+
+void filter_candidates(SearchResult& r, const SearchPlan& plan, const PsiPhi& p, const ExposureStack* stack,
+                       const FilterConfig& cfg, const JobContext& ctx) {
+  const auto t_start = std::chrono::steady_clock::now();
+  {
+    const auto problems = cfg.validate();
+    if (!problems.empty()) {
+      const auto c = problems[0].find(": ");
+      throw ConfigError("filters." + problems[0].substr(0, c), problems[0].substr(c + 2));
+    }
+  }
+  const ShiftTable& s = plan.shifts();
+  const SearchConfig& sc = plan.config();
+  const int n = p.n;
+  if (s.n_exp != n) throw ConfigError("plan", "the plan's shift table does not match the planes");
+  FilterReport rep;
+  rep.input = r.candidates.size();
+  rep.config_json = cfg.to_json();
+  std::vector<double> t(static_cast<std::size_t>(n), 0.0);
+  for (int e = 0; e < n; ++e) t[e] = p.mjd[e] - plan.reference_mjd();
+  const auto curve = [&](const std::vector<double>& c, int e) { return c.empty() ? 0.0 : c[e]; };
+
+  // 1. observations.
+  std::vector<Work> work;
+  work.reserve(r.candidates.size());
+  for (const Candidate& c : r.candidates) {
+    const double masked = n > 0 ? double(n - c.obs) / double(n) : 0.0;
+    if (c.obs < cfg.min_obs || masked > cfg.max_masked_fraction) {
+      ++rep.observations;
+      continue;
+    }
+    work.push_back({c, {}, {}, {}, c.z, 0, true});
+  }
+
+  // 2. sigma-G (curves for every candidate: the duplicate and stamp stages use them too).
+  const bool threshold_mode = sc.mode == ResultMode::Threshold;
+  parallel::parallel_for(work.size(), sc.threads, ctx, "sigma-G", [&](std::size_t i) {
+    Work& w = work[i];
+    w.a.resize(std::size_t(n));
+    w.b.resize(std::size_t(n));
+    trajectory_curve(p, s, sc.psf_rho, w.c.x, w.c.y, w.c.v, w.a.data(), w.b.data());
+    w.keep = sigma_g_keep(w.a.data(), w.b.data(), n, cfg);
+    if (!cfg.sigma_g) return;
+    float A = 0, B = 0;
+    std::int32_t obs = 0, observed = 0;
+    for (int e = 0; e < n; ++e) {
+      observed += w.b[e] > 0.0f;
+      if (!w.keep[e]) continue;
+      A += w.a[e];
+      B += w.b[e];
+      ++obs;
+    }
+    w.clipped = observed - obs;
+    w.c.a = A;
+    w.c.b = B;
+    w.c.obs = obs;
+    w.c.z = B > 0.0f ? double(A / std::sqrt(B)) : 0.0;
+    w.c.flux = B > 0.0f ? double(A) / double(B) : 0.0;
+    w.ok = obs >= cfg.sigma_g_min_kept && (!threshold_mode || w.c.z >= r.threshold_z);
+  });
+  ctx.check_cancel();
+  {
+    std::vector<Work> kept;
+    kept.reserve(work.size());
+    for (auto& w : work) {
+      if (w.ok) kept.push_back(std::move(w));
+      else ++rep.sigma_g;
+    }
+    work = std::move(kept);
+  }
+  // Ranked by the clipped score: a track through a one-exposure spot must not lead the mover's.
+  std::sort(work.begin(), work.end(), [](const Work& a, const Work& b) { return stronger(a.c, b.c); });
+
+  // 3-5. Duplicates at the source level, in descending Z. A candidate that is no duplicate of a
+  // kept one is tested (stationary, stamps) before it may absorb others: a rejected one (a star,
+  // a track through a star and a mover) must not swallow a real mover that shares its samples.
+  const double R = cfg.dedup_radius_px;
+  const double tmin = n ? *std::min_element(t.begin(), t.end()) : 0.0, tmax = n ? *std::max_element(t.begin(), t.end()) : 0.0;
+  auto pixel_x = [&](const Candidate& c, int e) {
+    const std::size_t k = std::size_t(c.v) * n + e;
+    return s.fractional() ? std::int64_t(c.x) + s.fx[k] : std::int64_t(c.x) + s.sx[k];
+  };
+  auto pixel_y = [&](const Candidate& c, int e) {
+    const std::size_t k = std::size_t(c.v) * n + e;
+    return s.fractional() ? std::int64_t(c.y) + s.fy[k] : std::int64_t(c.y) + s.sy[k];
+  };
+  auto same_source = [&](const Work& c, const Work& k) {
+    // Quick reject: the (linear) separation stays beyond max(R, 1) on one side over the stack.
+    const double reach = std::max(R, 1.0);
+    const double dx0 = (c.c.x - k.c.x) + (c.c.vx - k.c.vx) * tmin, dx1 = (c.c.x - k.c.x) + (c.c.vx - k.c.vx) * tmax;
+    const double dy0 = (c.c.y - k.c.y) + (c.c.vy - k.c.vy) * tmin, dy1 = (c.c.y - k.c.y) + (c.c.vy - k.c.vy) * tmax;
+    if ((dx0 > reach && dx1 > reach) || (dx0 < -reach && dx1 < -reach) || (dy0 > reach && dy1 > reach) ||
+        (dy0 < -reach && dy1 < -reach))
+      return false;
+    int close = 0;
+    double shared = 0;
+    for (int e = 0; e < n; ++e) {
+      const double dx = (c.c.x - k.c.x) + (c.c.vx - k.c.vx) * t[e], dy = (c.c.y - k.c.y) + (c.c.vy - k.c.vy) * t[e];
+      close += std::fabs(dx) <= R && std::fabs(dy) <= R;
+      // "The same samples": this exposure's pixel is within the radius of the stronger one's
+      // (the PSF spreads one source over neighbouring pixels).
+      if (cfg.dedup_share > 0 && c.keep[e] && std::llabs(pixel_x(c.c, e) - pixel_x(k.c, e)) <= std::int64_t(R) &&
+          std::llabs(pixel_y(c.c, e) - pixel_y(k.c, e)) <= std::int64_t(R))
+        shared += c.a[e];
+    }
+    if (n > 0 && double(close) >= cfg.dedup_overlap * double(n)) return true;
+    return cfg.dedup_share > 0 && c.c.a > 0 && shared >= cfg.dedup_share * double(c.c.a);
+  };
+  // Stationary: the track's extent in the image, common curve included.
+  auto stationary = [&](const Candidate& c) {
+    if (!(cfg.min_motion_px > 0) || n == 0) return false;
+    double x0 = 1e300, x1 = -1e300, y0 = 1e300, y1 = -1e300;
+    for (int e = 0; e < n; ++e) {
+      const double x = c.vx * t[e] + curve(sc.curve_dx, e), y = c.vy * t[e] + curve(sc.curve_dy, e);
+      x0 = std::min(x0, x);
+      x1 = std::max(x1, x);
+      y0 = std::min(y0, y);
+      y1 = std::max(y1, y);
+    }
+    if (std::max(x1 - x0, y1 - y0) < cfg.min_motion_px) return true;
+    return false;
+  };
+  // The share of a candidate's A that static sources explain: at each kept exposure, the flux
+  // of a source fixed at the sampled pixel (static coadd sum psi / sum phi there) times b_e.
+  std::vector<double> static_flux;
+  if (cfg.stationary_ratio > 0) {
+    static_flux.assign(p.pixels(), 0.0);
+    parallel::parallel_for(std::size_t(p.height), sc.threads, ctx, "static coadd", [&](std::size_t y) {
+      for (int x = 0; x < p.width; ++x) {
+        double A = 0, B = 0;
+        for (int e = 0; e < n; ++e) {
+          const std::size_t i = std::size_t(e) * p.pixels() + y * std::size_t(p.width) + std::size_t(x);
+          A += p.psi[i];
+          B += p.phi[i];
+        }
+        static_flux[y * std::size_t(p.width) + std::size_t(x)] = B > 0 ? A / B : 0.0;
+      }
+    });
+  }
+  auto static_share = [&](const Work& w) {
+    if (static_flux.empty() || !(w.c.a > 0)) return 0.0;
+    double explained = 0;
+    for (int e = 0; e < n; ++e) {
+      if (!w.keep[e]) continue;
+      const std::size_t k = std::size_t(w.c.v) * n + e;
+      const std::int64_t qx = std::int64_t(w.c.x) + s.sx[k], qy = std::int64_t(w.c.y) + s.sy[k];
+      if (qx < 0 || qx >= p.width || qy < 0 || qy >= p.height) continue;
+      explained += static_flux[std::size_t(qy) * p.width + std::size_t(qx)] * double(w.b[e]);
+    }
+    return explained / double(w.c.a);
+  };
+  // Stamps over the kept epochs.
+  const bool stamps = cfg.stamp_filter && stack;
+  if (stamps && (stack->width != p.width || stack->height != p.height || int(stack->size()) != n))
+    throw IoError(stack->source, "psi/phi", "planes do not match the stack");
+  const int Rs = cfg.stamp_radius, side = 2 * Rs + 1;
+  std::vector<double> K;
+  double sigma = 1, kk = 0, Tpsf = 0, epsf = 0;
+  bool psf_ok = false;
+  if (stamps) {
+    mean_psf(*stack, Rs, K, sigma);
+    for (double v : K) kk += v * v;
+    psf_ok = moments(K, Rs, 2.0 * sigma, Tpsf, epsf);
+  }
+  auto stamp_ok = [&](const Work& w) {
+    const int W = p.width, H = p.height;
+    const std::size_t np = p.pixels();
+    std::vector<std::vector<float>> pix(std::size_t(side) * side);
+    std::vector<double> sum(pix.size(), 0.0), wsum(pix.size(), 0.0), wval(pix.size(), 0.0);
+    for (int e = 0; e < n; ++e) {
+      if (!w.keep[e]) continue;
+      const std::size_t ke = std::size_t(w.c.v) * n + e;
+      const std::int64_t x = std::int64_t(w.c.x) + s.sx[ke], y = std::int64_t(w.c.y) + s.sy[ke];
+      for (int v = -Rs; v <= Rs; ++v)
+        for (int u = -Rs; u <= Rs; ++u) {
+          const std::int64_t xx = x + u, yy = y + v;
+          if (xx < 0 || xx >= W || yy < 0 || yy >= H) continue;
+          const std::size_t i = std::size_t(e) * np + std::size_t(yy) * W + std::size_t(xx);
+          const float sv = stack->sci[i], vv = stack->var[i];
+          if (stack->mask[i] || !std::isfinite(sv) || !(vv > 0)) continue;
+          const std::size_t q = std::size_t(v + Rs) * side + std::size_t(u + Rs);
+          pix[q].push_back(sv);
+          sum[q] += sv;
+          wsum[q] += 1.0 / vv;
+          wval[q] += sv / vv;
+        }
+    }
+    std::vector<double> weighted(pix.size(), 0.0);
+    double fm = 0, fmed = 0;
+    for (std::size_t q = 0; q < pix.size(); ++q) {
+      auto& v = pix[q];
+      if (v.empty()) continue;
+      weighted[q] = wval[q] / wsum[q];
+      const std::size_t m = v.size() / 2;
+      std::nth_element(v.begin(), v.begin() + m, v.end());
+      double med = v[m];
+      if (v.size() % 2 == 0) med = 0.5 * (med + *std::max_element(v.begin(), v.begin() + m));
+      fm += sum[q] / double(v.size()) * K[q];
+      fmed += med * K[q];
+    }
+    fm /= kk;
+    fmed /= kk;
+    double T = 0, e = 0;
+    if (!(fm > 0) || fmed < cfg.stamp_median_ratio * fm) return false;
+    if (!psf_ok) return true;
+    return moments(weighted, Rs, 2.0 * sigma, T, e) && T <= cfg.stamp_max_size_ratio * Tpsf && T >= Tpsf / cfg.stamp_max_size_ratio &&
+           e <= cfg.stamp_max_ellipticity;
+  };
+  std::vector<std::size_t> survivors;
+  std::vector<std::vector<std::size_t>> members;
+  for (std::size_t i = 0; i < work.size(); ++i) {
+    if (i % 256 == 0) ctx.check_cancel();
+    std::size_t into = survivors.size();
+    if (cfg.dedup)
+      for (std::size_t k = 0; k < survivors.size(); ++k)
+        if (same_source(work[i], work[survivors[k]])) {
+          into = k;
+          break;
+        }
+    if (into < survivors.size()) {
+      members[into].push_back(i);
+      ++rep.merged;
+    } else if (stationary(work[i].c) || (cfg.stationary_ratio > 0 && static_share(work[i]) >= cfg.stationary_ratio)) {
+      ++rep.stationary;
+    } else if (stamps && !stamp_ok(work[i])) {
+      ++rep.stamps;
+    } else {
+      survivors.push_back(i);
+      members.emplace_back();
+    }
+  }
+
+  // Output, by the (clipped) score.
+  std::vector<std::size_t> order(survivors.size());
+  for (std::size_t k = 0; k < order.size(); ++k) order[k] = k;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return stronger(work[survivors[a]].c, work[survivors[b]].c); });
+  std::vector<Candidate> out;
+  std::vector<CandidateGroup> groups;
+  for (const std::size_t k : order) {
+    const Work& w = work[survivors[k]];
+    Candidate c = w.c;
+    CandidateGroup g;
+    g.epochs_clipped = w.clipped;
+    g.z_unclipped = w.z_unclipped;
+    double mx = c.vx, my = c.vy, sx2 = 0, sy2 = 0;
+    std::int32_t count = c.members;
+    for (std::size_t m : members[k]) {
+      g.members.push_back(work[m].c);
+      mx += work[m].c.vx;
+      my += work[m].c.vy;
+      count += work[m].c.members;
+    }
+    const double nm = double(members[k].size() + 1);
+    mx /= nm;
+    my /= nm;
+    sx2 = (c.vx - mx) * (c.vx - mx);
+    sy2 = (c.vy - my) * (c.vy - my);
+    for (std::size_t m : members[k]) {
+      sx2 += (work[m].c.vx - mx) * (work[m].c.vx - mx);
+      sy2 += (work[m].c.vy - my) * (work[m].c.vy - my);
+    }
+    // Velocity estimate: the mean over the trajectories within 1 of the best score (the flat top
+    // of the source's likelihood, which a single grid node samples with noise).
+    {
+      double fx = c.vx, fy = c.vy, cnt = 1;
+      for (std::size_t m : members[k])
+        if (work[m].c.z >= c.z - 1.0) {
+          fx += work[m].c.vx;
+          fy += work[m].c.vy;
+          cnt += 1;
+        }
+      g.vx_fit = fx / cnt;
+      g.vy_fit = fy / cnt;
+    }
+    g.vx_spread = std::sqrt(sx2 / nm);
+    g.vy_spread = std::sqrt(sy2 / nm);
+    c.members = count;
+    out.push_back(c);
+    groups.push_back(std::move(g));
+  }
+  rep.output = out.size();
+  rep.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
+  r.candidates = std::move(out);
+  r.groups = std::move(groups);
+  r.filters = rep;
+  r.filtered = true;  // the job layer logs r.filters.summary() with its other summary lines
+}
+
+}  // namespace almagest::stack
