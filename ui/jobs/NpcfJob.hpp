@@ -49,7 +49,8 @@ JobRunner::Job makeNpcfJob(const almagest::npcf::NpcfJob& job);
 /// Overall fraction (0..1) of an N-point job at engine progress (done, total) of `stage`: the
 /// engine restarts at 0 for each stage (reading, graph, counting), and JobRunner never lets the
 /// bar go down, so each stage gets its own range: reading [0, 0.03], the graph [0.03, share],
-/// counting [share, 1] (share by statistic: tetrahedra dominate a 4pCF, pairs are cheap).
+/// counting [share, 1] (share by statistic: tetrahedra dominate a 4pCF, pairs are cheap); the
+/// pair count and jackknife passes of a 3/4-point job get [share, share + 0.02].
 double npcfJobFraction(almagest::npcf::Statistic statistic, std::string_view stage, double done, double total);
 
 /// In-memory catalogues (tests, scripting): computes `config.statistic` from data and randoms (randoms may be null only for a periodic

@@ -114,7 +114,7 @@ void ConfigurationExplorer::updateCount() {
 
 QList<int> ConfigurationExplorer::selectedRows() const {
   QList<int> rows;
-  for (const QModelIndex& i : table_->selectionModel()->selectedRows()) rows << filter_->mapToSource(i).row();
+  for (const QModelIndex& i : table_->selectionModel()->selectedRows()) rows << model_->resultRow(filter_->mapToSource(i).row());
   std::sort(rows.begin(), rows.end());
   return rows;
 }
@@ -124,7 +124,8 @@ void ConfigurationExplorer::selectRows(const QList<int>& rows) {
   QItemSelection sel;
   QModelIndex first;
   for (int r : rows) {
-    const QModelIndex p = filter_->mapFromSource(model_->index(r, 0));
+    if (r < 0 || r >= model_->rowCount()) continue;
+    const QModelIndex p = filter_->mapFromSource(model_->index(model_->modelRow(r), 0));
     if (!p.isValid()) continue;
     sel.select(p, p);
     if (!first.isValid()) first = p;

@@ -67,6 +67,7 @@ ParityPanel::ParityPanel(QWidget* parent) : QWidget(parent) {
 void ParityPanel::clear() {
   samples_.clear();
   labels_.clear();
+  paths_.clear();
   test_ = {};
   hist_.assign(kHistBins, 0.0);
   rebuild();
@@ -93,7 +94,9 @@ bool ParityPanel::openFiles(const QStringList& paths) {
     error_ = QString::fromUtf8(e.what());
     return false;
   }
-  return setRealisations(samples, labels);
+  if (!setRealisations(samples, labels)) return false;
+  paths_ = paths;
+  return true;
 }
 
 bool ParityPanel::setRealisations(const std::vector<std::vector<double>>& samples, const QStringList& labels) {
@@ -104,6 +107,7 @@ bool ParityPanel::setRealisations(const std::vector<std::vector<double>>& sample
     return false;
   }
   error_.clear();
+  paths_.clear();
   samples_ = samples;
   labels_ = labels;
   hist_.assign(kHistBins, 0.0);
@@ -228,7 +232,7 @@ void ParityPanel::rebuild() {
 QJsonObject ParityPanel::save_state() const {
   QJsonObject o;
   QJsonArray files;
-  for (const QString& f : labels_) files.append(f);
+  for (const QString& f : paths_) files.append(f);
   o[QStringLiteral("files")] = files;
   return o;
 }

@@ -63,6 +63,7 @@ private:
 
   std::vector<std::vector<double>> samples_;
   QStringList labels_;
+  QStringList paths_;  ///< the files opened (for workspaces); empty for in-memory realisations
   almagest::jobs::ParityNullTest test_;
   std::vector<double> hist_;
   QString error_;

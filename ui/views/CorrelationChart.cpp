@@ -207,6 +207,7 @@ void CorrelationChart::setResult(const almagest::npcf::NpcfResult& result, const
   allTriangles_ = result.statistic == almagest::npcf::Statistic::ThreePoint;
   label_ = label.isEmpty() ? QString::fromLatin1(almagest::npcf::to_string(result.statistic)) : label;
   rows_ = copyRows(result);
+  keyDirty_ = true;
   sigma_.clear();
   overlays_.clear();
   selected_.clear();
@@ -236,6 +237,7 @@ bool CorrelationChart::addOverlay(const almagest::npcf::NpcfResult& result, cons
 
 void CorrelationChart::clear() {
   rows_.clear();
+  keyDirty_ = true;
   sigma_.clear();
   overlays_.clear();
   selected_.clear();
@@ -311,7 +313,8 @@ void CorrelationChart::rebuild() {
   if (order_ == 0) {
     c->setTitle(tr("No result yet: open a catalogue and press Run"));
     caption_->clear();
-    rebuildKey();
+    if (keyDirty_) rebuildKey();
+    keyView_->hide();
     return;
   }
 
@@ -363,8 +366,9 @@ void CorrelationChart::rebuild() {
     for (const QPointF& p : plotted_)
       if (p.y() != 0) mags.push_back(std::abs(p.y()));
     if (mags.size() > 2) {
-      std::sort(mags.begin(), mags.end());
-      const double top = mags.back(), low = mags[mags.size() / 10];
+      const double top = *std::max_element(mags.begin(), mags.end());
+      std::nth_element(mags.begin(), mags.begin() + static_cast<std::ptrdiff_t>(mags.size() / 10), mags.end());
+      const double low = mags[mags.size() / 10];
       if (low > 0 && top / low > 100) symlog_ = std::max(low, top * 1e-6);
     }
   }
@@ -441,7 +445,7 @@ void CorrelationChart::rebuild() {
       axv->setLabelFormat(QStringLiteral("%g"));
       axv->applyNiceNumbers();
     } else {  // configuration index: integer ticks from 0, spaced by fitTicks()
-      axv->setRange(-0.5, xmax + 0.5);
+      axv->setRange(-0.5, std::max<double>(xmax, static_cast<double>(rows_.size()) - 1.0) + 0.5);
       axv->setLabelFormat(QStringLiteral("%d"));
       axv->setTickType(QValueAxis::TicksDynamic);
       axv->setTickAnchor(0);
@@ -572,7 +576,8 @@ void CorrelationChart::rebuild() {
     m->setVisible(m->series() == line || m->series()->objectName() == QLatin1String("overlay"));
   drawSelection();
   fitTicks();
-  rebuildKey();
+  if (keyDirty_) rebuildKey();
+  keyView_->setVisible(order_ >= 3 && !isRadial(mode_) && !rows_.empty());
 
   QString text = plotted_.size() == 1 ? tr("1 point") : tr("%1 points").arg(plotted_.size());
   if (drawn_ < plotted_.size()) text += tr(" (drawn as the envelope of %1)").arg(drawn_);
@@ -665,12 +670,11 @@ void CorrelationChart::rebuildKey() {
     k->removeAxis(a);
     delete a;
   }
-  const bool show = order_ >= 3 && !isRadial(mode_) && !rows_.empty();
-  keyView_->setVisible(show);
-  if (!show) return;
+  keyDirty_ = false;
+  if (order_ < 3 || rows_.empty()) return;
   const int edges = order_ == 3 ? 3 : edgesPerRow_;
   auto* xa = new QValueAxis;
-  xa->setRange(xmin_, xmax_);
+  xa->setRange(-0.5, static_cast<double>(rows_.size()) - 0.5);  // the index axis of every index plot
   xa->setLabelsVisible(false);
   xa->setGridLineVisible(false);
   auto* ya = new QValueAxis;

@@ -149,6 +149,7 @@ private:
   int markers_ = 0;
   double symlog_ = 0;
   double xmin_ = 0, xmax_ = 1;
+  bool keyDirty_ = true;  ///< the key is built once per result (its x range is the row index)
 };
 
 }  // namespace almagest::ui

@@ -121,7 +121,7 @@ NpcfResult read_gramsci(const std::string& path) {
   } else {
     const bool triple = std::find(names.begin(), names.end(), "NNN") != names.end();
     switch (ncols) {
-      case 5: stat = Statistic::TwoPoint; break;
+      case 5:
       case 7: stat = triple ? Statistic::ThreePointEquilateral : Statistic::TwoPoint; break;
       case 9: case 11: stat = Statistic::ThreePoint; break;
       case 17: stat = Statistic::FourPoint; break;
@@ -140,10 +140,11 @@ NpcfResult read_gramsci(const std::string& path) {
       expect = ncols == 7 ? 7 : 5;
       break;
     case Statistic::ThreePointEquilateral:
-      // The published code: r, mu, 3 values; Almagest's own writer prints the three sides.
+      // One side (r min, r max), with or without mu columns; older Almagest files printed the
+      // three sides.
       edges = ncols == 9 ? 3 : 1;
       if (ncols == 7) mu = 2;
-      expect = ncols == 9 ? 9 : 7;
+      expect = ncols == 9 ? 9 : ncols == 7 ? 7 : 5;
       break;
     case Statistic::ThreePoint:
       edges = 3;
