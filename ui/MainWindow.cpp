@@ -42,6 +42,7 @@
 #include "almagest/core/gpu.hpp"
 #include "almagest/core/provenance.hpp"
 #include "almagest/npcf/result.hpp"
+#include "npcf/NpcfViews.hpp"
 #include "npcf/VolumeCheck.hpp"
 #include "panels/JobPanel.hpp"
 #include "panels/SchemaForm.hpp"
@@ -96,6 +97,9 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   splitter_->setChildrenCollapsible(false);
   setCentralWidget(splitter_);
   scene_ = std::make_unique<PointCloudScene>(view_);
+  // The result views beside the chart (configuration table, configuration in 3D, parity null
+  // test), wired to the chart: findChild<NpcfViews*>() reaches them.
+  new NpcfViews(this, chart_);
   // Right-click on the chart: export it with the shown result's provenance (File > Export too;
   // the 3D view keeps the right button for zooming, so it exports from the File menu only).
   app::installExportMenu(chart_->chartView(), [this] {
@@ -490,6 +494,7 @@ void MainWindow::onJobFinished(JobRunner* runner) {
       if (result_) {
         const npcf::NpcfResult& r = result_->result;
         chart_->setResult(r);
+        if (auto* views = findChild<NpcfViews*>()) views->setResult(r);
         const QString summary =
             tr("%1: %2 rows in %3 (graph %4, %5 edges) on %6")
                 .arg(runner->name())
