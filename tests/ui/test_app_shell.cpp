@@ -92,6 +92,12 @@ bool writeFile(const QString& path, const QByteArray& bytes) {
   return f.open(QIODevice::WriteOnly) && f.write(bytes) == bytes.size();
 }
 
+// A form value as written (a line edit's text unquoted, a number in shortest form).
+QString asText(const sc::Value& v) {
+  if (auto t = std::get_if<std::string>(&v)) return QString::fromStdString(*t);
+  return QString::fromStdString(sc::describe(v));
+}
+
 int distinctColours(const QImage& img) {
   QSet<QRgb> seen;
   for (int y = 0; y < img.height(); y += 3)
@@ -172,8 +178,8 @@ void TestAppShell::geometryAndParametersSurviveARestart() {
   const sc::Values v2 = w2.jobPanel()->values();
   QVERIFY(v2.count("nbins") && v2.count("rmax"));
   // As the form gives them (a spin box an integer, a line edit its text): compare as written.
-  QCOMPARE(QString::fromStdString(sc::describe(v2.at("nbins"))), QStringLiteral("7"));
-  QCOMPARE(QString::fromStdString(sc::describe(v2.at("rmax"))), QStringLiteral("33.5"));
+  QCOMPARE(asText(v2.at("nbins")), QStringLiteral("7"));
+  QCOMPARE(asText(v2.at("rmax")), QStringLiteral("33.5"));
   QCOMPARE(w2.size(), geometry.size());
 }
 
@@ -269,7 +275,7 @@ void TestAppShell::schemaFormShowsProblemsInlineAndDisablesRun() {
   // A validator runs on every change: the engine's own rule, its message inline.
   form.setValidator([](const sc::Values& v) -> QString {
     auto it = v.find("nbins");
-    if (it != v.end() && QString::fromStdString(sc::describe(it->second)).toInt() > 20)
+    if (it != v.end() && asText(it->second).toInt() > 20)
       return QStringLiteral("--nbins: at most 20 here");
     return {};
   });
@@ -390,8 +396,8 @@ void TestAppShell::workspaceRestoresFilesSettingsAndSelections() {
   QCOMPARE(QFileInfo(w.jobPanel()->dataPath()).canonicalFilePath(), QFileInfo(demoFile("data.txt")).canonicalFilePath());
   QCOMPARE(QFileInfo(w.jobPanel()->randomsPath()).canonicalFilePath(), QFileInfo(demoFile("randoms.txt")).canonicalFilePath());
   const sc::Values v = w.jobPanel()->values();
-  QCOMPARE(QString::fromStdString(sc::describe(v.at("nbins"))), QStringLiteral("6"));
-  QCOMPARE(QString::fromStdString(sc::describe(v.at("rmax"))), QStringLiteral("24"));
+  QCOMPARE(asText(v.at("nbins")), QStringLiteral("6"));
+  QCOMPARE(asText(v.at("rmax")), QStringLiteral("24"));
   QTRY_VERIFY_WITH_TIMEOUT(w.result() != nullptr, 10000);
   QCOMPARE(w.result()->result.rows(), rows);
   QCOMPARE(w.chart()->mode(), CorrelationChart::Mode::R2Xi);

@@ -113,7 +113,7 @@ struct Report {
 
 QString num(double x, int prec = 4) { return QString::number(x, 'g', prec); }
 
-bool npcfSection(Report& r, MainWindow& w, QString* error) {
+bool npcfSection(Report& r, MainWindow& w, QString* error, bool withZeta = true) {
   r.html += QStringLiteral("<h2>N-point correlation functions</h2>\n");
   if (!w.openDemoData(true)) {
     *error = QStringLiteral("the demo catalogues were not found (set ALMAGEST_DEMO_DIR)");
@@ -150,6 +150,7 @@ bool npcfSection(Report& r, MainWindow& w, QString* error) {
   }
   r.html += QStringLiteral("</table>\n");
 
+  if (!withZeta) return true;
   // zeta of all triangles from the same catalogues, by configuration index with its key.
   npcf::NpcfConfig cfg = w.jobPanel()->config();
   cfg.statistic = npcf::Statistic::ThreePoint;
@@ -257,8 +258,7 @@ bool showDemoView(MainWindow& w, const QString& view, QString* error) {
   setCloseAnswer(CloseChoice::CancelJobs);
   bool ok = false;
   if (view == QLatin1String("npcf") || view == QLatin1String("zeta")) {
-    ok = npcfSection(r, w, error);
-    if (ok && view == QLatin1String("npcf")) w.chart()->setMode(CorrelationChart::Mode::Xi);
+    ok = npcfSection(r, w, error, view == QLatin1String("zeta"));
   } else if (view == QLatin1String("sky")) {
     ok = skySection(r, w, error);
   } else if (view == QLatin1String("stack")) {
@@ -272,6 +272,7 @@ bool showDemoView(MainWindow& w, const QString& view, QString* error) {
     return false;
   }
   if (ok) {
+    for (QDockWidget* d : w.findChildren<QDockWidget*>()) d->show();  // the window as a user has it
     for (QMainWindow* t : w.toolWindows()) {
       t->showMaximized();
       t->raise();
