@@ -157,8 +157,8 @@ schema::Schema build_schema() {
   f.push_back(integer("max-candidates", "Search", "Hits kept before clustering", se, 1000000, 1, 100000000));
   f.push_back(choice("shifts", "Search",
                      "Track sampling: integer (KBMOD's nearest pixel; exact, fast, every method) or fractional (bilinear "
-                     "psi/phi at the exact track position, B corrected for the PSF correlation of neighbours; cpu and "
-                     "method gather, threshold mode)",
+                     "psi/phi at the exact track position, B corrected for the PSF correlation of neighbours; cpu "
+                     "backend, threshold mode)",
                      se, {"integer", "fractional"}, std::string("integer")));
   // Filters after the search (stack/filters.hpp, docs/stack.md "Candidates").
   f.push_back(number("max-masked-fraction", "Filters",
@@ -491,10 +491,10 @@ void make_simulate(StackJob& job, schema::Reader& r, const std::string& base_dir
   sj.config = cfg;
 }
 
-void make_bank(StackJob& job, schema::Reader& r) {
+void make_bank(StackJob& job, schema::Reader& r, bool velocities_in_memory) {
   const bool cart = r.has("vx-range") || r.has("vy-range");
   const bool polar = r.has("speed-range") || r.has("angle-range");
-  const bool list = r.has("velocities");
+  const bool list = r.has("velocities") || velocities_in_memory;
   if (int(cart) + int(polar) + int(list) == 0) {
     r.problem("bank", "no trajectory bank: give vx-range and vy-range, speed-range and angle-range, or velocities FILE");
     return;
@@ -707,8 +707,8 @@ StackJob make_stack_job(const jobs::JobRequest& req, const MakeStackOptions& opt
     const std::string shifts = r.has("shifts") ? r.choice("shifts").value_or("integer") : r.text_or_default("shifts");
     cfg.fractional = shifts == "fractional";
     if (cfg.fractional) {
-      if (job.method != Method::Gather && job.backend.kind != BackendKind::Cpu)
-        r.problem("shifts", "fractional runs on the cpu backend or with method gather (tiled and fourier use integer shifts)");
+      if (job.backend.kind != BackendKind::Cpu)
+        r.problem("shifts", "fractional runs on the cpu backend (the GPU methods use integer shifts)");
       if (cfg.mode == ResultMode::TopK) r.problem("shifts", "fractional runs in threshold mode only (top-k 0)");
     }
     job.ades = path("ades");
@@ -720,7 +720,7 @@ StackJob make_stack_job(const jobs::JobRequest& req, const MakeStackOptions& opt
       if (!out->empty() && (*out == job.output || (key == std::string("mpc") && *out == job.ades)))
         r.problem(key, "must differ from the other outputs");
     cfg.reference_mjd = job.reference_mjd;
-    make_bank(job, r);
+    make_bank(job, r, options.velocities_in_memory);
     // The Fourier method's own limits (SearchConfig::validate() says the same in engine terms).
     if (job.method == Method::Fourier) {
       if (job.bank_from_file || r.has("speed-range") || r.has("angle-range"))

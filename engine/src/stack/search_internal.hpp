@@ -34,8 +34,7 @@ void trajectory_curve_impl(const PsiPhi& p, const ShiftTable& s, const std::vect
 
 /// One exposure's bilinear sample (fractional mode). v[k], q[k] = psi, sqrt(phi) of the
 /// neighbours 00, 10, 01, 11 (0 off the image or invalid), h[k] = phi; r = rho(1,0), rho(0,1),
-/// rho(1,1), rho(1,-1). The float operations and their order are the GPU kernel's
-/// (kernels/src/stack_fractional.cu), which uses non-contracting intrinsics: the same results.
+/// rho(1,1), rho(1,-1). A fixed order of float operations (a GPU twin must keep it).
 inline void fractional_sample(const float* v, const float* h, const float* q, float wx, float wy, const float* r,
                               float& a, float& b) {
   const float ux = 1.0f - wx, uy = 1.0f - wy;
