@@ -24,6 +24,7 @@
 #include "almagest/core/gpu.hpp"
 #include "almagest/io/hdf5_file.hpp"
 #include "almagest/stack/candidates.hpp"
+#include "almagest/stack/filters.hpp"
 #include "almagest/stack/psiphi.hpp"
 #include "almagest/stack/search.hpp"
 #include "almagest/stack/stack_io.hpp"
@@ -241,8 +242,15 @@ class TestCliStack : public QObject {
     read_curve(cfg);
     cfg.threads = 2;
     const PsiPhi p = compute_psiphi(s, JobContext{});
+    // The job's post-search filters (stack/filters.hpp) with its duplicate settings.
+    FilterConfig fc;
+    fc.min_obs = cfg.min_obs;
+    fc.dedup = cfg.cluster.enabled;
+    fc.dedup_radius_px = cfg.cluster.radius_px;
+    cfg.cluster.enabled = false;
     const SearchPlan plan = make_plan(cfg, p.mjd, p.width, p.height, JobContext{});
     SearchResult r = plan.execute(encode(p, cfg.encoding), JobContext{});
+    filter_candidates(r, plan, cfg.encoding == Encoding::Fp32 ? p : decode(encode(p, cfg.encoding)), &s, fc, JobContext{});
     if (details) *details = describe_candidates(r, plan, s, p, 0, JobContext{});
     return r;
   }
@@ -281,7 +289,7 @@ class TestCliStack : public QObject {
     const bool sky = !det.empty();
     std::vector<std::string> names;
     const auto rows = csv_rows(file, &names);
-    QCOMPARE(names.size(), std::size_t(sky ? 13 : 11));
+    QCOMPARE(names.size(), std::size_t(sky ? 18 : 16));  // + vx_spread, vy_spread, clipped, vx_fit, vy_fit
     QCOMPARE(names[0], std::string("x"));
     QCOMPARE(rows.size(), lib.candidates.size());
     auto close = [](const std::string& s, double v) { return std::fabs(std::stod(s) - v) <= 1e-8 * std::max(1.0, std::fabs(v)); };

@@ -43,7 +43,10 @@ private slots:
     QCOMPARE(j.search.false_alarms, 1.0);
     QCOMPARE(j.search.min_obs, 1);
     QVERIFY(j.search.cluster.enabled);
-    QCOMPARE(j.search.cluster.radius_px, 2.0);
+    QCOMPARE(j.search.cluster.radius_px, 3.0);
+    // The schema's filter defaults are FilterConfig's (the engine's documented defaults).
+    QCOMPARE(j.filters.to_json(), stack::FilterConfig{}.to_json());
+    QVERIFY(!j.search.fractional);
     QVERIFY(j.method == stack::Method::Tiled);
     QVERIFY(j.backend.kind == BackendKind::Cpu);
     QCOMPARE(j.output_ext, std::string(".ecsv"));

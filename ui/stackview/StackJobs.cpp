@@ -71,17 +71,6 @@ bool parseRange(const std::string& t, double& lo, double& hi) {
 
 }  // namespace
 
-std::string memoryStackPath(const LoadedStack& st) {
-  return QDir::toNativeSeparators(QDir::tempPath() + QStringLiteral("/almagest-stack-%1-%2.h5")
-                                                          .arg(QCoreApplication::applicationPid())
-                                                          .arg(quintptr(&st), 0, 16))
-      .toStdString();
-}
-
-std::string unsavedOutputPath() {
-  return QDir::toNativeSeparators(QDir::tempPath() + QStringLiteral("/almagest-unsaved-search.ecsv")).toStdString();
-}
-
 almagest::schema::Values toValues(const SearchSettings& s) {
   almagest::schema::Values v;
   v["vx-range"] = fmtNumber(s.vxMin) + "," + fmtNumber(s.vxMax);
@@ -132,16 +121,15 @@ stk::StackJob makeSearchStackJob(const almagest::schema::Values& form, const Loa
   req.engine = "stack";
   req.values = form;
   req.values["op"] = std::string("search");
-  // The job layer requires a stack file and an output (an empty value is refused). The window
-  // holds the stack: its file when it came from one (recorded and hashed in the provenance); an
-  // in-memory synthetic stack is written once to an HDF5 cube in the temp folder by the search
-  // job (memoryStackPath) so the provenance names and hashes real bytes. Without a save path the
-  // output is a placeholder and the job runs with write = false.
-  req.values["stack"] = st ? (st->synthetic ? memoryStackPath(*st) : st->stack.source)
-                           : (QDir::tempPath() + QStringLiteral("/almagest-stack-none.h5")).toStdString();
-  req.values["output"] = savePath.isEmpty() ? unsavedOutputPath()
-                                            : QDir::toNativeSeparators(savePath).toStdString();
-  return stk::make_stack_job(req);
+  // The window holds the stack: its file when it came from one (recorded and hashed in the
+  // provenance); an in-memory (synthetic) stack, or none yet (validation only), is passed to the
+  // job as StackInputs. Without a save path the job has no output and writes nothing.
+  if (st && !st->synthetic && !st->stack.source.empty()) req.values["stack"] = st->stack.source;
+  if (!savePath.isEmpty()) req.values["output"] = QDir::toNativeSeparators(savePath).toStdString();
+  stk::MakeStackOptions mo;
+  mo.stack_in_memory = true;
+  mo.output_optional = true;
+  return stk::make_stack_job(req, mo);
 }
 
 stk::SearchConfig searchConfigOf(const stk::StackJob& job, const LoadedStack& st) {
@@ -212,17 +200,7 @@ JobRunner::Job makeSearchJob(StackPtr stack, PsiPhiCache cache, stk::StackJob jo
     const stk::StackBackend backend = stk::resolve_stack_backend(job);  // BackendUnavailable here
     const stk::ExposureStack& st = stack->stack;
     const bool gpu = backend.resolved.cuda();
-    const bool save = job.output != unsavedOutputPath();
-    if (stack->synthetic) {
-      std::error_code ec;
-      if (!std::filesystem::exists(job.stack, ec)) {
-        ctx.progress(0, 1, "writing the in-memory stack");
-        almagest::OutputSet set({}, ctx.token());
-        almagest::OutputSet::Scope scope(set);
-        stk::write_stack_hdf5(job.stack, st);
-        set.commit();
-      }
-    }
+    const bool save = !job.output.empty();
 
     // Shares of the progress range: psi/phi, the job (scan and writing), best-Z scan.
     const bool reuse = cache.planes && cache.stack == stack && cache.gpu == gpu;

@@ -56,7 +56,7 @@ struct SearchSettings {
   almagest::stack::Encoding encoding = almagest::stack::Encoding::Fp32;
   almagest::stack::Backend backend = almagest::stack::Backend::Cpu;
   bool cluster = true;
-  double clusterRadius = 2.0;   ///< pixels (max norm at the first and last exposure)
+  double clusterRadius = 3.0;   ///< pixels: duplicates merge when their tracks stay this close (stack/filters.hpp)
   bool bestZMap = true;         ///< second, top-1 scan giving the best Z of every origin pixel (GUI only)
   int stampRadius = 10;         ///< pixels, for stamps and the HDF5 result (GUI only)
 };
@@ -67,15 +67,11 @@ almagest::schema::Values toValues(const SearchSettings& s);
 SearchSettings fromValues(const almagest::schema::Values& v, SearchSettings base = {});
 
 /// The search job of the form's values on `st` (nullptr: no stack yet; validation only): op
-/// "search", the stack's file (empty for an in-memory stack) and `savePath` as output are added.
+/// "search", the stack's file (none for an in-memory stack: the job gets it as StackInputs) and
+/// `savePath` as output (none: nothing is written) are added.
 /// Throws make_stack_job()'s ConfigError (every problem, the CLI's message without "--").
 almagest::stack::StackJob makeSearchStackJob(const almagest::schema::Values& form, const LoadedStack* st,
                                              const QString& savePath = {});
-/// Where the search job writes an in-memory (synthetic) stack so the job layer has a stack file:
-/// an HDF5 cube in the temp folder, one per stack object of this process.
-std::string memoryStackPath(const LoadedStack& st);
-/// The placeholder output of a search that is not saved (the job then runs with write = false).
-std::string unsavedOutputPath();
 /// The engine configuration `job` runs on `st` (the common curve of its file or of `st`).
 almagest::stack::SearchConfig searchConfigOf(const almagest::stack::StackJob& job, const LoadedStack& st);
 

@@ -41,7 +41,7 @@ enum class ResultMode { Threshold, TopK };
 /// candidate's is merged into it (members + 1).
 struct ClusterConfig {
   bool enabled = true;
-  double radius_px = 2.0;
+  double radius_px = 3.0;  ///< the job's cluster-radius default (stack/filters.hpp's duplicates)
 };
 
 /// Largest trajectory bank a search accepts (validate()): 2^22 = 4,194,304 velocities. The shift
