@@ -11,6 +11,7 @@
 
 #include "almagest/core/backend.hpp"
 #include "almagest/core/error.hpp"
+#include "almagest/npcf/regions.hpp"
 
 namespace almagest::npcf {
 
@@ -56,14 +57,22 @@ schema::Schema build_schema() {
     Field& f = add("data", Kind::Text, "FILE", "Input",
                    "Data catalogue: text (whitespace or CSV, x y z [w], '#' header may name "
                    "columns), FITS binary table (e.g. a survey catalogue with RA, DEC, Z and "
-                   "weight columns, with --sky) or HDF5 (one 1-D dataset per column).");
-    f.required = true;
+                   "weight columns, with --sky) or HDF5 (one 1-D dataset per column). Required "
+                   "unless --region is given.");
     f.role = Role::InputFile;
   }
   add("randoms", Kind::Text, "FILE", "Input",
       "Random catalogue (same formats). Required unless --periodic, where analytic randoms are "
       "used when it is omitted.")
       .role = Role::InputFile;
+  add("region", Kind::TextList, "NAME:DATA:RANDOMS", "Input",
+      "Several sky regions (e.g. the galactic caps NGC and SGC), each with its own data and "
+      "random catalogue (read with the job's columns, weights and format options), measured "
+      "independently and combined at the level of counts: each region's normalised counts "
+      "weighted by S^k (S its summed data weight, k the order of the statistic), the "
+      "estimators recomputed from the sums. Repeat the option (or give a list in a job file); "
+      "replaces --data/--randoms. Each region's own result is written beside the combination "
+      "(HDF5: groups region/NAME; text: <stem>_NAME<ext>). Not with --periodic or --jackknife.");
   add("data-columns", Kind::TextList, "C1,C2,C3", "Input",
       "Coordinate columns of the data: x,y,z in Mpc/h, or ra,dec,redshift with --sky. Column "
       "names, or 1-based numbers for text files. Default: text 1,2,3; FITS/HDF5 x,y,z "
@@ -273,8 +282,15 @@ NpcfConfig NpcfJob::config_for(Statistic s) const {
 }
 
 std::vector<std::string> NpcfJob::input_paths() const {
-  std::vector<std::string> in{data.path};
-  if (randoms) in.push_back(randoms->path);
+  std::vector<std::string> in;
+  if (regions.empty()) {
+    in.push_back(data.path);
+    if (randoms) in.push_back(randoms->path);
+  }
+  for (const auto& g : regions) {
+    in.push_back(g.data.path);
+    in.push_back(g.randoms.path);
+  }
   if (!jackknife_labels.empty()) in.push_back(jackknife_labels);
   if (!randoms_jackknife_labels.empty()) in.push_back(randoms_jackknife_labels);
   return in;
@@ -287,6 +303,20 @@ std::vector<std::string> NpcfJob::jackknife_paths() const {
     out.push_back(p + ".jk");
     out.push_back(p + ".jkerr");
   }
+  return out;
+}
+
+std::vector<std::string> NpcfJob::region_paths() const {
+  std::vector<std::string> out;
+  if (regions.empty() || format == OutputFormat::Hdf5) return out;
+  for (const auto& g : regions)
+    for (const auto& p : output_paths()) {
+      fs::path o(p);
+      fs::path name = o.stem();
+      name += "_" + g.name;
+      name += o.extension();
+      out.push_back((o.parent_path() / name).string());
+    }
   return out;
 }
 
@@ -357,7 +387,7 @@ NpcfJob make_npcf_job(const schema::Values& values, const std::string& base_dir,
     }
     if (auto w = r.list("randoms-weights")) ran.weight_columns = *w;
     job.randoms = std::move(ran);
-  } else {
+  } else if (!r.has("region")) {
     if (r.has("randoms-columns")) r.problem("randoms-columns", "given without randoms");
     if (r.has("randoms-weights")) r.problem("randoms-weights", "given without randoms");
   }
@@ -376,6 +406,45 @@ NpcfJob make_npcf_job(const schema::Values& values, const std::string& base_dir,
     if (!c.periodic) r.problem("box", "is only used with periodic (add --periodic / periodic = true)");
     c.box = *b;
   }  // a periodic job without a box is reported by NpcfConfig::validate() (field box)
+  if (auto regions = r.list("region")) {
+    // Regions replace data/randoms: each is a catalogue pair read with the job's options.
+    if (r.has("data")) r.problem("data", "is not used with region (each region names its own data)");
+    if (r.has("randoms"))
+      r.problem("randoms", "is not used with region (each region names its own randoms)");
+    if (regions->empty()) r.problem("region", "needs at least one NAME:DATA:RANDOMS entry");
+    std::set<std::string> names;
+    for (const auto& text : *regions) {
+      RegionEntry e;
+      std::string why;
+      if (!parse_region_entry(text, e, why)) {
+        r.problem("region", why);
+        continue;
+      }
+      if (!names.insert(e.name).second) {
+        r.problem("region", "region '" + e.name + "' is given twice");
+        continue;
+      }
+      NpcfRegion g;
+      g.name = e.name;
+      g.data = job.data;
+      g.data.path = schema::resolve_path(e.data, base_dir);
+      g.randoms = job.data;
+      g.randoms.path = schema::resolve_path(e.randoms, base_dir);
+      if (auto rc = r.list("randoms-columns")) {
+        if (job.regions.empty()) check_columns("randoms-columns", *rc);
+        g.randoms.columns = *rc;
+      }
+      if (auto rw = r.list("randoms-weights")) g.randoms.weight_columns = *rw;
+      job.regions.push_back(std::move(g));
+    }
+    if (!job.regions.empty()) {
+      job.data = job.regions.front().data;
+      job.randoms = job.regions.front().randoms;
+    }
+    if (c.periodic) r.problem("region", "sky regions are refused in a periodic box");
+  } else if (!r.has("data")) {
+    r.problem("data", "is required");
+  }
   if (!c.periodic && !job.randoms && r.has("data"))
     r.problem("randoms", "a random catalogue is required unless the box is periodic");
   if (auto j = r.integer("jackknife")) job.jackknife = static_cast<int>(*j);
@@ -383,6 +452,8 @@ NpcfJob make_npcf_job(const schema::Values& values, const std::string& base_dir,
   if (auto l = r.text("randoms-jackknife-labels"))
     job.randoms_jackknife_labels = schema::resolve_path(*l, base_dir);
   if (job.jackknife == 1) r.problem("jackknife", "needs at least 2 regions (0 = off)");
+  if (job.jackknife > 0 && !job.regions.empty())
+    r.problem("jackknife", "is not combined with region (run one jackknife job per region)");
   if (job.jackknife > 0 && c.periodic)
     r.problem("jackknife", "is refused in a periodic box (regions are angular, seen from the origin)");
   if (job.jackknife > 0 && !job.randoms && !c.periodic && r.has("data"))
@@ -474,11 +545,14 @@ schema::Values to_job_values(const NpcfJob& job) {
   std::vector<std::string> stats;
   for (Statistic s : job.statistics) stats.emplace_back(to_string(s));
   v["stat"] = stats;
-  v["data"] = job.data.path;
+  if (job.regions.empty()) v["data"] = job.data.path;
+  std::vector<std::string> regions;
+  for (const auto& g : job.regions) regions.push_back(g.name + ":" + g.data.path + ":" + g.randoms.path);
+  if (!regions.empty()) v["region"] = regions;
   if (!job.data.columns.empty()) v["data-columns"] = job.data.columns;
   if (!job.data.weight_columns.empty()) v["weights"] = job.data.weight_columns;
   if (job.randoms) {
-    v["randoms"] = job.randoms->path;
+    if (job.regions.empty()) v["randoms"] = job.randoms->path;
     if (job.randoms->columns != job.data.columns) v["randoms-columns"] = job.randoms->columns;
     if (job.randoms->weight_columns != job.data.weight_columns)
       v["randoms-weights"] = job.randoms->weight_columns;
@@ -516,8 +590,15 @@ std::string NpcfJob::config_json() const {
     if (key == "threads" || key == "host-memory") continue;  // results do not depend on them
     std::visit([&](const auto& x) { j[key] = x; }, value);
   }
-  j["data"] = absolute_path(data.path);
-  if (randoms) j["randoms"] = absolute_path(randoms->path);
+  if (regions.empty()) {
+    j["data"] = absolute_path(data.path);
+    if (randoms) j["randoms"] = absolute_path(randoms->path);
+  } else {
+    std::vector<std::string> abs;
+    for (const auto& g : regions)
+      abs.push_back(g.name + ":" + absolute_path(g.data.path) + ":" + absolute_path(g.randoms.path));
+    j["region"] = abs;
+  }
   j["output"] = absolute_path(output);
   j["engine"] = "npcf";
   return j.dump();

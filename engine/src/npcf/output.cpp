@@ -11,6 +11,7 @@
 #include "almagest/core/error.hpp"
 #include "almagest/io/hdf5_file.hpp"
 #include "almagest/npcf/jackknife.hpp"
+#include "almagest/npcf/regions.hpp"
 #include "almagest/npcf/result.hpp"
 
 namespace almagest::npcf {
@@ -77,17 +78,21 @@ void appendf(std::string& s, const char* fmt, double v) {
 
 }  // namespace
 
-void write_hdf5(const NpcfResult& r, const std::string& path) {
-  const std::size_t rows = r.rows();
-  const auto k = static_cast<std::uint64_t>(r.edges_per_row);
-  const std::string g = std::string("/npcf/") + to_string(r.statistic);
-  io::Hdf5Writer w(path);
+namespace {
+
+void write_root_attrs(io::Hdf5Writer& w, const NpcfResult& r) {
   w.attr("/", "software", std::string("Almagest"));
   w.attr("/", "version", r.provenance.version.empty() ? almagest::version() : r.provenance.version);
   w.attr("/", "backend", r.provenance.backend);
   w.attr("/", "provenance", r.provenance.to_json());
   w.attr("/", "config", r.config.to_json());
   w.attr("/", "statistic", std::string(to_string(r.statistic)));
+}
+
+/// One result's datasets in group g (/npcf/<statistic>, or a region's group below it).
+void write_group(io::Hdf5Writer& w, const NpcfResult& r, const std::string& g) {
+  const std::size_t rows = r.rows();
+  const auto k = static_cast<std::uint64_t>(r.edges_per_row);
   w.create_group(g);
   w.attr(g, "description", std::string(description(r.statistic)));
   w.attr(g, "order", static_cast<std::int64_t>(r.order));
@@ -190,6 +195,33 @@ void write_hdf5(const NpcfResult& r, const std::string& path) {
     ds("zeta_odd", r.zeta_odd, one, "dimensionless",
        "parity-odd zeta = NNNN_odd / RRRR (also its connected part)");
     ds("degenerate", r.degenerate, one, "count", "tetrahedra with |V| < 1e-9 (zero odd weight)");
+  }
+}
+
+}  // namespace
+
+void write_hdf5(const NpcfResult& r, const std::string& path) {
+  io::Hdf5Writer w(path);
+  write_root_attrs(w, r);
+  write_group(w, r, std::string("/npcf/") + to_string(r.statistic));
+  w.commit();
+}
+
+void write_hdf5_regions(const NpcfResult& combined, const std::vector<RegionResult>& regions,
+                        const std::string& path) {
+  io::Hdf5Writer w(path);
+  write_root_attrs(w, combined);
+  const std::string g = std::string("/npcf/") + to_string(combined.statistic);
+  write_group(w, combined, g);
+  w.attr(g, "combined_regions", static_cast<std::int64_t>(regions.size()));
+  w.create_group(g + "/region");
+  const auto weights = region_weights(regions, combined.order);
+  for (std::size_t i = 0; i < regions.size(); ++i) {
+    const std::string rg = g + "/region/" + regions[i].name;
+    write_group(w, regions[i].result, rg);
+    w.attr(rg, "data_weight_sum", regions[i].data_weight_sum);
+    w.attr(rg, "combination_weight", weights[i]);
+    w.attr(rg, "provenance", regions[i].result.provenance.to_json());
   }
   w.commit();
 }

@@ -21,6 +21,7 @@
 #include "almagest/npcf/job.hpp"
 #include "almagest/npcf/plan.hpp"
 #include "almagest/npcf/points.hpp"
+#include "regions_run.hpp"
 
 namespace almagest::npcf {
 
@@ -105,6 +106,7 @@ public:
   std::vector<std::string> output_paths() const override {
     auto p = job_.output_paths();
     for (auto& j : job_.jackknife_paths()) p.push_back(std::move(j));
+    for (auto& j : job_.region_paths()) p.push_back(std::move(j));
     return p;
   }
   std::string config_json() const override { return job_.config_json(); }
@@ -298,7 +300,14 @@ NpcfOutcome run_npcf_job(const NpcfJob& job, const JobContext& ctx, const jobs::
     outputs.emplace(out.inputs, ctx.token());
     std::vector<std::string> all = paths;
     all.insert(all.end(), jk_paths.begin(), jk_paths.end());
+    const auto region_paths = job.region_paths();
+    all.insert(all.end(), region_paths.begin(), region_paths.end());
     check_outputs(*outputs, all);
+  }
+  if (!job.regions.empty()) {
+    // Several sky regions: one plan per region, combined at the level of counts (regions.hpp).
+    detail::run_region_job(job, ctx, options.dry_run, writing ? &*outputs : nullptr, out);
+    return out;
   }
 
   // Catalogues -> point set (data first, then randoms; weights normalised).

@@ -38,6 +38,13 @@ void write_result(const NpcfResult& result, const std::string& path, OutputForma
 /// Output). Field keys are the job-file keys; "--" + key is the command-line option.
 const schema::Schema& npcf_schema();
 
+/// One sky region of a several-region job (npcf/regions.hpp): its own data and randoms, read with
+/// the job's columns, weights and format options.
+struct NpcfRegion {
+  std::string name;
+  io::CatalogueSpec data, randoms;
+};
+
 /// A validated job. Paths are as they will be opened (already resolved against the job file's
 /// directory where they were relative).
 struct NpcfJob {
@@ -54,6 +61,10 @@ struct NpcfJob {
   /// label files (both given) or internal angular regions.
   int jackknife = 0;
   std::string jackknife_labels, randoms_jackknife_labels;
+  /// Several sky regions (the `region` field), measured independently and combined at the level
+  /// of counts (npcf/regions.hpp); empty: one catalogue pair. With regions, `data` and `randoms`
+  /// are the first region's.
+  std::vector<NpcfRegion> regions;
 
   /// The file each statistic is written to, in the order of `statistics`. One statistic: `output`
   /// itself. Several: "<stem>_<statistic><ext>" beside `output`, e.g. out.h5 with 3pcf and 4pcf
@@ -62,6 +73,10 @@ struct NpcfJob {
   /// Text jobs with a jackknife: "<out>.jk" and "<out>.jkerr" per output, in output order (the
   /// HDF5 format keeps the jackknife in the result file). Empty otherwise.
   std::vector<std::string> jackknife_paths() const;
+  /// Text jobs with regions: each region's own result beside the combined one, region outer in
+  /// statistic order: "<stem>_<region><ext>" of every output path (out.txt -> out_NGC.txt). HDF5
+  /// keeps the regions in groups of the result file. Empty otherwise.
+  std::vector<std::string> region_paths() const;
   /// The catalogue files read: data, then randoms if any.
   std::vector<std::string> input_paths() const;
   /// The config used for one statistic (config with .statistic replaced).
@@ -95,6 +110,9 @@ struct NpcfOutcome : jobs::Outcome {
   std::uint64_t graph_edges = 0;
   double load_seconds = 0, graph_seconds = 0, write_seconds = 0;
   std::vector<double> statistic_seconds;   ///< per statistic
+  /// Jobs with regions: `results` are the combinations; each region's own results here, region
+  /// outer, one per statistic in job order.
+  std::vector<std::vector<NpcfResult>> region_results;
 };
 
 /// Runs one job: reads the catalogues, builds the plan (validation, Auto policy, graph), evaluates
