@@ -37,6 +37,20 @@ void SkyMapView::setMap(sky::SkyMapPtr map, int column, const QImage& image, dou
   update();
 }
 
+void SkyMapView::setRender(const sky::ViewSpec& view, const sky::ScaleMap& scale, sky::ColourMap cmap,
+                           const sky::Graticule* graticule) {
+  view_ = view;
+  scale_ = scale;
+  cmap_ = cmap;
+  showGraticule_ = graticule != nullptr;
+  graticule_ = graticule ? *graticule : sky::Graticule{};
+  update();
+}
+
+QImage SkyMapView::figure(int scaleUp) const {
+  return sky::composeFigure(image_, showGraticule_ ? graticule_ : sky::Graticule{}, scale_, cmap_, label_, scaleUp);
+}
+
 void SkyMapView::clear() {
   map_.reset();
   image_ = QImage();
@@ -65,7 +79,7 @@ bool SkyMapView::probe(const QPointF& pos, Probe* out) const {
   const QRectF r = imageRect();
   if (r.isEmpty() || !r.contains(pos)) return false;
   Probe p;
-  if (!sky::imageToSky((pos.x() - r.x()) / r.width(), (pos.y() - r.y()) / r.height(), p.theta, p.phi))
+  if (!sky::unprojectDir(view_, (pos.x() - r.x()) / r.width(), (pos.y() - r.y()) / r.height(), p.theta, p.phi))
     return false;
   p.pixel = sky::ang2pixRing(map_->nside, p.theta, p.phi);
   const auto& col = map_->columns[static_cast<std::size_t>(column_)];
@@ -124,26 +138,45 @@ void SkyMapView::paintEvent(QPaintEvent*) {
   painter.drawImage(r, image_);
   painter.setPen(QPen(palette().color(QPalette::Mid), 1.0));
   painter.setBrush(Qt::NoBrush);
-  painter.drawEllipse(r);
+  if (view_.projection == sky::Projection::Gnomonic) painter.drawRect(r);
+  else painter.drawEllipse(r);
+  if (showGraticule_) {
+    painter.setPen(QPen(QColor(20, 20, 20, 140), 1.0));
+    for (const auto& line : graticule_.lines)
+      for (const auto& piece : line.pieces) {
+        QPolygonF q;
+        for (const QPointF& pt : piece) q << QPointF(r.left() + pt.x() * r.width(), r.top() + pt.y() * r.height());
+        painter.drawPolyline(q);
+      }
+    painter.setPen(palette().color(QPalette::WindowText));
+    for (const auto& l : graticule_.labels)
+      painter.drawText(QPointF(r.left() + l.at.x() * r.width() + 2, r.top() + l.at.y() * r.height() - 2), l.text);
+  }
 
   // Colour bar: 60% of the image width, centred below it; min and max at its ends.
   const QFontMetrics fm = fontMetrics();
   const double bw = std::max(120.0, r.width() * 0.6);
   const QRectF bar(r.center().x() - bw / 2.0, r.bottom() + 6, bw, 14);
   QLinearGradient grad(bar.topLeft(), bar.topRight());
-  const auto& lut = sky::viridis();
+  const auto& lut = sky::colourTable(cmap_);
   for (int i = 0; i < 256; i += 5) grad.setColorAt(i / 255.0, QColor::fromRgb(lut[static_cast<std::size_t>(i)]));
   grad.setColorAt(1.0, QColor::fromRgb(lut[255]));
   painter.setPen(QPen(palette().color(QPalette::WindowText), 1.0));
   painter.setBrush(grad);
   painter.drawRect(bar);
   const double textY = bar.bottom() + 2;
-  const QString lo = number(min_), hi = number(max_);
+  const bool haveScale = scale_.hi() > scale_.lo();
+  const QString lo = number(haveScale ? scale_.lo() : min_), hi = number(haveScale ? scale_.hi() : max_);
   painter.drawText(QRectF(bar.left() - 200, textY, 200 + fm.horizontalAdvance(lo), fm.height()),
                    Qt::AlignRight | Qt::AlignTop, lo);
   painter.drawText(QRectF(bar.right() - fm.horizontalAdvance(hi), textY, 200 + fm.horizontalAdvance(hi),
                           fm.height()),
                    Qt::AlignLeft | Qt::AlignTop, hi);
+  if (haveScale && scale_.scaling() != sky::Scaling::Linear) {
+    // Non-linear scalings: the value at the bar's middle says how the colours are spread.
+    const QString mid = number(scale_.inverse(0.5));
+    painter.drawText(QRectF(bar.center().x() - 100, textY, 200, fm.height()), Qt::AlignHCenter | Qt::AlignTop, mid);
+  }
   painter.drawText(QRectF(bar.left(), textY + fm.height(), bar.width(), fm.height()),
                    Qt::AlignHCenter | Qt::AlignTop, label_);
 }

@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "sky/SkyJobs.hpp"
+#include "sky/SkyRender.hpp"
 
 namespace almagest::ui {
 
@@ -23,6 +24,15 @@ public:
   void setMap(sky::SkyMapPtr map, int column, const QImage& image, double min, double max,
               const QString& label);
   void clear();
+  /// How the image was drawn (projection for the readout and outline, scaling and colour map for
+  /// the colour bar) and the graticule to draw over it (null: none).
+  void setRender(const sky::ViewSpec& view, const sky::ScaleMap& scale, sky::ColourMap cmap,
+                 const sky::Graticule* graticule);
+  const sky::ViewSpec& viewSpec() const noexcept { return view_; }
+  const sky::Graticule& graticule() const noexcept { return graticule_; }
+  bool showsGraticule() const noexcept { return showGraticule_; }
+  /// The exported figure: image, graticule (when shown) and the labelled colour bar.
+  QImage figure(int scaleUp = 1) const;
 
   const QImage& image() const noexcept { return image_; }
   /// Where the image is drawn (widget coordinates); empty without a map.
@@ -58,6 +68,11 @@ private:
   QImage image_;
   double min_ = 0.0, max_ = 0.0;
   QString label_;
+  sky::ViewSpec view_;
+  sky::ScaleMap scale_;
+  sky::ColourMap cmap_ = sky::ColourMap::Viridis;
+  sky::Graticule graticule_;
+  bool showGraticule_ = false;
 };
 
 }  // namespace almagest::ui

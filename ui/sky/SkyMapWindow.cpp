@@ -30,6 +30,7 @@
 #include "jobs/JobProgressBar.hpp"
 #include "panels/LogPanel.hpp"
 #include "panels/SchemaForm.hpp"
+#include "sky/AtomicImage.hpp"
 #include "sky/SkyMapView.hpp"
 #include "sky/SkyProjection.hpp"
 #include "sky/SpectrumChart.hpp"
@@ -57,6 +58,7 @@ SkyMapWindow::SkyMapWindow(QWidget* parent) : JobWindow(parent) {
   buildUi();
   buildShtDock();
   buildActions();
+  buildDisplayBar();
   // 1100 x 880, or 90% of the screen where that is smaller.
   QSize size(1100, 880);
   if (const QScreen* sc = screen()) size = size.boundedTo(sc->availableGeometry().size() * 0.9);
@@ -467,8 +469,11 @@ void SkyMapWindow::showColumn(int column) {
   const sky::ValueRange r = static_cast<std::size_t>(column) < map_->ranges.size()
                                 ? map_->ranges[static_cast<std::size_t>(column)]
                                 : sky::valueRange(vals);
-  image_ = sky::colouriseMollweide(map_->lookup, map_->imageWidth, map_->imageHeight, vals, r.min, r.max);
-  view_->setMap(map_, column, image_, r.min, r.max, columnLabel(column));
+  if (!manualRange_) {
+    lo_ = r.min;
+    hi_ = r.max;
+  }
+  render();
   if (r.unseen > 0)
     log_->info(tr("%1: %2 UNSEEN pixels (shown grey)").arg(columnLabel(column)).arg(r.unseen));
   updateActions();
@@ -495,8 +500,9 @@ bool SkyMapWindow::saveImage(const QString& path) {
     reportError(tr("No map"), tr("Open a map first."));
     return false;
   }
-  if (!image_.save(path)) {
-    reportError(tr("Could not save the image"), tr("%1: could not write the image.").arg(path));
+  QString why;
+  if (!saveImageAtomic(view_->figure(), path, &why)) {
+    reportError(tr("Could not save the image"), why);
     return false;
   }
   log_->info(tr("Saved the image to %1").arg(path));

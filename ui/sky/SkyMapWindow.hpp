@@ -17,9 +17,12 @@
 
 #include "jobs/JobWindow.hpp"
 #include "sky/SkyJobs.hpp"
+#include "sky/SkyRender.hpp"
 
 class QAction;
+class QCheckBox;
 class QComboBox;
+class QDoubleSpinBox;
 class QLabel;
 class QProgressBar;
 class QPushButton;
@@ -64,8 +67,24 @@ public:
   /// Writes the last spectrum (columns l, C_l, D_l) through AtomicFile. False (with a message)
   /// without a spectrum or on error.
   bool saveSpectrum(const QString& path);
-  /// Saves the Mollweide image (PNG, transparent outside the ellipse).
+  /// Saves the figure as shown: the map in its projection with the graticule (when on) and the
+  /// labelled colour bar (PNG by extension, written atomically).
   bool saveImage(const QString& path);
+
+  // ---- display (SkyMapDisplay.cpp) ----------------------------------------------------------
+  /// Projection and centre (Mollweide, orthographic, gnomonic); re-draws the shown column.
+  void setViewSpec(const sky::ViewSpec& view);
+  const sky::ViewSpec& viewSpec() const noexcept { return viewSpec_; }
+  void setColourMap(sky::ColourMap map);
+  void setScaling(sky::Scaling scaling);
+  /// Colour range [lo, hi] (values outside are clamped); autoRange() returns to min..max.
+  void setRange(double lo, double hi);
+  void autoRange();
+  /// Graticule lines and labels every stepDeg in `frame` (RA/Dec or Galactic over any map whose
+  /// COORDSYS is known).
+  void setGraticule(bool on, sky::Frame frame = sky::Frame::Native, double stepDeg = 30.0);
+  /// The colour-table position map of the shown image.
+  const sky::ScaleMap& scaleMap() const noexcept { return scale_; }
   /// Shows another column of the current map (re-colours the image). False if out of range.
   bool setColumn(int column);
   void setBackendChoice(sky::BackendChoice choice);
@@ -109,6 +128,9 @@ private:
   bool startJob(JobKind kind, const QString& name, JobRunner::Job job, int column);
   void onJobFinished(JobRunner* runner, JobKind kind, int column);
   void showColumn(int column);
+  void buildDisplayBar();
+  void render();
+  void syncDisplayWidgets();
   void updateActions() override;
   void openMapDialog();
   void saveSpectrumDialog();
@@ -145,6 +167,23 @@ private:
   QAction* saveImageAction_ = nullptr;
   QAction* logAxesAction_ = nullptr;
   std::vector<QAction*> demoSizeActions_;
+
+  sky::ViewSpec viewSpec_;
+  sky::ColourMap cmap_ = sky::ColourMap::Viridis;
+  sky::Scaling scaling_ = sky::Scaling::Linear;
+  bool manualRange_ = false;
+  double lo_ = 0.0, hi_ = 0.0;
+  bool graticuleOn_ = false;
+  sky::Frame frame_ = sky::Frame::Native;
+  double stepDeg_ = 30.0;
+  sky::ScaleMap scale_;
+  struct LookupCache {
+    sky::ViewSpec view;
+    int nside = 0, width = 0, height = 0;
+    std::vector<std::int64_t> lookup;
+  } lookupCache_;
+  QComboBox *projBox_ = nullptr, *cmapBox_ = nullptr, *scaleBox_ = nullptr, *gratBox_ = nullptr;
+  QDoubleSpinBox *lonSpin_ = nullptr, *latSpin_ = nullptr, *fovSpin_ = nullptr, *loSpin_ = nullptr, *hiSpin_ = nullptr;
 };
 
 }  // namespace almagest::ui

@@ -1,5 +1,7 @@
 #include "stackview/CandidateModel.hpp"
 
+#include <QColor>
+
 namespace almagest::ui::stackview {
 
 CandidateModel::CandidateModel(QObject* parent) : QAbstractTableModel(parent) {}
@@ -7,7 +9,19 @@ CandidateModel::CandidateModel(QObject* parent) : QAbstractTableModel(parent) {}
 void CandidateModel::setCandidates(std::vector<almagest::stack::Candidate> candidates) {
   beginResetModel();
   candidates_ = std::move(candidates);
+  vets_.assign(candidates_.size(), Vet{});
   endResetModel();
+}
+
+void CandidateModel::setVet(int row, const Vet& vet) {
+  if (row < 0 || std::size_t(row) >= candidates_.size()) return;
+  vets_[std::size_t(row)] = vet;
+  emit dataChanged(index(row, VerdictCol), index(row, Note));
+}
+
+void CandidateModel::setVets(const std::vector<Vet>& vets) {
+  for (std::size_t i = 0; i < vets_.size() && i < vets.size(); ++i) vets_[i] = vets[i];
+  if (!vets_.empty()) emit dataChanged(index(0, VerdictCol), index(rowCount() - 1, Note));
 }
 
 void CandidateModel::clear() { setCandidates({}); }
@@ -21,6 +35,17 @@ int CandidateModel::columnCount(const QModelIndex& parent) const { return parent
 QVariant CandidateModel::data(const QModelIndex& index, int role) const {
   if (!index.isValid() || index.row() < 0 || std::size_t(index.row()) >= candidates_.size()) return {};
   const auto& c = candidates_[std::size_t(index.row())];
+  const Vet& vet = vets_[std::size_t(index.row())];
+  if (index.column() == VerdictCol || index.column() == Note) {
+    const QString name = QString::fromLatin1(verdictName(vet.verdict));
+    if (role == SortRole) return index.column() == Note ? vet.note : QString::number(int(vet.verdict));
+    if (role == Qt::DisplayRole) return index.column() == Note ? vet.note : name;
+    if (role == Qt::ForegroundRole && index.column() == VerdictCol && vet.verdict != Verdict::None)
+      return QColor(vet.verdict == Verdict::Real ? QColor(30, 150, 60) : QColor(200, 40, 40));
+    if (role == Qt::ToolTipRole)
+      return tr("R: real, B: bogus, U: not vetted, N: edit the note (keys act on the selected candidate)");
+    return {};
+  }
   if (role == SortRole) {
     switch (index.column()) {
       case X: return c.x;
@@ -77,6 +102,8 @@ QVariant CandidateModel::headerData(int section, Qt::Orientation orientation, in
       case Flux: return tr("flux");
       case Obs: return tr("obs");
       case Members: return tr("members");
+      case VerdictCol: return tr("verdict");
+      case Note: return tr("note");
       default: return {};
     }
   }

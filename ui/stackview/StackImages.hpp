@@ -23,6 +23,41 @@ struct Stretch {
 /// pixels and masked garbage). n values; mask may be null.
 Stretch robustStretch(const float* values, const std::uint8_t* mask, std::size_t n);
 
+/// DS9 / IRAF zscale limits (the algorithm of astropy's ZScaleInterval): up to `samples` evenly
+/// strided valid values (finite, mask 0), sorted; a straight line fitted to value against rank
+/// with iterative k-sigma rejection (krej sigma, rejected ranks dilated by 1% of the sample, at
+/// most maxIterations rounds, stopping when nothing more is rejected or fewer than
+/// max(minPixels, maxReject * samples) remain); the slope divided by the contrast gives
+/// lo = max(min, median - (centre - 1) slope), hi = min(max, median + (npix - centre) slope),
+/// centre = (npix - 1) / 2 (integer division). When the fit fails the limits are the sample's
+/// min and max. Doubles throughout, so that tests can compare with an independent version.
+struct ZScaleOptions {
+  int samples = 1000;
+  double contrast = 0.25;
+  double maxReject = 0.5;
+  int minPixels = 5;
+  double krej = 2.5;
+  int maxIterations = 5;
+};
+struct ZScaleLimits {
+  double lo = 0, hi = 1;
+  int sampled = 0, kept = 0;  ///< samples used and left after rejection
+  bool fitted = false;        ///< false: min / max of the sample
+};
+ZScaleLimits zscale(const float* values, const std::uint8_t* mask, std::size_t n, const ZScaleOptions& o = {});
+
+/// How exposures are stretched: zscale (linear, the default as in DS9), robust percentiles with
+/// asinh (the earlier default), or manual limits (linear).
+enum class StretchMode { ZScale, Robust, Manual };
+
+/// Exposure `e` in grey with `mode` (manual: `manual` limits); the limits used go to `used`.
+QImage renderExposureWith(const almagest::stack::ExposureStack& st, int e, StretchMode mode, Stretch manual,
+                          Stretch* used = nullptr);
+
+/// Translucent red where exposure `e` is masked or invalid, transparent elsewhere (ARGB32), for
+/// StackImageView::setOverlay. Null when the exposure does not exist.
+QImage renderMaskOverlay(const almagest::stack::ExposureStack& st, int e);
+
 /// Grey level 0..255 of v: asinh stretch, t = (v - lo) / (hi - lo) clipped to [0, 1],
 /// grey = asinh(10 t) / asinh(10).
 int asinhGrey(float v, const Stretch& s);
@@ -40,7 +75,7 @@ QRgb viridis(double t);
 QImage renderBestZ(const std::vector<float>& z, int width, int height, float zMax);
 
 /// The per-exposure cutouts (radius r, side 2r + 1) around the candidate's predicted pixels, each
-/// stretched on its own, `perRow` to a row, separated by 1-pixel dark gaps; pixels off the image or
+/// stretched on its own and drawn y up (as the exposure view), `perRow` to a row, separated by 1-pixel dark gaps; pixels off the image or
 /// masked dark red. Returns a null image when the detail has no track.
 QImage renderCutoutStrip(const almagest::stack::ExposureStack& st,
                          const almagest::stack::CandidateDetail& d, int r, int perRow);

@@ -5,6 +5,9 @@
 #include <QAction>
 #include <QCloseEvent>
 #include <QComboBox>
+#include <QDir>
+#include <QFileDialog>
+#include <QLineEdit>
 #include <QDockWidget>
 #include <QFileInfo>
 #include <QGroupBox>
@@ -31,6 +34,7 @@
 
 #include "almagest/core/error.hpp"
 #include "panels/LogPanel.hpp"
+#include "sky/AtomicImage.hpp"
 #include "stackview/CandidateModel.hpp"
 #include "stackview/SearchPanel.hpp"
 #include "stackview/StackImageView.hpp"
@@ -43,8 +47,8 @@ using namespace stackview;
 
 namespace {
 
-constexpr int kStampScale = 5;     // screen pixels per stamp pixel
-constexpr int kCutoutScale = 3;    // screen pixels per cutout pixel
+constexpr int kStampSide = 200;    // screen pixels of the coadded stamp (at least 6 per pixel)
+constexpr int kCutoutScale = 6;    // screen pixels per cutout pixel
 constexpr int kCutoutsPerRow = 8;
 
 QString stackSummary(const LoadedStack& s) {
@@ -97,8 +101,9 @@ void StackWindow::buildUi() {
   // Exposure viewer with its slider.
   exposureView_ = new StackImageView(this);
   exposureView_->setObjectName(QStringLiteral("exposureView"));
-  exposureView_->setToolTip(tr("Science plane of the shown exposure (asinh stretch, masked pixels dark red); "
-                               "the selected candidate's predicted track in orange, its pixel in green"));
+  exposureView_->setToolTip(tr("Science plane of the shown exposure, y up (zscale by default; masked pixels dark "
+                               "red); the selected candidate's predicted track in orange, its pixel in green. "
+                               "Wheel or +/- zooms, drag pans, double-click or 0 fits"));
   slider_ = new QSlider(Qt::Horizontal, this);
   slider_->setObjectName(QStringLiteral("exposureSlider"));
   slider_->setRange(0, 0);
@@ -118,8 +123,16 @@ void StackWindow::buildUi() {
 
   bestZView_ = new StackImageView(this);
   bestZView_->setObjectName(QStringLiteral("bestZView"));
-  bestZView_->setToolTip(tr("Best Z over the velocity grid for every origin pixel (viridis, 0 to max Z); "
-                            "candidates circled. Click a circle to select it"));
+  bestZView_->setToolTip(tr("Best Z over the velocity grid for every origin pixel (viridis, 0 to max Z), y up; "
+                            "candidates circled. Click a circle to select it; zoom and pan follow the exposure"));
+  // Both views show the same pixels: zoom and pan of one follow the other.
+  for (auto [a, b] : {std::pair{exposureView_, bestZView_}, std::pair{bestZView_, exposureView_}})
+    connect(a, &StackImageView::viewChanged, b, [a, b] {
+      if (a->image().size() != b->image().size()) return;
+      const QSignalBlocker block(b);
+      b->setZoom(a->zoom());
+      b->setCentre(a->centre());
+    });
 
   auto* images = new QSplitter(Qt::Horizontal, this);
   images->addWidget(exposureBox);
@@ -151,7 +164,7 @@ void StackWindow::buildUi() {
   stampLabel_ = new QLabel(stamps);
   stampLabel_->setObjectName(QStringLiteral("stampLabel"));
   stampLabel_->setAlignment(Qt::AlignCenter);
-  stampLabel_->setMinimumSize(21 * kStampScale / 2, 21 * kStampScale / 2);
+  stampLabel_->setMinimumSize(kStampSide, kStampSide);
   stampLabel_->setToolTip(tr("Coadded stamp along the selected candidate's track"));
   stampKind_ = new QComboBox(stamps);
   stampKind_->addItems({tr("mean"), tr("median"), tr("weighted"), tr("sum")});
@@ -166,6 +179,14 @@ void StackWindow::buildUi() {
   left->addWidget(stampLabel_);
   left->addWidget(stampKind_);
   left->addWidget(detailLabel_);
+  noteEdit_ = new QLineEdit(stamps);
+  noteEdit_->setObjectName(QStringLiteral("vetNote"));
+  noteEdit_->setPlaceholderText(tr("note (N)"));
+  noteEdit_->setToolTip(tr("Note on the selected candidate, saved with the vetting (Enter keeps it)"));
+  connect(noteEdit_, &QLineEdit::editingFinished, this, [this] {
+    if (selected_ >= 0) setCandidateNote(selected_, noteEdit_->text());
+  });
+  left->addWidget(noteEdit_);
   left->addStretch(1);
   sv->addLayout(left);
   cutoutLabel_ = new QLabel(stamps);
@@ -232,6 +253,7 @@ void StackWindow::buildUi() {
   statusBar()->addPermanentWidget(stackInfo_);
   addJobStatus();
 
+  buildDisplayBar();
   connect(exposureView_, &StackImageView::hovered, this, &StackWindow::onHoverExposure);
   connect(bestZView_, &StackImageView::hovered, this, &StackWindow::onHoverBestZ);
   connect(bestZView_, &StackImageView::clicked, this, &StackWindow::onBestZClicked);
@@ -259,7 +281,13 @@ void StackWindow::buildActions() {
   saveResultAction_->setShortcut(QKeySequence(QStringLiteral("Ctrl+Shift+S")));
   saveResultAction_->setToolTip(tr("Write candidates, curves, tracks and stamps as HDF5 (Ctrl+Shift+S)"));
   saveImageAction_ = file->addAction(tr("Save best-Z &image…"), this, &StackWindow::saveBestZDialog);
-  saveImageAction_->setToolTip(tr("Save the best-Z image as PNG"));
+  saveImageAction_->setToolTip(tr("Save the best-Z image with the candidate circles as PNG"));
+  file->addAction(tr("Save e&xposure image…"), this, [this] {
+    const QString path = QFileDialog::getSaveFileName(this, tr("Save exposure image"),
+                                                      QDir(lastDir_).filePath(QStringLiteral("exposure.png")),
+                                                      tr("PNG (*.png);;All files (*)"));
+    if (!path.isEmpty()) saveExposureImage(path);
+  });
   file->addSeparator();
   QAction* close = file->addAction(tr("&Close"), this, &QWidget::close);
   close->setShortcut(QKeySequence::Close);
@@ -283,7 +311,9 @@ void StackWindow::buildActions() {
   nextAction_->setShortcut(QKeySequence(QStringLiteral("Ctrl+Right")));
   nextAction_->setIconText(tr("▶"));
   nextAction_->setToolTip(tr("Next exposure (Ctrl+Right)"));
+  view->addAction(blinkAction_);
   view->addSeparator();
+  buildVettingActions(menuBar()->addMenu(tr("V&et")));
   for (QDockWidget* dock : findChildren<QDockWidget*>()) view->addAction(dock->toggleViewAction());
 
   QToolBar* tb = addToolBar(tr("Moving objects"));
@@ -297,6 +327,7 @@ void StackWindow::buildActions() {
   tb->addSeparator();
   tb->addAction(prevAction_);
   tb->addAction(nextAction_);
+  tb->addAction(blinkAction_);
   tb->addSeparator();
   tb->addAction(saveCandidatesAction_);
 }
@@ -401,8 +432,11 @@ bool StackWindow::saveBestZImage(const QString& path) {
     reportError(tr("No best-Z image"), tr("Run a search with the best-Z map enabled first."));
     return false;
   }
-  if (!bestZImage_.save(path)) {
-    reportError(tr("Could not save the image"), tr("%1: could not write the image.").arg(path));
+  // As drawn (y up, candidate circles, the highlighted one), at least ~768 pixels across.
+  const int scale = std::clamp(768 / std::max(1, std::max(bestZImage_.width(), bestZImage_.height())), 1, 8);
+  QString why;
+  if (!saveImageAtomic(bestZView_->renderScene(scale), path, &why)) {
+    reportError(tr("Could not save the image"), why);
     return false;
   }
   log_->info(tr("Saved the best-Z image to %1").arg(path));
@@ -466,6 +500,7 @@ void StackWindow::showStack(StackPtr s) {
   detail_.reset();
   selected_ = -1;
   model_->clear();
+  vetting_.clear();
   bestZImage_ = QImage();
   bestZView_->setImage({});
   bestZView_->clearOverlays();
@@ -492,6 +527,7 @@ void StackWindow::showStack(StackPtr s) {
     slider_->setValue(0);
   }
   exposure_ = 0;
+  widenGridForMovers();
   showExposure();
 }
 
@@ -502,6 +538,7 @@ void StackWindow::showSearch(SearchOutputPtr out) {
   detail_.reset();
   selected_ = -1;
   model_->setCandidates(r.candidates);
+  vetting_.assign(r.candidates.size(), Vet{});
   table_->sortByColumn(proxy_->sortColumn() < 0 ? CandidateModel::Z : proxy_->sortColumn(), proxy_->sortOrder());
 
   QVector<QPointF> circles;
@@ -561,9 +598,9 @@ bool StackWindow::setExposure(int e) {
 
 void StackWindow::showExposure() {
   if (!stack_) return;
-  Stretch s;
-  exposureImage_ = renderExposure(stack_->stack, exposure_, &s);
+  exposureImage_ = renderExposureWith(stack_->stack, exposure_, stretchMode_, manual_, &shownStretch_);
   exposureView_->setImage(exposureImage_);
+  exposureView_->setOverlay(maskOverlay_ ? renderMaskOverlay(stack_->stack, exposure_) : QImage());
   exposureView_->setTitle(tr("exposure %1 / %2").arg(exposure_ + 1).arg(stack_->n()));
   exposureLabel_->setText(tr("%1 / %2").arg(exposure_ + 1).arg(stack_->n()));
   if (detail_ && std::size_t(exposure_) < detail_->px.size())
@@ -608,6 +645,7 @@ bool StackWindow::selectCandidate(int index) {
   }
   bestZView_->setHighlighted(index);
   showSelection();
+  showVetting(index);
   emit candidateSelected(index);
   return true;
 }
@@ -644,9 +682,11 @@ void StackWindow::showSelection() {
     default: break;
   }
   stampImage_ = renderStamp(*st, d.stamp_size);
+  // Whole screen pixels per stamp pixel, y up as in the exposure view.
+  const int stampScale = stampImage_.isNull() ? 1 : std::max(6, kStampSide / std::max(1, stampImage_.width()));
   stampLabel_->setPixmap(stampImage_.isNull() ? QPixmap()
-                                              : QPixmap::fromImage(stampImage_.scaled(
-                                                    stampImage_.size() * kStampScale, Qt::IgnoreAspectRatio,
+                                              : QPixmap::fromImage(stampImage_.mirrored(false, true).scaled(
+                                                    stampImage_.size() * stampScale, Qt::IgnoreAspectRatio,
                                                     Qt::FastTransformation)));
   const int radius = (d.stamp_size - 1) / 2;
   cutoutImage_ = renderCutoutStrip(stack_->stack, d, radius, kCutoutsPerRow);

@@ -21,15 +21,23 @@
 #include <vector>
 
 #include "jobs/JobWindow.hpp"
+#include "stackview/StackImages.hpp"
 #include "stackview/StackJobs.hpp"
+#include "stackview/Vetting.hpp"
 
 class QAction;
+class QMenu;
+class QCheckBox;
 class QComboBox;
+class QDoubleSpinBox;
+class QLineEdit;
+class QTimer;
 class QLabel;
 class QProgressBar;
 class QPushButton;
 class QScrollArea;
 class QSlider;
+class QSpinBox;
 class QSortFilterProxyModel;
 class QTableView;
 
@@ -67,8 +75,36 @@ public:
   bool saveCandidates(const QString& path);
   /// Starts writing the result as HDF5 (candidates, curves, tracks, stamps).
   bool saveResult(const QString& path);
-  /// Saves the best-Z image (PNG by extension).
+  /// Saves the best-Z image with the candidate circles (PNG by extension, y up as drawn).
   bool saveBestZImage(const QString& path);
+  /// Saves the shown exposure with its overlays (track, marker, mask) as drawn.
+  bool saveExposureImage(const QString& path);
+
+  // ---- display (StackWindowDisplay.cpp) -----------------------------------------------------
+  /// How exposures are stretched (zscale by default, as DS9); manual uses setManualLimits.
+  void setStretchMode(stackview::StretchMode mode);
+  stackview::StretchMode stretchMode() const noexcept { return stretchMode_; }
+  void setManualLimits(double lo, double hi);
+  /// Limits of the shown exposure's stretch.
+  stackview::Stretch shownStretch() const noexcept { return shownStretch_; }
+  void setMaskOverlay(bool on);
+  /// Blinks through the exposures at `fps` frames per second (0 stops).
+  void setBlinking(bool on);
+  bool isBlinking() const;
+  void setBlinkRate(double fps);
+  /// One blink step (the timer's slot; public for tests).
+  void blinkStep();
+
+  // ---- vetting (StackVetting.cpp) -------------------------------------------------------------
+  /// Marks candidate `index` (engine order) real, bogus or unvetted. False if out of range.
+  bool markCandidate(int index, stackview::Verdict verdict);
+  bool setCandidateNote(int index, const QString& note);
+  const std::vector<stackview::Vet>& vetting() const noexcept { return vetting_; }
+  /// Writes the candidates with their marks and notes (ECSV, atomically).
+  bool saveVetting(const QString& path);
+  /// Reads a vetting file of saveVetting and applies its marks to the candidates it matches
+  /// (same origin and velocity). False with a message naming the file and field on error.
+  bool loadVetting(const QString& path);
   /// Shows exposure e (0-based). False if out of range.
   bool setExposure(int e);
   /// Selects candidate `index` of candidates() (the engine's order): stamps, cutouts, track.
@@ -112,6 +148,8 @@ public:
   stackview::StackImageView* exposureView() const noexcept { return exposureView_; }
   stackview::StackImageView* bestZView() const noexcept { return bestZView_; }
   QTableView* candidateTable() const noexcept { return table_; }
+  QLineEdit* noteEdit() const noexcept { return noteEdit_; }
+  QTimer* blinkTimer() const noexcept { return blinkTimer_; }
   QSlider* exposureSlider() const noexcept { return slider_; }
 
 signals:
@@ -145,6 +183,11 @@ private:
   void saveCandidatesDialog();
   void saveResultDialog();
   void saveBestZDialog();
+  void buildDisplayBar();
+  void buildVettingActions(QMenu* menu);
+  void widenGridForMovers();
+  void showVetting(int index);
+  void refreshVettingRow(int index);
 
   stackview::StackPtr stack_;
   stackview::PsiPhiCache psiphiCache_;
@@ -185,6 +228,17 @@ private:
   QAction* saveImageAction_ = nullptr;
   QAction* prevAction_ = nullptr;
   QAction* nextAction_ = nullptr;
+
+  stackview::StretchMode stretchMode_ = stackview::StretchMode::ZScale;
+  stackview::Stretch manual_{0.0f, 1.0f}, shownStretch_;
+  bool maskOverlay_ = false;
+  QComboBox* stretchBox_ = nullptr;
+  QDoubleSpinBox *loSpin_ = nullptr, *hiSpin_ = nullptr, *rateSpin_ = nullptr;
+  QCheckBox* maskCheck_ = nullptr;
+  QAction* blinkAction_ = nullptr;
+  QTimer* blinkTimer_ = nullptr;
+  std::vector<stackview::Vet> vetting_;
+  QLineEdit* noteEdit_ = nullptr;
 };
 
 }  // namespace almagest::ui

@@ -97,6 +97,28 @@ void append_exposure(ExposureStack& s, const std::vector<float>& sci, int w, int
   else for (float m : msk) s.mask.push_back(m > 0 ? 1 : 0);
 }
 
+/// Why a FITS file is not a WorkUnit: what a stack must be, then what this file holds (its HDUs
+/// and the primary HDU's image shape), so that a plain image opened as a stack says so.
+std::string not_a_workunit(Fits& f, double numimg) {
+  std::string found;
+  long long naxis = 0;
+  if (f.file.read_key("NAXIS", naxis) && naxis > 0) {
+    found = "a " + std::to_string(naxis) + "-D image";
+    for (long long k = 1; k <= naxis && k <= 9; ++k) {
+      long long len = 0;
+      if (!f.file.read_key("NAXIS" + std::to_string(k), len)) break;
+      found += (k == 1 ? " of " : " x ") + std::to_string(len);
+    }
+  } else {
+    found = "no image";
+  }
+  const int hdus = f.file.hdu_count();
+  const std::string key = numimg != 0 ? "NUMIMG = " + fmt::format("{}", numimg) : std::string("no NUMIMG key");
+  return "not an exposure stack: expected a KBMOD WorkUnit (primary NUMIMG >= 1 with SCI_e / VAR_e / MSK_e "
+         "HDUs), a folder of per-exposure FITS files or an HDF5 cube (.h5); found a FITS file of " +
+         std::to_string(hdus) + (hdus == 1 ? " HDU" : " HDUs") + " whose primary HDU holds " + found + " and " + key;
+}
+
 }  // namespace
 
 ExposureStack read_workunit(const std::string& path, const StackReadOptions& opt) {
@@ -104,7 +126,7 @@ ExposureStack read_workunit(const std::string& path, const StackReadOptions& opt
   ExposureStack s;
   s.source = path;
   double numimg = 0;
-  if (!f.read_double_key("NUMIMG", numimg) || !(numimg >= 1)) throw IoError(path, "NUMIMG", "primary header has no positive NUMIMG");
+  if (!f.read_double_key("NUMIMG", numimg) || !(numimg >= 1)) throw IoError(path, "NUMIMG", not_a_workunit(f, numimg));
   // Each exposure needs at least its SCI and VAR HDUs of one 2880-byte block or more each:
   // NUMIMG is bounded by the file's size.
   const long long most = f.file.file_size() / (2 * 2880);

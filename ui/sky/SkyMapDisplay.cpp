@@ -1,0 +1,188 @@
+// SkyMapWindow: how the shown column is drawn (projection and centre, colour map, scaling and
+// range, graticule). Split from SkyMapWindow.cpp to keep files short; see SkyMapWindow.hpp.
+#include <QAction>
+#include <QComboBox>
+#include <QDoubleSpinBox>
+#include <QLabel>
+#include <QToolBar>
+
+#include "panels/LogPanel.hpp"
+#include "sky/SkyMapView.hpp"
+#include "sky/SkyMapWindow.hpp"
+
+namespace almagest::ui {
+
+namespace {
+QDoubleSpinBox* angleBox(QWidget* parent, double lo, double hi, double v, const QString& suffix, const QString& tip) {
+  auto* b = new QDoubleSpinBox(parent);
+  b->setRange(lo, hi);
+  b->setValue(v);
+  b->setDecimals(1);
+  b->setSuffix(suffix);
+  b->setKeyboardTracking(false);
+  b->setToolTip(tip);
+  return b;
+}
+}  // namespace
+
+void SkyMapWindow::buildDisplayBar() {
+  addToolBarBreak();
+  QToolBar* tb = addToolBar(tr("Map display"));
+  tb->setObjectName(QStringLiteral("skyDisplayBar"));
+  projBox_ = new QComboBox(tb);
+  projBox_->setObjectName(QStringLiteral("projection"));
+  projBox_->addItems({tr("Mollweide"), tr("orthographic"), tr("gnomonic")});
+  projBox_->setToolTip(tr("Projection (the sky seen from inside: longitude increases to the left)"));
+  lonSpin_ = angleBox(tb, -360, 360, 0, tr("° lon"), tr("Longitude of the view centre"));
+  latSpin_ = angleBox(tb, -90, 90, 0, tr("° lat"), tr("Latitude of the view centre (orthographic, gnomonic)"));
+  fovSpin_ = angleBox(tb, 1, 170, 60, tr("° field"), tr("Gnomonic: width of the field"));
+  cmapBox_ = new QComboBox(tb);
+  cmapBox_->setObjectName(QStringLiteral("colourMap"));
+  cmapBox_->addItems({tr("viridis"), tr("diverging"), tr("grey")});
+  cmapBox_->setToolTip(tr("Colour map (UNSEEN pixels are grey in every map)"));
+  scaleBox_ = new QComboBox(tb);
+  scaleBox_->setObjectName(QStringLiteral("scaling"));
+  scaleBox_->addItems({tr("linear"), tr("log"), tr("hist. eq.")});
+  scaleBox_->setToolTip(tr("Value scaling: linear, DS9's log, or histogram-equalised (equal areas per colour)"));
+  loSpin_ = new QDoubleSpinBox(tb);
+  hiSpin_ = new QDoubleSpinBox(tb);
+  for (QDoubleSpinBox* b : {loSpin_, hiSpin_}) {
+    b->setRange(-1e300, 1e300);
+    b->setDecimals(6);
+    b->setKeyboardTracking(false);
+    b->setToolTip(tr("Colour range (values outside are clamped); editing it fixes the range"));
+  }
+  loSpin_->setObjectName(QStringLiteral("rangeLo"));
+  hiSpin_->setObjectName(QStringLiteral("rangeHi"));
+  auto* autoAction = new QAction(tr("Auto range"), tb);
+  autoAction->setToolTip(tr("Colour range back to the column's minimum and maximum"));
+  connect(autoAction, &QAction::triggered, this, &SkyMapWindow::autoRange);
+  gratBox_ = new QComboBox(tb);
+  gratBox_->setObjectName(QStringLiteral("graticule"));
+  gratBox_->addItems({tr("no graticule"), tr("map frame"), tr("RA/Dec"), tr("Galactic")});
+  gratBox_->setToolTip(tr("Graticule every 30° with labels, in the map's frame, equatorial or Galactic"));
+
+  tb->addWidget(projBox_);
+  tb->addWidget(lonSpin_);
+  tb->addWidget(latSpin_);
+  tb->addWidget(fovSpin_);
+  tb->addSeparator();
+  tb->addWidget(cmapBox_);
+  tb->addWidget(scaleBox_);
+  tb->addWidget(loSpin_);
+  tb->addWidget(hiSpin_);
+  tb->addAction(autoAction);
+  tb->addSeparator();
+  tb->addWidget(gratBox_);
+
+  auto spec = [this] {
+    sky::ViewSpec v;
+    v.projection = static_cast<sky::Projection>(projBox_->currentIndex());
+    v.lonDeg = lonSpin_->value();
+    v.latDeg = latSpin_->value();
+    v.fovDeg = fovSpin_->value();
+    setViewSpec(v);
+  };
+  connect(projBox_, &QComboBox::currentIndexChanged, this, spec);
+  for (QDoubleSpinBox* b : {lonSpin_, latSpin_, fovSpin_}) connect(b, &QDoubleSpinBox::valueChanged, this, spec);
+  connect(cmapBox_, &QComboBox::currentIndexChanged, this, [this](int i) { setColourMap(static_cast<sky::ColourMap>(i)); });
+  connect(scaleBox_, &QComboBox::currentIndexChanged, this, [this](int i) { setScaling(static_cast<sky::Scaling>(i)); });
+  auto range = [this] { setRange(loSpin_->value(), hiSpin_->value()); };
+  connect(loSpin_, &QDoubleSpinBox::valueChanged, this, range);
+  connect(hiSpin_, &QDoubleSpinBox::valueChanged, this, range);
+  connect(gratBox_, &QComboBox::currentIndexChanged, this, [this](int i) {
+    setGraticule(i > 0, i == 2 ? sky::Frame::Equatorial : i == 3 ? sky::Frame::Galactic : sky::Frame::Native, stepDeg_);
+  });
+  syncDisplayWidgets();
+}
+
+void SkyMapWindow::syncDisplayWidgets() {
+  if (!projBox_) return;
+  const QSignalBlocker b1(projBox_), b2(lonSpin_), b3(latSpin_), b4(fovSpin_), b5(cmapBox_), b6(scaleBox_), b7(loSpin_),
+      b8(hiSpin_), b9(gratBox_);
+  projBox_->setCurrentIndex(int(viewSpec_.projection));
+  lonSpin_->setValue(viewSpec_.lonDeg);
+  latSpin_->setValue(viewSpec_.latDeg);
+  fovSpin_->setValue(viewSpec_.fovDeg);
+  latSpin_->setEnabled(viewSpec_.projection != sky::Projection::Mollweide);
+  fovSpin_->setEnabled(viewSpec_.projection == sky::Projection::Gnomonic);
+  cmapBox_->setCurrentIndex(int(cmap_));
+  scaleBox_->setCurrentIndex(int(scaling_));
+  loSpin_->setValue(lo_);
+  hiSpin_->setValue(hi_);
+  gratBox_->setCurrentIndex(!graticuleOn_ ? 0 : frame_ == sky::Frame::Equatorial ? 2 : frame_ == sky::Frame::Galactic ? 3 : 1);
+}
+
+void SkyMapWindow::setViewSpec(const sky::ViewSpec& view) {
+  viewSpec_ = view;
+  render();
+}
+
+void SkyMapWindow::setColourMap(sky::ColourMap map) {
+  cmap_ = map;
+  render();
+}
+
+void SkyMapWindow::setScaling(sky::Scaling scaling) {
+  scaling_ = scaling;
+  render();
+}
+
+void SkyMapWindow::setRange(double lo, double hi) {
+  manualRange_ = true;
+  lo_ = lo;
+  hi_ = hi;
+  render();
+}
+
+void SkyMapWindow::autoRange() {
+  manualRange_ = false;
+  if (map_) {
+    const sky::ValueRange r = std::size_t(column_) < map_->ranges.size() ? map_->ranges[std::size_t(column_)]
+                                                                          : sky::valueRange(values());
+    lo_ = r.min;
+    hi_ = r.max;
+  }
+  render();
+}
+
+void SkyMapWindow::setGraticule(bool on, sky::Frame frame, double stepDeg) {
+  graticuleOn_ = on;
+  frame_ = frame;
+  stepDeg_ = stepDeg;
+  render();
+}
+
+void SkyMapWindow::render() {
+  syncDisplayWidgets();
+  if (!map_) return;
+  const auto& vals = values();
+  // The job's Mollweide lookup serves the default view; other views are projected here (one
+  // ang2pix per image pixel, ~0.1 s for 700 x 700) and cached until the view or map changes.
+  const bool jobLookup = viewSpec_ == sky::ViewSpec{} && !map_->lookup.empty();
+  const QSize size = jobLookup ? QSize(map_->imageWidth, map_->imageHeight) : sky::imageSize(viewSpec_, 700);
+  const std::vector<std::int64_t>* lookup = &map_->lookup;
+  if (!jobLookup) {
+    if (!(lookupCache_.view == viewSpec_) || lookupCache_.nside != map_->nside || lookupCache_.width != size.width() ||
+        lookupCache_.height != size.height() || lookupCache_.lookup.empty()) {
+      lookupCache_ = {viewSpec_, map_->nside, size.width(), size.height(),
+                      sky::projectionLookup(viewSpec_, map_->nside, size.width(), size.height())};
+    }
+    lookup = &lookupCache_.lookup;
+  }
+  scale_ = sky::ScaleMap(scaling_, vals, lo_, hi_);
+  image_ = sky::colourise(*lookup, size.width(), size.height(), vals, scale_, cmap_);
+  view_->setMap(map_, column_, image_, lo_, hi_, columnLabel(column_));
+  if (graticuleOn_) {
+    const sky::Graticule g = sky::graticule(viewSpec_, frame_, map_->coordsys, stepDeg_);
+    if (g.frame != frame_ && log_)
+      log_->warning(tr("The map's COORDSYS '%1' is unknown: the graticule is drawn in the map's own frame")
+                        .arg(QString::fromStdString(map_->coordsys)));
+    view_->setRender(viewSpec_, scale_, cmap_, &g);
+  } else {
+    view_->setRender(viewSpec_, scale_, cmap_, nullptr);
+  }
+  updateActions();
+}
+
+}  // namespace almagest::ui
