@@ -10,11 +10,14 @@
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QLineEdit>
+#include <QLocale>
 #include <QPushButton>
+#include <QRegularExpression>
 #include <QRegularExpressionValidator>
 #include <QSpinBox>
 #include <QVBoxLayout>
 #include <algorithm>
+#include <cfloat>
 #include <climits>
 #include <cmath>
 
@@ -48,6 +51,45 @@ QString text_of(const sc::Value& v) {
 bool spin_fits(const sc::Field& f) {
   return f.min && f.max && f.default_value && *f.min >= double(INT_MIN) && *f.max <= double(INT_MAX);
 }
+
+// A number the way the schema (or the user) wrote it: the shortest text that reads back as the
+// same double ("1.5", "0.25", "1e-05"), never QDoubleSpinBox's fixed decimals ("1.500000"). The
+// spin box keeps the maximum number of decimals so that no value is rounded on the way in; its
+// text, parsing and validation are the shortest round-trip form (C locale, as job files write).
+class ShortestDoubleSpinBox : public QDoubleSpinBox {
+public:
+  explicit ShortestDoubleSpinBox(QWidget* parent) : QDoubleSpinBox(parent) {
+    setDecimals(DBL_MAX_10_EXP + DBL_DIG);  // Qt's maximum: setValue() does not round
+    setLocale(QLocale::c());
+  }
+  QString textFromValue(double v) const override {
+    return QString::number(v, 'g', QLocale::FloatingPointShortest);
+  }
+  double valueFromText(const QString& text) const override {
+    bool ok = false;
+    const double v = QLocale::c().toDouble(stripped(text), &ok);
+    return ok ? v : value();
+  }
+  QValidator::State validate(QString& input, int&) const override {
+    const QString t = stripped(input);
+    if (t.isEmpty()) return QValidator::Intermediate;
+    static const QRegularExpression partial(QStringLiteral("^[-+]?[0-9]*\\.?[0-9]*([eE][-+]?[0-9]*)?$"));
+    if (!partial.match(t).hasMatch()) return QValidator::Invalid;
+    bool ok = false;
+    const double v = QLocale::c().toDouble(t, &ok);
+    if (!ok) return QValidator::Intermediate;  // "1e", "-", "."
+    return v >= minimum() && v <= maximum() ? QValidator::Acceptable : QValidator::Intermediate;
+  }
+  void fixup(QString& input) const override { input = textFromValue(value()); }
+
+private:
+  QString stripped(const QString& text) const {
+    QString t = text;
+    if (!prefix().isEmpty() && t.startsWith(prefix())) t.remove(0, prefix().size());
+    if (!suffix().isEmpty() && t.endsWith(suffix())) t.chop(suffix().size());
+    return t.trimmed();
+  }
+};
 
 bool file_role(const sc::Field& f) {
   return f.role == sc::Role::InputFile || f.role == sc::Role::OutputFile || f.role == sc::Role::InputFiles;
@@ -154,10 +196,12 @@ QWidget* SchemaForm::makeEditor(Entry& e) {
       break;
     case sc::Kind::Number:
       if (spin_fits(f)) {
-        auto* s = new QDoubleSpinBox(this);
-        s->setDecimals(6);
+        auto* s = new ShortestDoubleSpinBox(this);
         s->setRange(*f.min, *f.max);
-        s->setMinimumWidth(s->fontMetrics().horizontalAdvance(QString::number(*f.max) + ".000000") + 48);
+        // Room for the longest of the range's ends and a few significant digits.
+        const QString widest = std::max({s->textFromValue(*f.min), s->textFromValue(*f.max), QStringLiteral("-0.0001234")},
+                                        [](const QString& a, const QString& b) { return a.size() < b.size(); });
+        s->setMinimumWidth(s->fontMetrics().horizontalAdvance(widest) + 48);
         connect(s, &QDoubleSpinBox::valueChanged, this, touched);
         e.editor = s;
         return s;
