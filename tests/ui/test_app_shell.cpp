@@ -370,8 +370,11 @@ void TestAppShell::workspaceRestoresFilesSettingsAndSelections() {
     QVERIFY(w.runJob());
     QVERIFY(finished.wait(30000));
     QVERIFY(w.saveResult(h5, MainWindow::SaveFormat::Hdf5));
+    // Wait for the file's result (a new one), not the job's still shown: the read finishing later
+    // would set the chart's plot back to its default after the setMode below.
+    const auto computed = w.result();
     QVERIFY(w.openResult(h5));
-    QTRY_VERIFY_WITH_TIMEOUT(w.result() && w.chart()->hasResult(), 10000);
+    QTRY_VERIFY_WITH_TIMEOUT(w.result() && w.result() != computed && w.chart()->hasResult(), 10000);
     rows = w.result()->result.rows();
     w.chart()->setMode(CorrelationChart::Mode::R2Xi);
     QJsonObject cam = app::cameraState(w.vtkView());
