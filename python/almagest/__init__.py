@@ -28,6 +28,7 @@ from ._almagest import (  # noqa: F401
     version, gpu_summary, npcf_options, NpcfResult, read_npcf_hdf5,
     ShtPlan, alm2cl, gauss_beam, almxfl, read_healpix_map, read_alm, write_alm,
     SHT_DEVICE_ARRAYS, read_stack, synthetic_stack, write_stack_hdf5, psiphi,
+    stack_options, read_stack_candidates,
 )
 from . import _almagest
 
@@ -122,31 +123,98 @@ npcf.__doc__ += "\n    Options (the schema of `almagest-cli npcf`, '-' written '
 
 
 # ---- Shift-and-stack -----------------------------------------------------------------------
-# Keywords of `almagest-cli stack search` with '_' for '-' (docs/cli.md, "stack").
-STACK_SEARCH_OPTIONS = (
-    "vx_range", "vy_range", "speed_range", "angle_range", "grid", "velocities", "common_curve",
-    "reference_mjd", "method", "storage", "threshold_sigma", "false_alarms", "top_k", "min_obs",
-    "max_candidates", "cluster_radius", "no_cluster", "backend", "device", "device_memory",
-    "threads", "psf_sigma", "fallback_psf_sigma")
+# The keyword arguments of stack_search() are the stack schema's fields of the search
+# (stack/job.hpp: stack_schema(), the flags of `almagest-cli stack search`, the job-file keys and
+# the GUI's form) with '_' for '-', generated here at import; the search is the job layer's
+# (make_stack_job, run_stack_job), so every rule and message is the CLI's.
+_STACK_OPTIONS = stack_options()
+_STACK_SEARCH_KEYS = {o["key"].replace("-", "_"): o for o in _STACK_OPTIONS
+                      if o["key"] not in ("op", "stack")
+                      and (not o["operations"] or "search" in o["operations"])}
+STACK_SEARCH_OPTIONS = tuple(_STACK_SEARCH_KEYS)
+# Options that describe how a stack *file* is read; meaningless for arrays.
+_STACK_FILE_ONLY = ("psf-sigma", "fallback-psf-sigma")
+
+
+def _stack_value(opt, value):
+    """A Python value as the schema's: (min, max) pairs as "MIN,MAX" (shortest round-trip
+    decimals), grid N or (NX, NY) as "N" / "NXxNY", paths as str, NumPy scalars as Python's."""
+    if isinstance(value, _os.PathLike):
+        return _os.fspath(value)
+    if isinstance(value, _np.generic):
+        value = value.item()
+    kind, key = opt["kind"], opt["key"]
+    if key == "grid" and not isinstance(value, str):
+        if isinstance(value, int) and not isinstance(value, bool):
+            return str(value)
+        g = list(value)
+        if len(g) != 2:
+            raise ConfigError(f"grid: expected N or (NX, NY), got {value!r}")
+        return f"{int(g[0])}x{int(g[1])}"
+    if kind == "text" and "," in opt["value_name"] and isinstance(value, (list, tuple, _np.ndarray)):
+        return ",".join(repr(float(v)) for v in value)
+    if kind == "number" and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if kind in ("text-list", "choice-list") and isinstance(value, str):
+        return [value]
+    return value
+
+
+def _pair_of_arrays(name, value):
+    try:
+        a, b = value
+    except (TypeError, ValueError):
+        raise ConfigError(f"{name}: expected a file path or two arrays") from None
+    return (_np.ascontiguousarray(a, dtype=_np.float64).ravel(),
+            _np.ascontiguousarray(b, dtype=_np.float64).ravel())
 
 
 def stack_search(stack, *, progress=None, **options):
-    """Shift-and-stack search of an exposure stack (a file path, or a dict as read_stack() and
-    synthetic_stack() return: sci, var, mask [n, H, W], mjd [n], psf (sigma, [n, K, K] or a list
-    of kernels)). Keywords are those of `almagest-cli stack search` ('-' written '_');
-    velocities and common_curve take (vx, vy) / (dx, dy) arrays here.
+    """Shift-and-stack search of an exposure stack: the job of `almagest-cli stack search`.
+
+    stack: a file path (WorkUnit FITS, per-exposure folder, HDF5 cube) or a dict as read_stack()
+    and synthetic_stack() return (sci, var, mask [n, H, W], mjd [n], psf: a sigma, an [n, K, K]
+    cube or a list of kernels), used in memory. velocities: a file or (vx, vy) arrays
+    [pixels/day]; common_curve: a file or (dx, dy) arrays [pixels, one per exposure]; ranges as
+    (min, max) or "MIN,MAX"; grid as N, (NX, NY) or "NXxNY". output / ades / mpc: files to write
+    (optional here). progress: callable(done, total, stage).
     Returns (candidates, meta): a dict of NumPy arrays x, y, v, vx, vy, a, b, obs, z, flux,
-    members (sorted by z, descending) and a dict with the threshold, digest and provenance."""
-    for name in options:
-        if name not in STACK_SEARCH_OPTIONS:
-            raise ConfigError(f"{name}: unknown option (allowed: {', '.join(STACK_SEARCH_OPTIONS)})")
+    members (+ vx_spread, vy_spread, clipped, vx_fit, vy_fit after the filters), sorted by z,
+    descending, and a dict with the threshold, digest, filter counts, summary and provenance.
+    """
+    values = {}
+    for name, value in options.items():
+        opt = _STACK_SEARCH_KEYS.get(name.replace("-", "_"))
+        if opt is None:
+            raise ConfigError(f"{name}: unknown option (allowed: {', '.join(_STACK_SEARCH_KEYS)})")
+        if value is not None:
+            values[opt["key"]] = value
     if isinstance(stack, _os.PathLike):
         stack = _os.fspath(stack)
-    opts = {k: v for k, v in options.items() if v is not None}
-    for k in ("velocities", "common_curve"):
-        if k in opts:
-            opts[k] = tuple(_np.asarray(c, dtype=_np.float64).tolist() for c in opts[k])
-    return _almagest._stack_search(stack, opts, progress)
+    in_memory = {}
+    for key in ("velocities", "common-curve"):
+        v = values.get(key)
+        if v is not None and not isinstance(v, (str, _os.PathLike)):
+            in_memory[key] = _pair_of_arrays(key, values.pop(key))
+    if not isinstance(stack, str):
+        bad = [k for k in _STACK_FILE_ONLY if k in values]
+        if bad:
+            raise ConfigError(f"{bad[0]}: applies to stack files, not to arrays")
+    values = {k: _stack_value(_STACK_SEARCH_KEYS[k.replace("-", "_")], v) for k, v in values.items()}
+    return _almagest._stack_search(stack, values, in_memory.get("velocities"),
+                                   in_memory.get("common-curve"), progress)
+
+
+def _stack_signature():
+    params = [_inspect.Parameter("stack", _inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+    params += [_inspect.Parameter(n, _inspect.Parameter.KEYWORD_ONLY, default=None) for n in _STACK_SEARCH_KEYS]
+    params.append(_inspect.Parameter("progress", _inspect.Parameter.KEYWORD_ONLY, default=None))
+    return _inspect.Signature(params)
+
+
+stack_search.__signature__ = _stack_signature()
+stack_search.__doc__ += "\n    Options (the schema of `almagest-cli stack search`, '-' written '_'):\n" + "".join(
+    f"      {name}: {o['full_help']}\n" for name, o in _STACK_SEARCH_KEYS.items())
 
 
 # ---- Jobs ------------------------------------------------------------------------------------

@@ -8,6 +8,9 @@
 #include <string>
 #include <thread>
 
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
 #include "almagest/core/error.hpp"
 #include "almagest/core/gpu.hpp"
 
@@ -175,6 +178,37 @@ void run_engine(const std::function<void(const JobContext&)>& fn, int threads,
       throw nb::python_error();
     }
   }
+}
+
+nb::list schema_fields(const schema::Schema& s) {
+  auto kind_name = [](schema::Kind k) {
+    switch (k) {
+      case schema::Kind::Text: return "text";
+      case schema::Kind::TextList: return "text-list";
+      case schema::Kind::Number: return "number";
+      case schema::Kind::Integer: return "integer";
+      case schema::Kind::Flag: return "flag";
+      case schema::Kind::Choice: return "choice";
+      case schema::Kind::ChoiceList: return "choice-list";
+    }
+    return "text";
+  };
+  nb::list out;
+  for (const auto& o : s.fields) {
+    nb::dict d;
+    d["key"] = o.key;
+    d["kind"] = kind_name(o.kind);
+    d["group"] = o.group;
+    d["help"] = o.help;
+    d["value_name"] = o.value_name;
+    d["choices"] = o.choices;
+    d["required"] = o.required;
+    d["unit"] = o.unit;
+    d["operations"] = o.operations;
+    d["full_help"] = schema::full_help(o);
+    out.append(d);
+  }
+  return out;
 }
 
 }  // namespace almagest::py

@@ -35,6 +35,10 @@ void run_engine(const std::function<void(const JobContext&)>& fn, int threads,
 /// checks its kind when the job is made. ConfigError naming `key` otherwise (python/src/jobs.cpp).
 schema::Value schema_value(const std::string& key, nb::handle v);
 
+/// A schema as a list of dicts in help order (key, kind, group, help, value_name, choices,
+/// required, unit, operations, full_help): what the Python keywords are generated from.
+nb::list schema_fields(const schema::Schema& s);
+
 void bind_npcf(nb::module_& m);
 void bind_sht(nb::module_& m);
 void bind_stack(nb::module_& m);

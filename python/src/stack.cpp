@@ -1,15 +1,20 @@
 // almagest shift-and-stack bindings: exposure stacks from files (stack::read_stack) or NumPy
-// cubes, psi/phi planes, the search with candidates as a dict of NumPy arrays.
+// cubes, psi/phi planes, and the search through the job layer (stack/job.hpp: make_stack_job,
+// run_stack_job, the schema's every option) with candidates as a dict of NumPy arrays.
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <optional>
+#include <tuple>
 
 #include "almagest/core/error.hpp"
 #include "almagest/core/gpu.hpp"
+#include "almagest/jobs/job.hpp"
+#include "almagest/stack/job.hpp"
 #include "almagest/stack/psiphi.hpp"
 #include "almagest/stack/search.hpp"
 #include "almagest/stack/stack_io.hpp"
@@ -133,10 +138,98 @@ bool resolve_gpu(const std::string& backend) {
   throw ConfigError("backend", "unknown backend '" + backend + "' (expected cpu, cuda or auto)");
 }
 
-std::pair<double, double> pair_of(nb::handle h, const char* key) {
-  auto v = nb::cast<std::vector<double>>(h);
-  if (v.size() != 2) throw ConfigError(key, "expected (min, max)");
-  return {v[0], v[1]};
+/// Two equal-length float64 sequences (vx, vy) / (dx, dy).
+std::pair<std::vector<double>, std::vector<double>> two_arrays(nb::handle h, const char* key, const char* what) {
+  if (!nb::isinstance<nb::tuple>(h) && !nb::isinstance<nb::list>(h)) throw ConfigError(key, std::string("expected ") + what);
+  nb::tuple t = nb::tuple(h);
+  if (t.size() != 2) throw ConfigError(key, std::string("expected ") + what);
+  nb::dict one;
+  one["a"] = t[0];
+  one["b"] = t[1];
+  auto a = array<double>(one, "a", "float64");
+  auto b = array<double>(one, "b", "float64");
+  if (a.ndim() != 1 || b.ndim() != 1 || a.size() != b.size())
+    throw ConfigError(key, std::string("expected ") + what + " of one length, got " + std::to_string(a.size()) + " and " +
+                               std::to_string(b.size()) + " values");
+  return {std::vector<double>(a.data(), a.data() + a.size()), std::vector<double>(b.data(), b.data() + b.size())};
+}
+
+/// make_stack_job's ConfigError lists every problem prefixed "--" (the command line's spelling of
+/// a request without a label); Python writes keywords without dashes, and a single problem
+/// "key: message" gets its key as the field, so that almagest.ConfigError.field names it.
+stack::StackJob make_search_job(const jobs::JobRequest& req, const stack::MakeStackOptions& mo) {
+  try {
+    return stack::make_stack_job(req, mo);
+  } catch (const ConfigError& e) {
+    if (!e.field().empty()) throw;
+    std::string msg = e.what();
+    if (msg.rfind("--", 0) == 0) msg.erase(0, 2);
+    for (std::size_t p; (p = msg.find("; --")) != std::string::npos;) msg.erase(p + 2, 2);
+    const auto colon = msg.find(": ");
+    if (colon != std::string::npos && msg.find("; ") == std::string::npos && msg.find(' ') > colon)
+      throw ConfigError(msg.substr(0, colon), msg.substr(colon + 2));
+    throw ConfigError("", msg);
+  }
+}
+
+/// Candidates as a dict of NumPy arrays; with the filters' groups also their spreads and fits
+/// (the ECSV's columns).
+nb::dict candidates_of(const stack::SearchResult& r) {
+  const std::size_t nc = r.candidates.size();
+  std::vector<std::int32_t> x(nc), y(nc), v(nc), obs(nc), members(nc);
+  std::vector<double> vx(nc), vy(nc), z(nc), flux(nc);
+  std::vector<float> a(nc), b(nc);
+  for (std::size_t i = 0; i < nc; ++i) {
+    const auto& c = r.candidates[i];
+    x[i] = c.x; y[i] = c.y; v[i] = c.v; obs[i] = c.obs; members[i] = c.members;
+    vx[i] = c.vx; vy[i] = c.vy; z[i] = c.z; flux[i] = c.flux; a[i] = c.a; b[i] = c.b;
+  }
+  nb::dict d;
+  d["x"] = numpy_of(x, {nc}); d["y"] = numpy_of(y, {nc}); d["v"] = numpy_of(v, {nc});
+  d["vx"] = numpy_of(vx, {nc}); d["vy"] = numpy_of(vy, {nc});
+  d["a"] = numpy_of(a, {nc}); d["b"] = numpy_of(b, {nc}); d["obs"] = numpy_of(obs, {nc});
+  d["z"] = numpy_of(z, {nc}); d["flux"] = numpy_of(flux, {nc}); d["members"] = numpy_of(members, {nc});
+  if (r.filtered && r.groups.size() == nc) {
+    std::vector<double> sx(nc), sy(nc), fx(nc), fy(nc);
+    std::vector<std::int32_t> clipped(nc);
+    for (std::size_t i = 0; i < nc; ++i) {
+      const auto& g = r.groups[i];
+      sx[i] = g.vx_spread; sy[i] = g.vy_spread; fx[i] = g.vx_fit; fy[i] = g.vy_fit; clipped[i] = g.epochs_clipped;
+    }
+    d["vx_spread"] = numpy_of(sx, {nc}); d["vy_spread"] = numpy_of(sy, {nc});
+    d["clipped"] = numpy_of(clipped, {nc}); d["vx_fit"] = numpy_of(fx, {nc}); d["vy_fit"] = numpy_of(fy, {nc});
+  }
+  return d;
+}
+
+nb::dict meta_of(const stack::SearchResult& r) {
+  nb::dict meta;
+  meta["threshold_z"] = r.threshold_z;
+  meta["raw_hits"] = r.raw_hits;
+  meta["truncated"] = r.truncated;
+  meta["exact"] = r.exact;
+  meta["n_vel"] = r.n_vel;
+  meta["backend"] = r.backend;
+  meta["device"] = r.device;
+  meta["scan_seconds"] = r.scan_seconds;
+  meta["max_z"] = r.digest.max_z;
+  meta["count_above"] = r.digest.count_above;
+  meta["provenance_json"] = r.provenance.to_json();
+  if (r.filtered) {
+    // What every filter removed (the ECSV's filter_* metadata).
+    const stack::FilterReport& f = r.filters;
+    nb::dict fd;
+    fd["input"] = f.input;
+    fd["removed_observations"] = f.observations;
+    fd["removed_sigma_g"] = f.sigma_g;
+    fd["merged_duplicates"] = f.merged;
+    fd["removed_stationary"] = f.stationary;
+    fd["removed_stamps"] = f.stamps;
+    fd["output"] = f.output;
+    fd["config_json"] = f.config_json;
+    meta["filters"] = fd;
+  }
+  return meta;
 }
 
 }  // namespace
@@ -190,131 +283,75 @@ void bind_stack(nb::module_& m) {
      nb::arg("progress").none() = nb::none(),
      "(psi, phi) float32 [n, height, width] planes (stack/psiphi.hpp).");
 
-  // Keywords are the CLI's `stack search` options (docs/cli.md) with '_' for '-'.
-  m.def("_stack_search", [](nb::handle st, nb::dict o, nb::handle progress) {
-    auto get = [&](const char* k) { return nb::borrow(o.attr("get")(k)); };
-    auto num = [&](const char* k, double def) { auto v = get(k); return v.is_none() ? def : nb::cast<double>(v); };
-    auto integer = [&](const char* k, long long def) { auto v = get(k); return v.is_none() ? def : nb::cast<long long>(v); };
-    auto text = [&](const char* k, const char* def) { auto v = get(k); return v.is_none() ? std::string(def) : nb::cast<std::string>(v); };
+  m.def("stack_options", [] { return schema_fields(stack::stack_schema()); },
+        "The stack job schema (stack/job.hpp): one dict per option, in help order, with the "
+        "operations it applies to (the keywords of stack_search() are generated from it).");
 
-    stack::SearchConfig cfg;
-    const bool cart = !get("vx_range").is_none() || !get("vy_range").is_none();
-    const bool polar = !get("speed_range").is_none() || !get("angle_range").is_none();
-    const bool expl = !get("velocities").is_none();
-    if (int(cart) + int(polar) + int(expl) != 1)
-      throw ConfigError("bank", "give exactly one of vx_range/vy_range, speed_range/angle_range and velocities");
-    std::vector<long long> grid{21, 21};
-    if (!get("grid").is_none()) {
-      if (expl) throw ConfigError("grid", "does not apply to an explicit velocities list");
-      nb::object g = get("grid");
-      if (nb::isinstance<nb::int_>(g)) grid = {nb::cast<long long>(g), nb::cast<long long>(g)};
-      else grid = nb::cast<std::vector<long long>>(g);
-      if (grid.size() != 2 || grid[0] < 1 || grid[1] < 1 || grid[0] > 100000 || grid[1] > 100000)
-        throw ConfigError("grid", "expected N or (NX, NY) with every N in 1..100000");
+  // The search is the job layer's (stack/job.hpp), as the CLI's `stack search` and the GUI run it:
+  // every option, rule and filter of the schema applies; arrays in memory are StackInputs.
+  m.def("_stack_search", [](nb::handle st, nb::dict values, nb::handle velocities, nb::handle curve,
+                            nb::handle progress) {
+    jobs::JobRequest req;
+    req.engine = "stack";
+    for (auto [k, v] : values) {
+      const std::string key = nb::cast<std::string>(k);
+      req.values[key] = schema_value(key, v);
     }
-    if (cart) {
-      if (get("vx_range").is_none() || get("vy_range").is_none())
-        throw ConfigError(get("vx_range").is_none() ? "vx_range" : "vy_range", "a Cartesian bank needs both vx_range and vy_range");
-      auto [x0, x1] = pair_of(get("vx_range"), "vx_range");
-      auto [y0, y1] = pair_of(get("vy_range"), "vy_range");
-      cfg.bank = stack::TrajectoryBank::cartesian(x0, x1, int(grid[0]), y0, y1, int(grid[1]));
-    } else if (polar) {
-      if (get("speed_range").is_none() || get("angle_range").is_none())
-        throw ConfigError(get("speed_range").is_none() ? "speed_range" : "angle_range", "a speed x angle bank needs both speed_range and angle_range");
-      auto [s0, s1] = pair_of(get("speed_range"), "speed_range");
-      auto [a0, a1] = pair_of(get("angle_range"), "angle_range");
-      const double d2r = M_PI / 180.0;
-      cfg.bank = stack::TrajectoryBank::speed_angle(s0, s1, int(grid[0]), 0.5 * (a0 + a1) * d2r, 0.5 * (a1 - a0) * d2r, int(grid[1]));
+    req.values["op"] = std::string("search");
+    stack::MakeStackOptions mo;
+    mo.output_optional = true;  // without output, ades or mpc nothing is written
+    stack::StackInputs in;
+    if (nb::isinstance<nb::str>(st)) {
+      req.values["stack"] = nb::cast<std::string>(st);
     } else {
-      nb::tuple v = nb::cast<nb::tuple>(get("velocities"));
-      if (v.size() != 2) throw ConfigError("velocities", "expected (vx, vy) arrays");
-      cfg.bank = stack::TrajectoryBank::list(nb::cast<std::vector<double>>(v[0]), nb::cast<std::vector<double>>(v[1]));
+      in.stack = std::make_shared<const stack::ExposureStack>(stack_of(st));
+      mo.stack_in_memory = true;
     }
-    if (!get("reference_mjd").is_none()) cfg.reference_mjd = num("reference_mjd", 0);
-    if (!get("common_curve").is_none()) {
-      nb::tuple c = nb::cast<nb::tuple>(get("common_curve"));
-      if (c.size() != 2) throw ConfigError("common_curve", "expected (dx, dy) arrays [pixels]");
-      cfg.curve_dx = nb::cast<std::vector<double>>(c[0]);
-      cfg.curve_dy = nb::cast<std::vector<double>>(c[1]);
+    if (!velocities.is_none()) {
+      auto [vx, vy] = two_arrays(velocities, "velocities", "(vx, vy) arrays [pixels/day]");
+      in.bank = std::make_shared<const stack::TrajectoryBank>(stack::TrajectoryBank::list(std::move(vx), std::move(vy)));
+      mo.velocities_in_memory = true;
     }
-    cfg.encoding = stack::parse_encoding(text("storage", "fp32"), "storage");
-    const std::string method = text("method", "tiled");
-    if (method != "gather" && method != "tiled" && method != "fourier")
-      throw ConfigError("method", "unknown method '" + method + "' (expected gather, tiled or fourier)");
-    const std::string backend = text("backend", "cpu");
-    const bool gpu = resolve_gpu(backend);
-    if (!gpu && method == "fourier" && backend == "cpu")
-      throw ConfigError("method", "fourier runs on the GPU only (backend cuda or auto)");
-    cfg.backend = !gpu ? stack::Backend::Cpu
-                  : method == "gather" ? stack::Backend::GpuGather
-                  : method == "fourier" ? stack::Backend::GpuFourier : stack::Backend::GpuTiled;
-    if (!get("threshold_sigma").is_none()) {
-      cfg.threshold_z = num("threshold_sigma", 0);
-      if (!(cfg.threshold_z > 0) || !std::isfinite(cfg.threshold_z))
-        throw ConfigError("threshold_sigma", "must be > 0");
+    if (!curve.is_none()) {
+      std::tie(in.curve_dx, in.curve_dy) = two_arrays(curve, "common-curve", "(dx, dy) arrays [pixels]");
+      if (in.stack && in.curve_dx.size() != in.stack->size())
+        throw ConfigError("common-curve", "holds " + std::to_string(in.curve_dx.size()) + " offsets for " +
+                                               std::to_string(in.stack->size()) + " exposures");
     }
-    cfg.false_alarms = num("false_alarms", 1.0);
-    const long long top_k = integer("top_k", 0);
-    if (top_k != 0) {
-      if (top_k < 1 || top_k > 16) throw ConfigError("top_k", "must be in 1..16, got " + std::to_string(top_k));
-      cfg.mode = stack::ResultMode::TopK;
-      cfg.top_k = int(top_k);
-    }
-    const long long min_obs = integer("min_obs", 1), max_c = integer("max_candidates", 1000000);
-    if (min_obs < 0 || min_obs > 1000000) throw ConfigError("min_obs", "must be in 0..1000000");
-    if (max_c < 1 || max_c > 100000000) throw ConfigError("max_candidates", "must be in 1..100000000");
-    cfg.min_obs = int(min_obs);
-    cfg.max_candidates = std::size_t(max_c);
-    cfg.cluster.enabled = !nb::cast<bool>(o.attr("get")("no_cluster", false));
-    cfg.cluster.radius_px = num("cluster_radius", 2.0);
-    if (!(cfg.cluster.radius_px >= 0) || !std::isfinite(cfg.cluster.radius_px))
-      throw ConfigError("cluster_radius", "must be >= 0 pixels");
-    cfg.threads = int(integer("threads", 0));
-    cfg.device = int(integer("device", 0));
-    const double mib = num("device_memory", 0);
-    if (!(mib >= 0) || !std::isfinite(mib)) throw ConfigError("device_memory", "must be >= 0 MiB");
-    cfg.device_memory_limit = static_cast<std::uint64_t>(mib * 1048576.0);
-    cfg.check();
+    const stack::StackJob job = make_search_job(req, mo);
+    jobs::RunOptions opt;
+    opt.write = !job.output.empty() || !job.ades.empty() || !job.mpc.empty();
+    stack::StackOutcome o;
+    run_engine([&](const JobContext& ctx) { o = stack::run_stack_job(job, ctx, opt, in); }, job.threads, progress);
+    nb::dict meta = meta_of(o.result);
+    meta["outputs"] = o.outputs;
+    meta["summary"] = o.summary;
+    return nb::make_tuple(candidates_of(o.result), meta);
+  }, nb::arg("stack"), nb::arg("values"), nb::arg("velocities").none(), nb::arg("curve").none(),
+     nb::arg("progress").none());
 
-    stack::ExposureStack s = load(st, num("psf_sigma", 0), num("fallback_psf_sigma", 0));
+  m.def("read_stack_candidates", [](const std::string& path) {
+    stack::files::CandidateTable t;
+    {
+      nb::gil_scoped_release g;
+      t = stack::files::read_candidates(path);
+    }
     stack::SearchResult r;
-    run_engine([&](const JobContext& ctx) {
-      const stack::PsiPhi p = gpu ? stack::compute_psiphi_gpu(s, cfg.device, ctx) : stack::compute_psiphi(s, ctx);
-      const stack::EncodedPsiPhi enc = stack::encode(p, cfg.encoding);
-      const stack::SearchPlan plan = stack::make_plan(cfg, p.mjd, p.width, p.height, ctx);
-      r = plan.execute(enc, ctx);
-      ctx.check_cancel();
-    }, cfg.threads, progress);
-    r.provenance.inputs = {s.source};
-
-    const std::size_t nc = r.candidates.size();
-    std::vector<std::int32_t> x(nc), y(nc), v(nc), obs(nc), members(nc);
-    std::vector<double> vx(nc), vy(nc), z(nc), flux(nc);
-    std::vector<float> a(nc), b(nc);
-    for (std::size_t i = 0; i < nc; ++i) {
-      const auto& c = r.candidates[i];
-      x[i] = c.x; y[i] = c.y; v[i] = c.v; obs[i] = c.obs; members[i] = c.members;
-      vx[i] = c.vx; vy[i] = c.vy; z[i] = c.z; flux[i] = c.flux; a[i] = c.a; b[i] = c.b;
-    }
-    nb::dict d;
-    d["x"] = numpy_of(x, {nc}); d["y"] = numpy_of(y, {nc}); d["v"] = numpy_of(v, {nc});
-    d["vx"] = numpy_of(vx, {nc}); d["vy"] = numpy_of(vy, {nc});
-    d["a"] = numpy_of(a, {nc}); d["b"] = numpy_of(b, {nc}); d["obs"] = numpy_of(obs, {nc});
-    d["z"] = numpy_of(z, {nc}); d["flux"] = numpy_of(flux, {nc}); d["members"] = numpy_of(members, {nc});
+    r.candidates = std::move(t.candidates);
+    r.threshold_z = t.threshold_z;
+    r.digest = t.digest;
+    r.backend = t.backend;
     nb::dict meta;
-    meta["threshold_z"] = r.threshold_z;
-    meta["raw_hits"] = r.raw_hits;
-    meta["truncated"] = r.truncated;
-    meta["exact"] = r.exact;
-    meta["n_vel"] = r.n_vel;
-    meta["backend"] = r.backend;
-    meta["device"] = r.device;
-    meta["scan_seconds"] = r.scan_seconds;
-    meta["max_z"] = r.digest.max_z;
-    meta["count_above"] = r.digest.count_above;
-    meta["provenance_json"] = r.provenance.to_json();
-    return nb::make_tuple(d, meta);
-  }, nb::arg("stack"), nb::arg("options"), nb::arg("progress").none());
+    meta["threshold_z"] = t.threshold_z;
+    meta["max_z"] = t.digest.max_z;
+    meta["count_above"] = t.digest.count_above;
+    meta["backend"] = t.backend;
+    meta["provenance_json"] = t.provenance_json;
+    meta["config_json"] = t.config_json;
+    return nb::make_tuple(candidates_of(r), meta);
+  }, nb::arg("path"),
+     "A candidate table written by stack search (ECSV or HDF5) as (candidates, meta), the columns "
+     "x, y, v, vx, vy, a, b, obs, z, flux, members of stack_search().");
 }
 
 }  // namespace almagest::py

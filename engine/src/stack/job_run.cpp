@@ -250,7 +250,10 @@ StackOutcome run_search(const StackJob& job, const JobContext& ctx, const jobs::
   cfg.backend = b.search;
   cfg.device = b.resolved.device;
   cfg.threads = ctx.threads > 0 && job.threads == 0 ? ctx.threads : job.threads;
-  if (job.bank_from_file) cfg.bank = files::read_velocities(job.velocities);
+  if (pre.bank) cfg.bank = *pre.bank;  // an explicit list held in memory (Python)
+  else if (job.bank_from_file && job.velocities.empty())
+    throw ConfigError("velocities", "is required (no velocities file and no bank in memory)");
+  else if (job.bank_from_file) cfg.bank = files::read_velocities(job.velocities);
   cfg.check();
 
   StackOutcome o;

@@ -115,6 +115,9 @@ struct StackInputs {
   std::shared_ptr<const PsiPhi> psiphi;   ///< must be the planes of `stack`
   bool psiphi_gpu = false;                ///< computed on the GPU (recorded in the provenance)
   std::vector<double> curve_dx, curve_dy; ///< a known curve of an in-memory stack (no file)
+  /// search: the explicit bank of a job made with MakeStackOptions::velocities_in_memory
+  /// (Python's velocity arrays); replaces a velocities file.
+  std::shared_ptr<const TrajectoryBank> bank;
 };
 
 const schema::Schema& stack_schema();
@@ -126,6 +129,8 @@ const schema::Schema& stack_schema();
 struct MakeStackOptions {
   bool stack_in_memory = false;
   bool output_optional = false;
+  /// A search may name no bank: its explicit velocity list comes as StackInputs::bank.
+  bool velocities_in_memory = false;
 };
 
 /// Validates a request ("op" chooses the operation). Throws ConfigError listing every problem,
