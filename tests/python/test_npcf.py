@@ -113,7 +113,7 @@ def test_nan_coordinates(tmp):
     assert "data" in e.value.file and e.value.field == "y"
 
 
-@pytest.mark.parametrize("stat,nbins", [("2pcf", 0), ("2pcf", 256), ("4pcf", 17)])
+@pytest.mark.parametrize("stat,nbins", [("2pcf", 0), ("2pcf", 256), ("4pcf", 21)])
 def test_nbins_out_of_range(catalogues, stat, nbins):
     data, rand, _, _ = catalogues
     with pytest.raises(almagest.ConfigError) as e:
