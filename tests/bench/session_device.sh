@@ -49,10 +49,17 @@ $B/bench_npcf --n 100000 --write-catalogues $W
     $B/almagest-cli npcf --stat 4pcf --data $W/data.txt --randoms $W/randoms.txt --rmin 1 --rmax 71.0 --nbins 5 \
       --threads 16 -o $W/z4_$rep.h5 2>&1 | tail -n 1
   done
+  echo "## one plan, bare context against the CLI's (bench_npcf_jobcost)"
+  $B/bench_npcf_jobcost --files $W --n 100000 --rmax 71.0 --nbins 5 --stat 4pcf --threads 16 --reps 5 2>&1
 } > "$OUT/jobcost.txt" 2>&1
 cat "$OUT/jobcost.txt"
 if [ -d $B/python ]; then
   PYTHONPATH=$B/python timeout 120 python3 -m pytest -q tests/python/test_device.py > "$OUT/python_device.txt" 2>&1 \
     || PYTHONPATH=$B/python timeout 120 python3 tests/python/device_smoke.py > "$OUT/python_device.txt" 2>&1
   echo "python device rc=$?"; tail -n 15 "$OUT/python_device.txt"
+fi
+# The BAO-scale 3pCF (issue 23) when the benchmark was built: BAO_ARGS holds its command line.
+if [ -x $B/bench_npcf_bao ] && [ -n "${BAO_ARGS:-}" ]; then
+  timeout ${BAO_S:-300} $B/bench_npcf_bao $BAO_ARGS > "$OUT/bao.txt" 2>&1
+  echo "bench_npcf_bao rc=$?"; tail -n 40 "$OUT/bao.txt"
 fi

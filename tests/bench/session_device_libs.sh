@@ -6,7 +6,10 @@
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 build=${1:-$root/build-dev}
-bins=(almagest-cli npcf_gpu_selftest sht_gpu_check bench_stack_check bench_npcf_gpu bench_npcf bench_sht bench_stack)
+bins=(almagest-cli npcf_gpu_selftest sht_gpu_check bench_stack_check bench_npcf_gpu bench_npcf bench_sht bench_stack
+      bench_npcf_jobcost)
+# The BAO-scale benchmark when it exists in this tree (issue 23).
+if [ -f "$root/tests/bench/bench_npcf_bao.cpp" ]; then bins+=(bench_npcf_bao); fi
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DALMAGEST_WITH_GUI=OFF \
   -DALMAGEST_BUILD_TESTS=ON -DALMAGEST_BUILD_BENCH=ON -DALMAGEST_WITH_CUDA=ON -DCMAKE_CUDA_STANDARD=17 > /dev/null
 ninja -C "$build" almagest_cuda "${bins[@]}"
