@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "almagest/core/gpu.hpp"
+#include "almagest/stack/filters.hpp"
 #include "almagest/stack/psiphi.hpp"
 #include "almagest/stack/search.hpp"
 #include "almagest/stack/stack_io.hpp"
@@ -202,10 +203,16 @@ void TestUiStack::searchRecoversMoversAndMatchesEngine() {
   }
 
   // (c) identical to the engine called directly with the same configuration.
-  const stk::SearchConfig cfg = w.searchConfig();
+  // The job turns the plan's clustering off (duplicates are merged by the filters below).
+  stk::SearchConfig cfg = w.searchConfig();
+  QVERIFY(w.searchOutput() && !w.searchOutput()->config.cluster.enabled);
+  cfg.cluster.enabled = false;
   const stk::PsiPhi planes = stk::compute_psiphi(w.stack()->stack, almagest::JobContext{});
   const stk::SearchPlan plan = stk::make_plan(cfg, planes.mjd, planes.width, planes.height, almagest::JobContext{});
-  const stk::SearchResult direct = plan.execute(stk::encode(planes, cfg.encoding), almagest::JobContext{});
+  stk::SearchResult direct = plan.execute(stk::encode(planes, cfg.encoding), almagest::JobContext{});
+  // The job then runs the post-search filters (stack/filters.hpp) on the planes it summed.
+  const stk::PsiPhi summed = cfg.encoding == stk::Encoding::Fp32 ? planes : stk::decode(stk::encode(planes, cfg.encoding));
+  stk::filter_candidates(direct, plan, summed, &w.stack()->stack, w.searchOutput()->job.filters, almagest::JobContext{});
   QCOMPARE(w.candidates().size(), direct.candidates.size());
   QCOMPARE(r->threshold_z, direct.threshold_z);
   for (std::size_t i = 0; i < direct.candidates.size(); ++i) {
