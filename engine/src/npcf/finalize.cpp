@@ -55,8 +55,8 @@ void finalize(NpcfResult& r, const PointSet& p) {
     if (r.order == 4)
       throw ConfigError("randoms", std::string("a random catalogue is required for the ") +
                                        to_string(r.statistic) +
-                                       " statistic (analytic randoms exist for the 2pcf and 3pcf "
-                                       "in a periodic box)");
+                                       " statistic here (in a periodic box NpcfPlan::execute "
+                                       "gives the 4pCF analytic randoms: finalize_4pcf_analytic)");
     if (!r.config.periodic)
       throw ConfigError("randoms", "a random catalogue is required unless the box is periodic "
                                    "(analytic randoms)");

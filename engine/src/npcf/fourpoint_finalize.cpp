@@ -46,9 +46,8 @@ double opposite_cos(const std::array<double, 6>& d, int ea, int eb) {
 
 void finalize_4pcf(NpcfResult& r, const PointSet& p) {
   (void)p;
-  if (r.analytic_randoms)
-    throw ConfigError("randoms", "4-point statistics need a random catalogue (analytic randoms "
-                                 "are only available for the 2pCF and 3pCF)");
+  // With analytic randoms (finalize_4pcf_analytic, analytic4.cpp) r.r already holds the
+  // analytic RRRR; that function subtracts 1, the xi's and the 3pCF faces afterwards.
   const std::size_t rows = r.rows();
   const int nbins = r.config.bins.nbins;
   ALMAGEST_ASSERT(r.edges_per_row == 6 && r.bins.size() == rows * 6, "4pCF result without 6 bins per row");

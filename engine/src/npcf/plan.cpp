@@ -9,6 +9,7 @@
 #include "almagest/core/backend.hpp"
 #include "almagest/core/error.hpp"
 #include "almagest/core/gpu.hpp"
+#include "almagest/npcf/analytic.hpp"
 #include "almagest/npcf/cuda.hpp"
 
 namespace almagest::npcf {
@@ -20,9 +21,9 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 }
 
 bool needs_randoms(const NpcfConfig& c) {
-  // Analytic randoms in a periodic box exist for the 2pCF and 3pCF (finalize.cpp, analytic.hpp).
-  return !c.periodic || c.statistic == Statistic::FourPoint ||
-         c.statistic == Statistic::FourPointParity;
+  // Analytic randoms in a periodic box exist for every statistic (finalize.cpp, analytic.hpp;
+  // the 4pCF's RRRR by quadrature in analytic4.cpp).
+  return !c.periodic;
 }
 
 /// Periodic jobs: coordinates must lie in [0, box); values within one box length of it (e.g.
@@ -64,8 +65,8 @@ NpcfPlan::NpcfPlan(NpcfConfig config, PointSet points, const JobContext& ctx)
   if (!points.has_randoms() && needs_randoms(config))
     throw ConfigError("randoms", std::string("a random catalogue is required for the ") +
                                      to_string(config.statistic) +
-                                     " statistic (analytic randoms exist for the 2pcf and 3pcf "
-                                     "in a periodic box)");
+                                     " statistic outside a periodic box (analytic randoms "
+                                     "exist in a periodic box)");
   // The one Auto policy of every engine (core/backend.hpp): CUDA when a device is usable.
   const ResolvedBackend rb = resolve_backend(config.backend);
   if (rb.cuda()) {
@@ -117,8 +118,8 @@ NpcfResult NpcfPlan::execute(Statistic statistic, const JobContext& ctx) const {
   if (!p.has_randoms() && needs_randoms(cfg))
     throw ConfigError("randoms", std::string("a random catalogue is required for the ") +
                                      to_string(statistic) +
-                                     " statistic (analytic randoms exist for the 2pcf and 3pcf "
-                                     "in a periodic box)");
+                                     " statistic outside a periodic box (analytic randoms "
+                                     "exist in a periodic box)");
   const bool parity = statistic == Statistic::FourPointParity;
   if (parity && cfg.directions == DirectionMode::Pixel && g.pixel.size() != g.num_edges())
     throw ConfigError("store_pixels",
@@ -156,11 +157,30 @@ NpcfResult NpcfPlan::execute(Statistic statistic, const JobContext& ctx) const {
     NpcfResult xi = count(Statistic::TwoPoint, c2);
     finalize(xi, p);
     xi_seconds = seconds_since(t0);
+    // Analytic randoms: the estimator also subtracts the four faces' internal (connected) 3pCF.
+    NpcfResult zeta3;
+    if (!p.has_randoms()) {
+      NpcfConfig c3 = cfg;
+      c3.statistic = Statistic::ThreePoint;
+      c3.nmu = 1;
+      c3.multipoles = false;
+      zeta3 = count(Statistic::ThreePoint, c3);
+      zeta3.xi_internal = xi.estimator;
+      finalize(zeta3, p);
+      xi_seconds = seconds_since(t0);
+    }
     r = count(statistic, cfg);
     r.xi_internal = xi.estimator;
     if (c2.multipoles) {
       r.xi2_internal = xi.xi2;
       r.xi4_internal = xi.xi4;
+    }
+    if (!p.has_randoms()) {
+      r.config = cfg;
+      r.statistic = statistic;
+      r.ndata = p.ndata;
+      r.nrandom = 0;
+      finalize_4pcf_analytic(r, p, zeta3, ctx);  // RRRR by quadrature (analytic4.cpp)
     }
   } else if (!p.has_randoms() && statistic != Statistic::TwoPoint) {
     // 3pCF with analytic randoms: the estimator subtracts the internal (analytic) 2pCF.
@@ -178,7 +198,7 @@ NpcfResult NpcfPlan::execute(Statistic statistic, const JobContext& ctx) const {
   }
   r.config = cfg;
   r.statistic = statistic;
-  finalize(r, p);
+  if (!r.analytic_randoms || r.order != 4) finalize(r, p);
   const double query_seconds = seconds_since(t0);
 
   r.ndata = p.ndata;
