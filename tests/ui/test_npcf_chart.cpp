@@ -11,6 +11,11 @@
 #include <QChart>
 #include <QChartView>
 #include <QElapsedTimer>
+#include <QGraphicsScene>
+#include <QGraphicsSimpleTextItem>
+#include <QGraphicsTextItem>
+#include <QLabel>
+#include <QTimer>
 #include <QLegend>
 #include <QLineSeries>
 #include <QScatterSeries>
@@ -91,6 +96,65 @@ class TestNpcfChart : public QObject {
   Q_OBJECT
 
 private slots:
+  void switchingPlotsLeavesOnlyTheNewAxes() {
+    // Switching xi(r) -> r^2 xi(r) from inside a slot (as the demo and a workspace restore do)
+    // left the old axes' labels and titles on screen: Qt Charts deletes a removed axis's
+    // graphics later, and the deferred delete never ran there.
+    CorrelationChart chart;
+    chart.resize(700, 600);
+    chart.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&chart));
+    QStringList texts;
+    QEventLoop loop;
+    QTimer::singleShot(0, &loop, [&] {
+      chart.setResult(twoPoint(10, false));
+      const Mode seq[] = {Mode::Xi, Mode::R2Xi, Mode::Xi, Mode::R2Xi};
+      for (Mode m : seq) {
+        chart.setMode(m);
+        QTest::qWait(50);
+      }
+      for (QGraphicsItem* it : chart.chartView()->scene()->items())
+        if (auto* t = dynamic_cast<QGraphicsTextItem*>(it); t && t->isVisible()) texts << t->toPlainText();
+      loop.quit();
+    });
+    loop.exec();
+    QCOMPARE(chart.chart()->axes(Qt::Horizontal).size(), 1);
+    QCOMPARE(chart.chart()->axes(Qt::Vertical).size(), 1);
+    QCOMPARE(chart.chart()->axes(Qt::Horizontal).front()->titleText(), QStringLiteral("r [Mpc/h]"));
+    QCOMPARE(chart.chart()->axes(Qt::Vertical).front()->titleText(), QStringLiteral("r² ξ(r) [(Mpc/h)²]"));
+    QCOMPARE(texts.count(QStringLiteral("r [Mpc/h]")), 1);             // one x title on screen
+    QCOMPARE(texts.count(QStringLiteral("r² ξ(r) [(Mpc/h)²]")), 1);
+    QVERIFY2(!texts.contains(QStringLiteral("ξ(r)")), qPrintable(texts.join(QLatin1Char('|'))));  // xi's y title gone
+    QCOMPARE(texts.count(QStringLiteral("0")), 2);  // one zero per axis ("0 0" was two x axes)
+
+    // Index plots of a 4pCF the same way: one axis per orientation, the new plot's titles.
+    chart.setResult(fourPoint(300, 4, 3, true));
+    for (Mode m : {Mode::ZetaConnIndex, Mode::ZetaOddIndex, Mode::ZetaIndex, Mode::ZetaDiscIndex}) chart.setMode(m);
+    QCOMPARE(chart.chart()->axes(Qt::Horizontal).size(), 1);
+    QCOMPARE(chart.chart()->axes(Qt::Vertical).size(), 1);
+    QCOMPARE(chart.chart()->axes(Qt::Horizontal).front()->titleText(), QStringLiteral("configuration index"));
+    QVERIFY(chart.chart()->axes(Qt::Vertical).front()->titleText().startsWith(QStringLiteral("ζ_disc")));
+  }
+
+  void longTitleAndCaptionFit() {
+    // A narrow chart breaks the title into lines instead of cutting it, and elides the caption
+    // with the whole text in its tooltip.
+    CorrelationChart chart;
+    chart.resize(340, 500);
+    chart.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&chart));
+    chart.setResult(fourPoint(300, 4, 5, true));
+    chart.setMode(Mode::ZetaIndex);
+    QTest::qWait(20);
+    QVERIFY2(chart.chart()->title().contains(QStringLiteral("<br>")), qPrintable(chart.chart()->title()));
+    QVERIFY(!chart.chart()->title().contains(QStringLiteral("…")));
+    auto* caption = chart.findChildren<QLabel*>().back();
+    for (QLabel* l : chart.findChildren<QLabel*>())
+      if (l->toolTip().contains(QStringLiteral("points"))) caption = l;
+    QVERIFY(caption->toolTip().contains(QStringLiteral("rows without randoms")));
+    QVERIFY(caption->fontMetrics().horizontalAdvance(caption->text()) <= caption->width());
+  }
+
   void titleFontDoesNotGrow() {
     CorrelationChart chart;
     chart.setResult(fourPoint(300, 4, 1, true));

@@ -4,6 +4,8 @@
 #include <QCategoryAxis>
 #include <QChart>
 #include <QChartView>
+#include <QGraphicsObject>
+#include <QPointer>
 #include <QComboBox>
 #include <QHBoxLayout>
 #include <QJsonArray>
@@ -294,15 +296,64 @@ int CorrelationChart::rowNear(double x) const {
 void CorrelationChart::resizeEvent(QResizeEvent* e) {
   QWidget::resizeEvent(e);
   fitTicks();
+  fitTitle();
+  fitCaption();
+}
+
+void CorrelationChart::removeAxesAndSeries(QChart* c) {
+  for (QAbstractSeries* s : c->series())
+    for (QAbstractAxis* a : s->attachedAxes()) s->detachAxis(a);
+  c->removeAllSeries();
+  const QList<QAbstractAxis*> axes = c->axes();
+  for (QAbstractAxis* a : axes) c->removeAxis(a);
+  // Qt Charts hides a removed axis's graphics item and deletes it with deleteLater(), but its
+  // labels, title and grid are items of the chart, not of that item: they stay on screen until
+  // the deferred delete runs, and it never runs when the rebuild comes from a nested
+  // processEvents() (the demo, a workspace restore): the old tick labels and titles were drawn
+  // over the new ones ("14"/"400", "0 0"). Delete those orphaned axis items now.
+  QList<QPointer<QGraphicsObject>> stale;
+  for (QGraphicsItem* item : c->childItems())
+    if (QGraphicsObject* obj = item->toGraphicsObject(); obj && !obj->isVisible() && obj->inherits("ChartAxisElement"))
+      stale << obj;
+  for (const QPointer<QGraphicsObject>& obj : stale) delete obj.data();  // null once deleted
+  qDeleteAll(axes);  // after their graphics items, which refer to them
+}
+
+void CorrelationChart::fitTitle() {
+  // The chart elides a title wider than itself ("...by confi..."): break it into two lines at a
+  // space instead, and elide only what still does not fit.
+  QChart* c = chart();
+  if (title_.isEmpty()) {
+    c->setTitle(QString());
+    return;
+  }
+  const QFontMetricsF fm(c->titleFont());
+  const double width = std::max(80, view_->width() - 24);
+  QString text = title_;
+  if (fm.horizontalAdvance(title_) > width) {
+    QStringList lines{QString()};
+    for (const QString& word : title_.split(QLatin1Char(' '))) {
+      const QString next = lines.back().isEmpty() ? word : lines.back() + QLatin1Char(' ') + word;
+      if (lines.back().isEmpty() || fm.horizontalAdvance(next) <= width || lines.size() == 2) lines.back() = next;
+      else lines << word;
+    }
+    for (QString& l : lines) l = fm.elidedText(l, Qt::ElideRight, width).toHtmlEscaped();
+    text = lines.join(QStringLiteral("<br>"));
+  }
+  if (c->title() != text) c->setTitle(text);
+  view_->setToolTip(title_);
+}
+
+void CorrelationChart::fitCaption() {
+  // The caption never widens the chart (size policy Ignored): elide it to its width, with the
+  // whole text in the tooltip.
+  const int w = caption_->width() > 20 ? caption_->width() : std::max(60, width() - 260);
+  caption_->setText(caption_->fontMetrics().elidedText(captionText_, Qt::ElideRight, w));
 }
 
 void CorrelationChart::rebuild() {
   QChart* c = chart();
-  c->removeAllSeries();
-  for (QAbstractAxis* a : c->axes()) {
-    c->removeAxis(a);
-    delete a;
-  }
+  removeAxesAndSeries(c);
   plotted_.clear();
   plottedRows_.clear();
   skipped_ = 0;
@@ -311,8 +362,11 @@ void CorrelationChart::rebuild() {
   symlog_ = 0;
 
   if (order_ == 0) {
-    c->setTitle(tr("No result yet: open a catalogue and press Run"));
+    title_ = tr("No result yet: open a catalogue and press Run");
+    fitTitle();
+    captionText_.clear();
     caption_->clear();
+    caption_->setToolTip(QString());
     if (keyDirty_) rebuildKey();
     keyView_->hide();
     return;
@@ -354,7 +408,8 @@ void CorrelationChart::rebuild() {
       title = tr("Parity-odd four-point correlation"); xTitle = tr("configuration index"); yTitle = tr("ζ_odd = NNNN_odd/RRRR");
       break;
   }
-  c->setTitle(title);
+  title_ = title;
+  fitTitle();
 
   // Index plots span decades (zeta of small configurations is orders above the large ones):
   // a symmetric-log axis, linear within the threshold, when |y| covers more than two decades.
@@ -585,7 +640,8 @@ void CorrelationChart::rebuild() {
     text += skipped_ == 1 ? tr(" (1 row without randoms)") : tr(" (%1 rows without randoms)").arg(skipped_);
   if (bars > 0) text += tr(", jackknife errors");
   if (plotted_.isEmpty()) text = tr("No configuration has random tuples: nothing to plot.");
-  caption_->setText(text);
+  captionText_ = text;
+  fitCaption();
   caption_->setToolTip(text + tr("\nRows whose random count is zero carry no estimate and are not plotted."));
 }
 
@@ -665,11 +721,7 @@ void CorrelationChart::fitTicks() {
 
 void CorrelationChart::rebuildKey() {
   QChart* k = keyView_->chart();
-  k->removeAllSeries();
-  for (QAbstractAxis* a : k->axes()) {
-    k->removeAxis(a);
-    delete a;
-  }
+  removeAxesAndSeries(k);
   keyDirty_ = false;
   if (order_ < 3 || rows_.empty()) return;
   const int edges = order_ == 3 ? 3 : edgesPerRow_;

@@ -121,6 +121,10 @@ private:
   static std::vector<Row> copyRows(const almagest::npcf::NpcfResult& result);
   bool valueOf(const Row& row, std::size_t i, double& x, double& y) const;
   void rebuild();
+  /// Removes every series and axis of `c`, and the graphics of the removed axes at once.
+  static void removeAxesAndSeries(QChart* c);
+  void fitTitle();
+  void fitCaption();
   void rebuildKey();
   void fitTicks();
   void drawSelection();
@@ -138,6 +142,8 @@ private:
   bool hasOdd_ = false;
   bool allTriangles_ = false;
   QString label_;
+  QString title_;        ///< the plot's title before fitTitle() breaks or elides it
+  QString captionText_;  ///< the caption before fitCaption() elides it
   std::vector<Row> rows_;
   std::vector<double> sigma_;
   std::vector<Overlay> overlays_;
