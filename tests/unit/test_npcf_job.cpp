@@ -88,15 +88,18 @@ private slots:
       QVERIFY(s.find(f.key) == &f);
       if (f.kind == schema::Kind::Choice || f.kind == schema::Kind::ChoiceList) QVERIFY(!f.choices.empty());
       // Every field has a default or is required, except the ones whose absence means something
-      // (no randoms: periodic analytic randoms; no columns: the format's defaults; no box).
-      const bool optional_by_design = f.key == "randoms" || f.key == "box" || f.key.find("columns") != std::string::npos ||
+      // (no randoms: periodic analytic randoms; no columns: the format's defaults; no box; no
+      // data: the job's regions name their own; no region: one catalogue pair).
+      const bool optional_by_design = f.key == "randoms" || f.key == "data" || f.key == "region" || f.key == "box" || f.key.find("columns") != std::string::npos ||
                                       f.key.find("weights") != std::string::npos ||
                                       f.key.find("jackknife-labels") != std::string::npos;  // absent: internal regions
       QVERIFY2(f.required || f.default_value || optional_by_design, f.key.c_str());
       QVERIFY2(!(f.required && f.default_value), f.key.c_str());
     }
     QVERIFY(s.find("nope") == nullptr);
-    for (const char* k : {"stat", "data", "rmin", "rmax", "nbins", "output"}) QVERIFY2(s.find(k)->required, k);
+    for (const char* k : {"stat", "rmin", "rmax", "nbins", "output"}) QVERIFY2(s.find(k)->required, k);
+    // data is required unless regions are given: the job's validation says so in the schema's words.
+    QVERIFY(!s.find("data")->required);
     QCOMPARE(s.find("nbins")->max.value_or(0), 255.0);
     QCOMPARE(s.find("rmin")->unit, std::string("Mpc/h"));
     QCOMPARE(int(s.find("data")->role), int(schema::Role::InputFile));

@@ -1,5 +1,7 @@
 #include "npcf/NpcfViews.hpp"
 
+#include <QScrollArea>
+
 #include <QDockWidget>
 #include <QMainWindow>
 
@@ -15,7 +17,13 @@ NpcfViews::NpcfViews(QMainWindow* window, CorrelationChart* chart) : QObject(win
   auto dock = [window](const QString& title, const QString& name, QWidget* w) {
     auto* d = new QDockWidget(title, window);
     d->setObjectName(name);
-    d->setWidget(w);
+    // In a scroll area: the views' own minimum widths (filter rows, side-by-side charts) would
+    // otherwise force the window wider than a 1280 x 800 screen.
+    auto* scroll = new QScrollArea;
+    scroll->setWidget(w);
+    scroll->setWidgetResizable(true);
+    scroll->setFrameShape(QFrame::NoFrame);
+    d->setWidget(scroll);
     d->setFeatures(QDockWidget::DockWidgetMovable | QDockWidget::DockWidgetFloatable | QDockWidget::DockWidgetClosable);
     window->addDockWidget(Qt::RightDockWidgetArea, d);
     return d;
@@ -26,9 +34,11 @@ NpcfViews::NpcfViews(QMainWindow* window, CorrelationChart* chart) : QObject(win
   explorerDock_ = dock(tr("Configurations"), QStringLiteral("ConfigurationsDock"), explorer_);
   QDockWidget* shape = dock(tr("Configuration 3D"), QStringLiteral("ConfigurationViewDock"), configuration_);
   QDockWidget* parity = dock(tr("Parity null test"), QStringLiteral("ParityDock"), parity_);
+  // One tab group: stacked, their minimum heights and widths added up to more than a 1280 x 800
+  // screen holds (the window must open inside the screen).
+  window->tabifyDockWidget(explorerDock_, shape);
   window->tabifyDockWidget(explorerDock_, parity);
   explorerDock_->raise();
-  Q_UNUSED(shape);
 
   connect(explorer_, &ConfigurationExplorer::rowsSelected, this, [this](const QList<int>& rows) {
     if (chart_) chart_->setSelectedRows(rows);

@@ -15,6 +15,7 @@
 #include <QPushButton>
 #include <QScreen>
 #include <QSpinBox>
+#include <QScrollArea>
 #include <QSplitter>
 #include <QStandardItemModel>
 #include <QStatusBar>
@@ -536,7 +537,12 @@ void SkyMapWindow::buildShtDock() {
   layout->addStretch(1);
   auto* dock = new QDockWidget(tr("SHT job"), this);
   dock->setObjectName(QStringLiteral("skyShtDock"));
-  dock->setWidget(panel);
+  // Scrolled: the schema form's fields are taller than a 1280 x 800 screen holds.
+  auto* scroll = new QScrollArea;
+  scroll->setWidget(panel);
+  scroll->setWidgetResizable(true);
+  scroll->setFrameShape(QFrame::NoFrame);
+  dock->setWidget(scroll);
   addDockWidget(Qt::RightDockWidgetArea, dock);
 }
 
