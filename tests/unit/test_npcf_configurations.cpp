@@ -259,7 +259,9 @@ private slots:
     QCOMPARE(TetraTable::expected_rows(16), std::uint64_t{723776});
     // 7.6 to 28 s measured on 2 cores under load averages of 24 (eight builds at once): the bound
     // only catches a pathological regression (a per-tuple orbit search would take hours).
+#if !defined(__SANITIZE_ADDRESS__)  // instrumented builds (the CI sanitizer job) run it many times slower
     QVERIFY2(s < 120.0, "building the n = 20 table took far too long");
+#endif
     // Spot check against the reference.
     for (std::uint32_t code = 0; code < t.packed_table().size(); code += 9973) {
       const Tuple raw = decode(code, 20);
