@@ -20,38 +20,6 @@ namespace {
 
 using Vec = nb::ndarray<const double, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
 
-const char* kind_name(schema::Kind k) {
-  switch (k) {
-    case schema::Kind::Text: return "text";
-    case schema::Kind::TextList: return "text-list";
-    case schema::Kind::Number: return "number";
-    case schema::Kind::Integer: return "integer";
-    case schema::Kind::Flag: return "flag";
-    case schema::Kind::Choice: return "choice";
-    case schema::Kind::ChoiceList: return "choice-list";
-  }
-  return "text";
-}
-
-/// The schema as a list of dicts, in help order (the Python keywords are generated from it).
-nb::list options() {
-  nb::list out;
-  for (const auto& o : npcf::npcf_schema().fields) {
-    nb::dict d;
-    d["key"] = o.key;
-    d["kind"] = kind_name(o.kind);
-    d["group"] = o.group;
-    d["help"] = o.help;
-    d["value_name"] = o.value_name;
-    d["choices"] = o.choices;
-    d["required"] = o.required;
-    d["unit"] = o.unit;
-    d["full_help"] = schema::full_help(o);
-    out.append(d);
-  }
-  return out;
-}
-
 /// A catalogue from (x, y, z, w) arrays (w may be None: unit weights).
 io::Catalogue catalogue_of(nb::handle arrays, const std::string& source) {
   nb::tuple t = nb::cast<nb::tuple>(arrays);
@@ -113,7 +81,8 @@ nb::object view(const std::vector<T>& v, nb::handle owner, std::size_t cols = 0)
 }  // namespace
 
 void bind_npcf(nb::module_& m) {
-  m.def("npcf_options", &options, "The N-point job schema: one dict per option, in help order.");
+  m.def("npcf_options", [] { return schema_fields(npcf::npcf_schema()); },
+        "The N-point job schema: one dict per option, in help order.");
 
   nb::class_<npcf::NpcfResult>(m, "NpcfResult",
                                "One statistic's result (npcf/result.hpp). Arrays are read-only "
