@@ -187,29 +187,7 @@ bool run_member(const jobs::Batch& b, const jobs::Member& m, const CancelToken& 
   const auto t0 = Clock::now();
   try {
     if (cancel.cancelled()) throw Cancelled();
-    std::unique_ptr<jobs::Outcome> outcome;
-    const std::string why = options.resume ? jobs::stale_reason(*m.job, hashes) : std::string("resume off");
-    if (why.empty() && !options.dry_run) {
-      outcome = std::make_unique<jobs::Outcome>();
-      outcome->engine = m.job->engine();
-      outcome->operation = m.job->operation();
-      outcome->inputs = m.job->input_paths();
-      outcome->outputs = m.job->output_paths();
-      outcome->skipped = true;
-      outcome->summary.push_back("up to date (configuration and input hashes match): skipped");
-    } else {
-      JobContext ctx(
-          cancel, [&](double done, double total, std::string_view stage) { obs.progress(b, m, done, total, stage); },
-          [&](LogLevel level, std::string_view text) { obs.log(b, m, level, text); });
-      ctx.threads = options.threads;
-      jobs::RunOptions ro;
-      ro.dry_run = options.dry_run;
-      outcome = m.job->run(ctx, ro);
-      if (options.dry_run && outcome) {
-        outcome->skipped = why.empty();
-        if (why.empty()) outcome->summary.push_back("up to date: a run would skip it");
-      }
-    }
+    const std::unique_ptr<jobs::Outcome> outcome = jobs::run_member(b, m, cancel, options, obs, hashes);
     const double secs = since(t0);
     report.busy_s += secs;
     if (outcome->skipped && !options.dry_run) ++report.skipped;

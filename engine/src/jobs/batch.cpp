@@ -310,6 +310,34 @@ std::string stale_reason(const Job& job, HashCache& hashes) {
 
 // ---- running -----------------------------------------------------------------------------------
 
+std::unique_ptr<Outcome> run_member(const Batch& b, const Member& m, const CancelToken& cancel,
+                                    const BatchRunOptions& options, BatchObserver& observer, HashCache& hashes) {
+  std::unique_ptr<Outcome> outcome;
+  const std::string why = options.resume ? stale_reason(*m.job, hashes) : std::string("resume off");
+  if (why.empty() && !options.dry_run) {
+    outcome = std::make_unique<Outcome>();
+    outcome->engine = m.job->engine();
+    outcome->operation = m.job->operation();
+    outcome->inputs = m.job->input_paths();
+    outcome->outputs = m.job->output_paths();
+    outcome->skipped = true;
+    outcome->summary.push_back("up to date (configuration and input hashes match): skipped");
+  } else {
+    JobContext ctx(
+        cancel, [&](double done, double total, std::string_view stage) { observer.progress(b, m, done, total, stage); },
+        [&](LogLevel level, std::string_view text) { observer.log(b, m, level, text); });
+    ctx.threads = options.threads;
+    RunOptions ro;
+    ro.dry_run = options.dry_run;
+    outcome = m.job->run(ctx, ro);
+    if (options.dry_run && outcome) {
+      outcome->skipped = why.empty();
+      if (why.empty()) outcome->summary.push_back("up to date: a run would skip it");
+    }
+  }
+  return outcome;
+}
+
 BatchSummary run_plan(const RunPlan& plan, const CancelToken& cancel, const BatchRunOptions& options,
                       BatchObserver& observer) {
   using Clock = std::chrono::steady_clock;
@@ -322,29 +350,7 @@ BatchSummary run_plan(const RunPlan& plan, const CancelToken& cancel, const Batc
       observer.member_started(b, m);
       const auto t0 = Clock::now();
       try {
-        std::unique_ptr<Outcome> outcome;
-        const std::string why = options.resume ? stale_reason(*m.job, hashes) : std::string("resume off");
-        if (why.empty() && !options.dry_run) {
-          outcome = std::make_unique<Outcome>();
-          outcome->engine = m.job->engine();
-          outcome->operation = m.job->operation();
-          outcome->inputs = m.job->input_paths();
-          outcome->outputs = m.job->output_paths();
-          outcome->skipped = true;
-          outcome->summary.push_back("up to date (configuration and input hashes match): skipped");
-        } else {
-          JobContext ctx(
-              cancel, [&](double done, double total, std::string_view stage) { observer.progress(b, m, done, total, stage); },
-              [&](LogLevel level, std::string_view text) { observer.log(b, m, level, text); });
-          ctx.threads = options.threads;
-          RunOptions ro;
-          ro.dry_run = options.dry_run;
-          outcome = m.job->run(ctx, ro);
-          if (options.dry_run && outcome) {
-            outcome->skipped = why.empty();
-            if (why.empty()) outcome->summary.push_back("up to date: a run would skip it");
-          }
-        }
+        const std::unique_ptr<Outcome> outcome = run_member(b, m, cancel, options, observer, hashes);
         const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
         if (options.dry_run) ++s.planned;
         else if (outcome->skipped) ++s.skipped;

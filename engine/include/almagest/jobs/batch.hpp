@@ -121,6 +121,13 @@ struct BatchRunOptions {
   int threads = 0;        ///< JobContext::threads
 };
 
+/// One member: skipped with an "up to date" outcome when resume is on and stale_reason() is empty
+/// (not for a dry run, which plans it and says whether a run would skip it), else run with a
+/// JobContext whose progress and log go to `observer`. Engine errors propagate; the caller reports
+/// member_started/finished/failed. run_plan and the MPI distribution layer share it.
+std::unique_ptr<Outcome> run_member(const Batch& b, const Member& m, const CancelToken& cancel,
+                                    const BatchRunOptions& options, BatchObserver& observer, HashCache& hashes);
+
 /// Runs every member in order (skipping the up-to-date ones), then every aggregate. The first
 /// failure is reported to the observer and rethrown: members already written stay (they are
 /// complete and a re-run skips them). Throws Cancelled when `cancel` is set between members.
