@@ -15,7 +15,7 @@
 
 namespace almagest::kernels {
 
-inline constexpr std::uint32_t kAbiVersion = 7;  // 2: NpcfOptions::accumulate; 3: StackPlanes::memory_limit;
+inline constexpr std::uint32_t kAbiVersion = 8;  // 2: NpcfOptions::accumulate; 3: StackPlanes::memory_limit;
                                                  // 4: NpcfOptions::resident_key, release_resident;
                                                  // 5: ShtDevicePlan::synthesis_device, adjoint_device;
                                                  // 6: NpcfOptions::device_graph and
@@ -24,7 +24,9 @@ inline constexpr std::uint32_t kAbiVersion = 7;  // 2: NpcfOptions::accumulate; 
                                                  //    release_resident: NpcfOptions' layout and the
                                                  //    NpcfKernels vtable changed;
                                                  // 7: NpcfOptions::nmu/legendre/mu_periodic/mu_box,
-                                                 //    NpcfSums::legendre2/legendre4 (mu binning)
+                                                 //    NpcfSums::legendre2/legendre4 (mu binning);
+                                                 // 8: StackShifts::fx/fy/wx/wy/rho (sub-pixel
+                                                 //    shifts on the GPU)
 
 class DeviceError : public std::runtime_error {
 public:

@@ -41,6 +41,16 @@ struct StackShifts {
   int nvx = 0, nvy = 0;
   const std::int32_t* sxi = nullptr;
   const std::int32_t* syj = nullptr;
+  /// Sub-pixel (fractional) mode when fx is set (gather and tiled methods; the tiled method runs
+  /// the gather then): [n_vel][n_exp] floor offsets fx, fy and bilinear weights wx, wy in [0, 1)
+  /// (the engine's ShiftTable), rho [n_exp][4] the PSF autocorrelations rho(1,0), rho(0,1),
+  /// rho(1,1), rho(1,-1). Every sample is the CPU twin's fractional_sample(), the same float
+  /// operations in the same order (engine/src/stack/search_internal.hpp).
+  const std::int32_t* fx = nullptr;
+  const std::int32_t* fy = nullptr;
+  const float* wx = nullptr;
+  const float* wy = nullptr;
+  const float* rho = nullptr;
 };
 
 struct StackScanParams {
