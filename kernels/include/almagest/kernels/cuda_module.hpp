@@ -15,7 +15,7 @@
 
 namespace almagest::kernels {
 
-inline constexpr std::uint32_t kAbiVersion = 8;  // 2: NpcfOptions::accumulate; 3: StackPlanes::memory_limit;
+inline constexpr std::uint32_t kAbiVersion = 9;  // 2: NpcfOptions::accumulate; 3: StackPlanes::memory_limit;
                                                  // 4: NpcfOptions::resident_key, release_resident;
                                                  // 5: ShtDevicePlan::synthesis_device, adjoint_device;
                                                  // 6: NpcfOptions::device_graph and
@@ -27,6 +27,8 @@ inline constexpr std::uint32_t kAbiVersion = 8;  // 2: NpcfOptions::accumulate; 
                                                  //    NpcfSums::legendre2/legendre4 (mu binning);
                                                  // 8: StackShifts::fx/fy/wx/wy/rho (sub-pixel
                                                  //    shifts on the GPU)
+                                                 // 9: NpcfTriangleRows::bin_threshold/rmin2/rmax2,
+                                                 //    NpcfOptions::dense_min_degree (dense 3pCF)
 
 class DeviceError : public std::runtime_error {
 public:

@@ -102,6 +102,10 @@ struct NpcfOptions {
   bool legendre = false;
   bool mu_periodic = false;
   double mu_box = 0;
+  /// 3pCF: hubs with at least this many neighbours use the dense-neighbourhood kernel (pairs of
+  /// neighbours from coordinates; needs NpcfTriangleRows::bin_threshold). 0 = automatic (1024),
+  /// 0xFFFFFFFF = never; tests set 2 to send every hub through it.
+  std::uint32_t dense_min_degree = 0;
 };
 
 /// Timings and sizes of one call, for provenance and the benchmark.
@@ -131,10 +135,17 @@ struct NpcfSums {
 
 /// 3pCF rows: row_sorted(b1 <= b2 <= b3) = offset[b1 * nbins + b2] + (b3 - b2), as the engine's
 /// TriangleTable. Shape of offset: nbins * nbins. Equilateral mode uses rows b (b1 = b2 = b3 = b).
+/// With bin_threshold set (nbins - 1 ascending exact squared-distance thresholds, as
+/// NpcfGraphSpec's, and the graph's rmin2/rmax2), hubs with many neighbours may be counted by the
+/// dense-neighbourhood kernel: every pair of the hub's neighbours is tested from coordinates with
+/// the graph's own edge test and bins (the graph must have been built with this binning; the
+/// kernel checks the hub's own edges and throws DeviceError on a mismatch). Null: graph walks only.
 struct NpcfTriangleRows {
   int nbins = 0;
   const std::uint32_t* offset = nullptr;
   std::uint64_t rows = 0;
+  const double* bin_threshold = nullptr;
+  double rmin2 = 0, rmax2 = 0;
 };
 
 /// 4pCF rows: packed[raw] = (row << 1) | (sign < 0), raw = six 0-based bins in edge order
