@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <map>
 #include <memory>
@@ -27,6 +28,7 @@
 #include "device_buffer.cuh"
 #include "npcf_common.cuh"
 #include "npcf_kernels.cuh"
+#include "npcf_staging.cuh"
 
 namespace almagest::kernels {
 namespace {
@@ -49,6 +51,15 @@ struct Job {
   int nbins = 0;
   const u32* tri_offset = nullptr;
   bool equilateral = false;
+  // 3pCF dense-neighbourhood kernel (count3_dense_kernel): exact thresholds and edge test of the
+  // graph, and the smallest hub degree that uses it.
+  const double* tri_thr = nullptr;
+  double rmin2 = 0, rmax2 = 0;
+  u32 dense_min = 0;
+  bool dense_possible() const {
+    return kind == Kind::Three && !equilateral && nmu == 1 && tri_thr != nullptr && nbins >= 1 &&
+           nbins <= kDenseMaxBins && dense_min != 0xFFFFFFFFu;
+  }
   const u32* packed = nullptr;
   u64 packed_size = 0;
   bool parity = false;
@@ -113,10 +124,11 @@ struct ResidentGraph {
   DeviceBuffer<u32> nb;
   DeviceBuffer<u8> bin;
   DeviceBuffer<u16> pix;
-  bool have_graph = false, have_xyz = false, have_pix = false;
+  DeviceBuffer<Pt4> pts;  // (x, y, z, w): the dense 3pCF kernel
+  bool have_graph = false, have_xyz = false, have_pix = false, have_pts = false;
   u64 bytes() const {
     return w.bytes() + offsets.bytes() + nb.bytes() + bin.bytes() + pix.bytes() + x.bytes() +
-           y.bytes() + z.bytes();
+           y.bytes() + z.bytes() + pts.bytes();
   }
 };
 
@@ -234,8 +246,8 @@ private:
       R.offsets.upload(J.g.offsets, n + 1, s_);
       R.nb.allocate(std::max<u64>(1, edges));
       R.bin.allocate(std::max<u64>(1, edges));
-      R.nb.upload(J.g.neighbour, edges, s_);
-      R.bin.upload(J.g.bin, edges, s_);
+      npcf_staging::upload(R.nb.data(), J.g.neighbour, edges * sizeof(u32), s_);
+      npcf_staging::upload(R.bin.data(), J.g.bin, edges * sizeof(u8), s_);
       R.n = n;
       R.edges = edges;
       R.have_graph = true;
@@ -251,22 +263,83 @@ private:
     }
     if (J.parity && !J.par.exact && !R.have_pix) {
       R.pix.allocate(std::max<u64>(1, edges));
-      R.pix.upload(J.g.pixel, edges, s_);
+      npcf_staging::upload(R.pix.data(), J.g.pixel, edges * sizeof(u16), s_);
       R.have_pix = true;
+    }
+    if (dense_ && !R.have_pts) {
+      upload_pts(R.pts);
+      R.have_pts = true;
     }
     device_bytes_ += R.bytes();
     slot_win_.assign(1, 0);  // window 0 (every row) is in "slot" 0 for good
     slot_used_.assign(1, 0);
   }
 
+  /// (x, y, z, w) of every point, packed for the dense 3pCF kernel.
+  void upload_pts(DeviceBuffer<Pt4>& b) {
+    const Job& J = job_;
+    const u64 n = J.p.size;
+    std::vector<Pt4> host(n);
+    for (u64 i = 0; i < n; ++i) host[i] = Pt4{J.p.x[i], J.p.y[i], J.p.z[i], J.p.w[i]};
+    b.allocate(n);
+    b.upload(host.data(), n, s_);
+    CUDA_CHECK(cudaStreamSynchronize(s_));  // `host` leaves scope
+  }
+
+  /// The dense 3pCF path: used when the job allows it and some hub reaches dense_min_; its
+  /// thresholds, the lookup table on the high word of d2 and the error flag.
+  void setup_dense() {
+    const Job& J = job_;
+    dense_ = false;
+    if (!J.dense_possible()) return;
+    dense_min_ = std::max<u32>(2, J.dense_min == 0 ? 1024 : J.dense_min);
+    u32 maxdeg = 0;
+    for (u64 i = 0; i < J.p.size; ++i) maxdeg = std::max(maxdeg, degree(J.g, i));
+    if (maxdeg < dense_min_) return;
+    dense_ = true;
+    dense_maxdeg_ = maxdeg;
+    const int nthr = J.nbins - 1;
+    auto hi32 = [](double v) {
+      u64 b;
+      std::memcpy(&b, &v, sizeof b);
+      return static_cast<u32>(b >> 32);
+    };
+    lut_base_ = hi32(J.rmin2);
+    const u32 span = hi32(J.rmax2) - lut_base_;
+    lut_shift_ = 0;
+    while ((span >> lut_shift_) + 1 > kDenseLutMax) ++lut_shift_;
+    lut_size_ = (span >> lut_shift_) + 1;
+    std::vector<u8> lut(lut_size_);
+    for (u32 c = 0; c < lut_size_; ++c) {
+      const u64 bits = static_cast<u64>(lut_base_ + (c << lut_shift_)) << 32;
+      double low;
+      std::memcpy(&low, &bits, sizeof low);
+      u32 b = 0;
+      while (static_cast<int>(b) < nthr && J.tri_thr[b] <= low) ++b;
+      lut[c] = static_cast<u8>(b);
+    }
+    alloc(dense_lut_, lut_size_);
+    dense_lut_.upload(lut.data(), lut_size_, s_);
+    alloc(dense_thr_, static_cast<std::size_t>(std::max(1, nthr)));
+    if (nthr > 0) dense_thr_.upload(J.tri_thr, static_cast<std::size_t>(nthr), s_);
+    alloc(dense_err_, 1);
+    dense_err_.zero(s_);
+    CUDA_CHECK(cudaStreamSynchronize(s_));  // `lut` leaves scope
+  }
+
   void setup() {
     const Job& J = job_;
     const u64 n = J.p.size;
     const bool pix = J.parity && !J.par.exact;
+    setup_dense();
     DeviceGraphImpl* dg = device_graph_of(*J.opt);
     if (dg && J.win_row.size() == 2) {
       setup_resident(*dg);
     } else {
+      if (dense_) {
+        upload_pts(pts_);
+        device_bytes_ += pts_.bytes();
+      }
       alloc(w_, n);
       w_.upload(J.p.w, n, s_);
       if (J.needs_xyz()) {
@@ -349,11 +422,31 @@ private:
       }
     }
     alloc(counters_, 64);
+    if (dense_) alloc(dense_scratch_, static_cast<std::size_t>(dense_maxdeg_) * gridD_);
+    // 3pCF: per hub window, the last search window a graph-walk hub (not a dense one) needs
+    // (the window of its last neighbour); without the dense path every window is searched.
+    const int W = static_cast<int>(J.win_row.size()) - 1;
+    last_search_.assign(static_cast<std::size_t>(std::max(W, 1)), W - 1);
+    if (dense_ && W > 1) {
+      for (int h = 0; h < W; ++h) {
+        int last = h;
+        for (u64 i = J.win_row[h]; i < J.win_row[h + 1]; ++i) {
+          const u32 d = degree(J.g, i);
+          if (d < 2 || d >= dense_min_) continue;
+          const u32 k = J.g.neighbour[J.g.offsets[i + 1] - 1];
+          const int wk = static_cast<int>(std::upper_bound(J.win_row.begin(), J.win_row.end(), k) -
+                                          J.win_row.begin()) - 1;
+          last = std::max(last, wk);
+        }
+        last_search_[static_cast<std::size_t>(h)] = last;
+      }
+    }
     if (J.kind != Kind::Two) {
       sort_hubs();
       // Hubs per segment above each class threshold (the sorted order is by decreasing degree).
       std::vector<u32> thresholds{1, 2};
       for (const Class4& c : classes_) thresholds.push_back(c.dcap);
+      if (dense_) thresholds.push_back(dense_min_ - 1);
       for (std::size_t sg = 0; sg + 1 < J.seg_row.size(); ++sg) {
         std::vector<u64> cnt(thresholds.size(), 0);
         for (u64 i = J.seg_row[sg]; i < J.seg_row[sg + 1]; ++i) {
@@ -451,6 +544,19 @@ private:
       CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, kernel3, 256, smem3_));
       grid3_ = std::max(1, occ) * sms_;
       G_ = grid3_;
+      if (dense_) {
+        smemD_ = dense3_smem(J.rows, shared_hist_, J.nbins, lut_size_, kDenseThreads);
+        CUDA_CHECK(cudaFuncGetAttributes(&fa, count3_dense_kernel));
+        if (smemD_ + fa.sharedSizeBytes > static_cast<std::size_t>(smem_optin_))
+          throw DeviceError("3pCF on the GPU: the dense kernel's shared memory does not fit");
+        if (smemD_ > 48 * 1024)
+          CUDA_CHECK(cudaFuncSetAttribute(count3_dense_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                          static_cast<int>(smemD_)));
+        int occd = 0;
+        CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occd, count3_dense_kernel, kDenseThreads, smemD_));
+        gridD_ = std::max(1, occd) * sms_;
+        G_ = std::max(G_, gridD_);
+      }
       return;
     }
     // 4pCF classes: shared-memory neighbourhoods of growing capacity, then global scratch.
@@ -559,9 +665,10 @@ private:
         if (slot_used_[s] != tick_ && (victim < 0 || slot_used_[s] < slot_used_[victim])) victim = s;
       const auto t0 = Clock::now();
       const u64 e0 = J.g.offsets[J.win_row[need[q]]], e1 = J.g.offsets[J.win_row[need[q] + 1]];
-      slot_nb_[victim].upload(J.g.neighbour + e0, e1 - e0, s_);
-      slot_bin_[victim].upload(J.g.bin + e0, e1 - e0, s_);
-      if (!slot_pix_[victim].empty()) slot_pix_[victim].upload(J.g.pixel + e0, e1 - e0, s_);
+      npcf_staging::upload(slot_nb_[victim].data(), J.g.neighbour + e0, (e1 - e0) * sizeof(u32), s_);
+      npcf_staging::upload(slot_bin_[victim].data(), J.g.bin + e0, (e1 - e0) * sizeof(u8), s_);
+      if (!slot_pix_[victim].empty())
+        npcf_staging::upload(slot_pix_[victim].data(), J.g.pixel + e0, (e1 - e0) * sizeof(u16), s_);
       CUDA_CHECK(cudaStreamSynchronize(s_));
       info.upload_s += since(t0);
       slot_win_[victim] = need[q];
@@ -666,11 +773,37 @@ private:
         return static_cast<u32>(above_.at({seg, t}));
       };
       if (J.kind == Kind::Three) {
+        // Hubs of degree >= dense_min_ lead the segment's list (decreasing degree): the dense
+        // kernel counts all their triangles from the hub window alone, in the tile (h, h).
+        const u32 ndense = dense_ ? count_above(dense_min_ - 1) : 0;
+        if (ndense > 0 && s1 == h) {
+          Dense3Args a;
+          a.c = common();
+          a.pts = res_ ? res_->pts.data() : pts_.data();
+          a.wh = window(slot[0], h);
+          a.list = HubList{order_.data(), static_cast<u32>(lo), ndense, counters_.data() + counter++};
+          a.tri_offset = tri_.data();
+          a.nbins = J.nbins;
+          a.rmin2 = J.rmin2;
+          a.rmax2 = J.rmax2;
+          a.thr = dense_thr_.data();
+          a.lut = dense_lut_.data();
+          a.lut_base = lut_base_;
+          a.lut_size = lut_size_;
+          a.lut_shift = lut_shift_;
+          a.scratch = dense_scratch_.data();
+          a.scratch_stride = dense_maxdeg_;
+          a.error = dense_err_.data();
+          a.acc = make_acc(half);
+          count3_dense_kernel<<<std::min<int>(gridD_, static_cast<int>(ndense)), kDenseThreads, smemD_, s_>>>(a);
+          CUDA_CHECK_LAUNCH();
+        }
         ThreeArgs a;
         a.c = common();
         a.wh = window(slot[0], h);
         a.ws = window(slot[1], s1);
-        a.list = HubList{order_.data(), static_cast<u32>(lo), count_above(1), counters_.data() + counter++};
+        a.list = HubList{order_.data(), static_cast<u32>(lo) + ndense, count_above(1) - ndense,
+                         counters_.data() + counter++};
         a.tri_offset = tri_.data();
         a.nbins = J.nbins;
         a.equilateral = J.equilateral;
@@ -800,7 +933,15 @@ private:
       if (J.kind == Kind::Two) {
         tile(h, h, h);
       } else if (J.kind == Kind::Three) {
-        for (int s = h; s < W; ++s) tile(h, s, s);
+        for (int s = h; s < W; ++s) {
+          if (s > h && s > last_search_[static_cast<std::size_t>(h)]) {
+            // no graph-walk hub of window h has a neighbour (a j) in window s: nothing to count
+            std::lock_guard<std::mutex> lock(*J.progress_mu);
+            ++*J.tiles_done;
+            continue;
+          }
+          tile(h, s, s);
+        }
       } else {
         // Launch groups {h, x, y} (x < y search windows above h) until every window pair
         // (s1 <= s2) of [h, W) is counted once; a hub builds its neighbourhood once per group.
@@ -847,6 +988,15 @@ private:
       out_deg_.download(ps.deg.data(), R2, s_);
     }
     CUDA_CHECK(cudaStreamSynchronize(s_));
+    if (dense_) {
+      u32 err = 0;
+      dense_err_.download(&err, 1, s_);
+      CUDA_CHECK(cudaStreamSynchronize(s_));
+      if (err)
+        throw DeviceError("3pCF on the GPU: the graph's edges or bins differ from the binning passed "
+                          "with it (the dense kernel re-derives them from coordinates): build the "
+                          "graph with the same rmin, rmax and bins");
+    }
     return ps;
   }
 
@@ -863,6 +1013,15 @@ private:
   int grid2_ = 1, grid3_ = 1;
   std::size_t smem2_ = 0, smem3_ = 0;
   u32 dcap3_ = 0;
+  bool dense_ = false;
+  u32 dense_min_ = 0, dense_maxdeg_ = 0, lut_base_ = 0, lut_size_ = 0;
+  std::vector<int> last_search_;
+  int lut_shift_ = 0, gridD_ = 0;
+  std::size_t smemD_ = 0;
+  DeviceBuffer<Pt4> pts_, dense_scratch_;
+  DeviceBuffer<double> dense_thr_;
+  DeviceBuffer<u8> dense_lut_;
+  DeviceBuffer<u32> dense_err_;
   std::vector<Class4> classes_;
   std::map<std::pair<std::size_t, u32>, u64> above_;
   u64 scratch_stride_ = 0;
@@ -930,7 +1089,9 @@ NpcfSums run_job(Job& job, const NpcfOptions& opt) {
       CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
       limit = 0.85 * static_cast<double>(free_b);
     }
-    const double fixed = 64.0 * static_cast<double>(n) + 4.0 * job.packed_size + 512.0 * 1024 * 1024;
+    // (+ 32 bytes per point and the per-block neighbourhoods of the dense 3pCF kernel)
+    const double fixed = (job.dense_possible() ? 96.0 : 64.0) * static_cast<double>(n) +
+                         4.0 * job.packed_size + 512.0 * 1024 * 1024;
     const double avail = limit - fixed;
     if (avail <= 0) throw DeviceOutOfMemory("NpCF on the GPU: the points alone exceed the device memory limit");
     W = edge_bytes <= avail ? 1 : static_cast<int>(std::ceil(job.slots * edge_bytes / avail)) + 1;
@@ -1071,6 +1232,10 @@ public:
     job.par.box = opt.mu_box;
     job.rows = static_cast<u32>((equilateral ? static_cast<u64>(rows.nbins) : rows.rows) *
                                 static_cast<u64>(job.nmu));
+    job.tri_thr = rows.bin_threshold;
+    job.rmin2 = rows.rmin2;
+    job.rmax2 = rows.rmax2;
+    job.dense_min = opt.dense_min_degree;
     return run_job(job, opt);
   }
   NpcfSums count_4pcf(const NpcfGraphView& g, const NpcfPointsView& p, const NpcfTetraRows& rows,

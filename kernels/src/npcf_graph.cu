@@ -12,14 +12,17 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <exception>
 #include <limits>
 #include <numbers>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cuda_check.cuh"
 #include "device_buffer.cuh"
 #include "npcf_common.cuh"
+#include "npcf_staging.cuh"
 
 namespace almagest::kernels {
 namespace {
@@ -327,6 +330,33 @@ NpcfGraphHost npcf_build_graph(const NpcfPointsView& pv, const NpcfGraphSpec& sp
   offsets.download(&E, 1, s, n);
   CUDA_CHECK(cudaStreamSynchronize(s));
 
+  // The host arrays are made while the device fills and sorts: their pages populated by several
+  // threads, then value-initialised (a serial memset that now takes no page faults), so that the
+  // copies below run at the staging rate (npcf_staging.cuh).
+  NpcfGraphHost out;
+  std::exception_ptr prep_error;
+  std::thread prep([&] {
+    try {
+      auto make = [](auto& v, u64 count) {
+        v.reserve(count);
+        npcf_staging::prefault_host(v.data(), count * sizeof(v[0]));
+        v.resize(count);
+      };
+      make(out.offsets, static_cast<u64>(n) + 1);
+      make(out.neighbour, E);
+      make(out.bin, E);
+      if (spec.pixels) make(out.pixel, E);
+    } catch (...) {
+      prep_error = std::current_exception();
+    }
+  });
+  struct Join {
+    std::thread& t;
+    ~Join() {
+      if (t.joinable()) t.join();
+    }
+  } join{prep};
+
   DeviceBuffer<u32> tmp(std::max<u64>(E, 1)), nb(std::max<u64>(E, 1));
   DeviceBuffer<u8> bins(std::max<u64>(E, 1));
   DeviceBuffer<u16> pix(spec.pixels ? std::max<u64>(E, 1) : 0);
@@ -354,17 +384,14 @@ NpcfGraphHost npcf_build_graph(const NpcfPointsView& pv, const NpcfGraphSpec& sp
   float ms = 0;
   CUDA_CHECK(cudaEventElapsedTime(&ms, ev0, ev1));
 
-  NpcfGraphHost out;
   out.build_s = ms * 1e-3;
-  out.offsets.resize(static_cast<std::size_t>(n) + 1);
-  out.neighbour.resize(E);
-  out.bin.resize(E);
-  offsets.download(out.offsets.data(), static_cast<std::size_t>(n) + 1, s);
-  nb.download(out.neighbour.data(), E, s);
-  bins.download(out.bin.data(), E, s);
+  prep.join();
+  if (prep_error) std::rethrow_exception(prep_error);
+  npcf_staging::download(out.offsets.data(), offsets.data(), (static_cast<std::size_t>(n) + 1) * sizeof(u64), s);
+  npcf_staging::download(out.neighbour.data(), nb.data(), E * sizeof(u32), s);
+  npcf_staging::download(out.bin.data(), bins.data(), E * sizeof(u8), s);
   if (spec.pixels) {
-    out.pixel.resize(E);
-    pix.download(out.pixel.data(), E, s);
+    npcf_staging::download(out.pixel.data(), pix.data(), E * sizeof(u16), s);
     u32 nr = 0;
     nrecheck.download(&nr, 1, s);
     CUDA_CHECK(cudaStreamSynchronize(s));

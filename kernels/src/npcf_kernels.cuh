@@ -140,6 +140,17 @@ struct BlockHist {
       atomicAdd(A.acc_sum + at, v);
     }
   }
+  /// n tuples of summed product v into one row (the dense 3pCF's per-lane partial counts).
+  __device__ void add_n(const Acc& A, u32 row, u32 n, double v) const {
+    if (shared) {
+      red_shared(cnt + row, n);
+      red_shared(sum + row, v);
+    } else {
+      const u64 at = static_cast<u64>(A.half) * A.rows + row;
+      atomicAdd(A.acc_cnt + at, static_cast<ull>(n));
+      atomicAdd(A.acc_sum + at, v);
+    }
+  }
   /// Parity: one tetrahedron of product v with odd sign sigma (+1/-1), or degenerate. In shared
   /// memory one double reduction per tetrahedron: even = P + M + D and odd = P - M at the flush.
   __device__ void add_parity(const Acc& A, u32 row, double v, bool degenerate, bool negative) const {
@@ -484,6 +495,189 @@ __global__ void count3_kernel(ThreeArgs a) {
       }
     }
     __syncthreads();
+  }
+  __syncthreads();
+  hist.flush(a.acc, false);
+}
+
+// ---------------------------------------------------------------------------------------------
+// 3pCF, dense neighbourhoods (hubs with many neighbours; isotropic rows, not equilateral): block
+// per hub. Instead of walking each neighbour's row and searching the hub list, the block tests
+// every pair {q, r} of the hub's neighbours from coordinates with the graph's own edge test and
+// bins: the separation and d2 as the graph builders compute them (npcf_common.cuh: sub/mul/add
+// rounded to nearest, minimum image; d2 is the same for (j, k) and (k, j) because IEEE
+// subtraction is antisymmetric), rmin2 < d2 < rmax2, and the bin as the number of exact
+// squared-distance thresholds <= d2 (a start from a lookup table on the high word of d2, then
+// the thresholds). So a pair is a triangle exactly when the graph has the edge (j, k) and its bin
+// is the graph's: the counts are the graph walk's. The hub's own edges are checked the same way
+// (a graph built with another binning sets *error).
+//
+// Per hub: the neighbours' (x, y, z, w) are staged in the block's global scratch grouped by their
+// bin from the hub, then warps take units (32 consecutive staged q's, one group of r's): lane q
+// loops over the group's r > q (broadcast loads), and with b(hub, q) and b(hub, r) fixed inside a
+// unit only the third bin varies: the lane's counts and weight sums per third bin live in a
+// lane-private shared-memory column (no atomics), added to the block histogram once per unit
+// (count n, sum w_hub w_q sum_r w_r: the same products as the graph walk up to rounding order).
+inline constexpr int kDenseMaxBins = 16;
+inline constexpr int kDenseThreads = 256;
+inline constexpr u32 kDenseLutMax = 4096;
+
+struct alignas(32) Pt4 {
+  double x, y, z, w;
+};
+
+struct Dense3Args {
+  Common c;
+  const Pt4* pts = nullptr;  // (x, y, z, w) per point
+  Win wh;                    // hub window (the hubs' lists)
+  HubList list;
+  const u32* tri_offset = nullptr;
+  int nbins = 0;
+  double rmin2 = 0, rmax2 = 0;
+  const double* thr = nullptr;  // nbins - 1 ascending squared-distance thresholds
+  const u8* lut = nullptr;      // lut_size entries: thresholds <= the cell's lowest d2
+  u32 lut_base = 0, lut_size = 0;
+  int lut_shift = 0;
+  Pt4* scratch = nullptr;  // per block: scratch_stride entries
+  u64 scratch_stride = 0;
+  u32* error = nullptr;
+  Acc acc;
+};
+
+__host__ __device__ inline std::size_t align16(std::size_t b) { return (b + 15) & ~std::size_t{15}; }
+
+/// Dynamic shared memory of the dense kernel: histogram, thresholds, table, lane columns.
+__host__ __device__ inline std::size_t dense3_smem(u32 rows, bool shared_hist, int nbins, u32 lut_size,
+                                                   int threads) {
+  return (shared_hist ? hist_bytes(rows, false) : 0) + align16(8ull * (nbins > 1 ? nbins - 1 : 0)) +
+         align16(lut_size) + static_cast<std::size_t>(12) * nbins * threads;
+}
+
+__device__ __forceinline__ double dense_wrap(double v, bool periodic, double box, double half) {
+  return periodic ? wrap(v, box, half) : v;
+}
+
+__global__ void __launch_bounds__(kDenseThreads) count3_dense_kernel(Dense3Args a) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  __shared__ u32 s_item;
+  __shared__ u32 s_goff[kDenseMaxBins + 1];
+  __shared__ u32 s_cur[kDenseMaxBins];
+  __shared__ u64 s_bound;
+  const BlockHist hist = make_hist(smem, a.acc.rows, false, a.acc.shared);
+  std::size_t at = a.acc.shared ? hist_bytes(a.acc.rows, false) : 0;
+  const u32 nb = static_cast<u32>(a.nbins);
+  const u32 nthr = nb - 1;
+  double* s_thr = reinterpret_cast<double*>(smem + at);
+  at += align16(8ull * nthr);
+  u8* s_lut = smem + at;
+  at += align16(a.lut_size);
+  const u32 lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
+  u32* p_cnt = reinterpret_cast<u32*>(smem + at) + static_cast<std::size_t>(warp) * nb * 32;
+  at += 4ull * nb * blockDim.x;
+  double* p_sum = reinterpret_cast<double*>(smem + at) + static_cast<std::size_t>(warp) * nb * 32;
+  for (u32 t = threadIdx.x; t < nthr; t += blockDim.x) s_thr[t] = a.thr[t];
+  for (u32 t = threadIdx.x; t < a.lut_size; t += blockDim.x) s_lut[t] = a.lut[t];
+  for (u32 b = 0; b < nb; ++b) {
+    p_cnt[b * 32 + lane] = 0;
+    p_sum[b * 32 + lane] = 0;
+  }
+  hist.zero(false);
+  if (threadIdx.x == 0) s_bound = 0;
+  __syncthreads();
+  const bool periodic = a.c.periodic;
+  const double box = a.c.box, half = 0.5 * a.c.box;
+  const double rmin2 = a.rmin2, rmax2 = a.rmax2;
+  auto bin_of = [&](double d2) {
+    const u32 key = static_cast<u32>(static_cast<unsigned long long>(__double_as_longlong(d2)) >> 32) - a.lut_base;
+    u32 b = s_lut[min(key >> a.lut_shift, a.lut_size - 1)];
+    while (b < nthr && s_thr[b] <= d2) ++b;
+    return b;
+  };
+  Pt4* stage = a.scratch + a.scratch_stride * blockIdx.x;
+  u32 hub;
+  while (next_hub(a.list, &s_item, hub)) {
+    const u64 e0 = a.c.offsets[hub] - a.wh.base;
+    const u32 d = static_cast<u32>(a.c.offsets[hub + 1] - a.c.offsets[hub]);
+    const u64 bound = static_cast<u64>(d) * (d - 1) / 2;
+    if (a.acc.shared && s_bound + bound >= 0xFFFFFFFFull) {
+      hist.flush(a.acc, false);
+      __syncthreads();
+      if (threadIdx.x == 0) s_bound = 0;
+    }
+    // 1. group sizes by the bin from the hub, then their offsets
+    if (threadIdx.x < nb) s_cur[threadIdx.x] = 0;
+    __syncthreads();
+    for (u32 q = threadIdx.x; q < d; q += blockDim.x)
+      atomicAdd(&s_cur[min(static_cast<u32>(a.wh.bin[e0 + q]), nb - 1)], 1u);  // bins >= nb: *error below
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      u32 o = 0;
+      for (u32 b = 0; b < nb; ++b) {
+        s_goff[b] = o;
+        o += s_cur[b];
+        s_cur[b] = s_goff[b];
+      }
+      s_goff[nb] = o;
+      s_bound += bound;
+    }
+    __syncthreads();
+    // 2. stage the neighbours by group; check the hub's own edges against the binning
+    const Pt4 ph = a.pts[hub];
+    for (u32 q = threadIdx.x; q < d; q += blockDim.x) {
+      const u32 j = a.wh.nb[e0 + q];
+      const u32 b = min(static_cast<u32>(a.wh.bin[e0 + q]), nb - 1);
+      const Pt4 pj = a.pts[j];
+      stage[atomicAdd(&s_cur[b], 1u)] = pj;
+      const double dx = dense_wrap(sub(pj.x, ph.x), periodic, box, half);
+      const double dy = dense_wrap(sub(pj.y, ph.y), periodic, box, half);
+      const double dz = dense_wrap(sub(pj.z, ph.z), periodic, box, half);
+      const double d2 = norm2(dx, dy, dz);
+      if (!(rmin2 < d2 && d2 < rmax2) || a.wh.bin[e0 + q] != bin_of(d2)) atomicOr(a.error, 1u);
+    }
+    __syncthreads();
+    // 3. units (q block, r group), group-major so that a block's warps share a group in L1
+    const u32 nqb = (d + 31) / 32;
+    const u32 units = nqb * nb;
+    for (u32 u = warp; u < units; u += nwarps) {
+      const u32 g = u / nqb, qb = u % nqb;
+      const u32 q0 = qb * 32, g1 = s_goff[g + 1];
+      const u32 rs = max(s_goff[g], q0 + 1);
+      if (rs >= g1) continue;
+      const u32 q = q0 + lane;
+      const bool qv = q < d;
+      const Pt4 pq = qv ? stage[q] : Pt4{0, 0, 0, 0};
+      u32 bq = 0;
+      for (u32 b = 1; b < nb; ++b) bq += q >= s_goff[b] ? 1u : 0u;
+      bool any = false;
+#pragma unroll 4
+      for (u32 r = rs; r < g1; ++r) {
+        const Pt4 pr = stage[r];
+        const double dx = dense_wrap(sub(pr.x, pq.x), periodic, box, half);
+        const double dy = dense_wrap(sub(pr.y, pq.y), periodic, box, half);
+        const double dz = dense_wrap(sub(pr.z, pq.z), periodic, box, half);
+        const double d2 = norm2(dx, dy, dz);
+        if (qv && r > q && rmin2 < d2 && d2 < rmax2) {
+          const u32 b3 = bin_of(d2);
+          p_cnt[b3 * 32 + lane] += 1;
+          p_sum[b3 * 32 + lane] = add(p_sum[b3 * 32 + lane], pr.w);
+          any = true;
+        }
+      }
+      if (any) {
+        const double wiq = mul(ph.w, pq.w);
+        for (u32 b3 = 0; b3 < nb; ++b3) {
+          const u32 c = p_cnt[b3 * 32 + lane];
+          if (c == 0) continue;
+          const u32 lo = min(bq, min(g, b3)), hi = max(bq, max(g, b3));
+          const u32 mid = bq + g + b3 - lo - hi;
+          const u32 row = a.tri_offset[lo * nb + mid] + (hi - mid);
+          hist.add_n(a.acc, row, c, mul(wiq, p_sum[b3 * 32 + lane]));
+          p_cnt[b3 * 32 + lane] = 0;
+          p_sum[b3 * 32 + lane] = 0;
+        }
+      }
+    }
+    __syncthreads();  // the stage is rewritten by the next hub
   }
   __syncthreads();
   hist.flush(a.acc, false);

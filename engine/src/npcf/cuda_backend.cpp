@@ -34,6 +34,7 @@ kernels::NpcfOptions module_options(const CudaOptions& o, const JobContext& ctx)
   k.memory_limit = o.memory_limit;
   k.shared_degree_cap = o.shared_degree_cap;
   k.accumulate = o.accumulate;
+  k.dense_min_degree = o.dense_min_degree;
   k.device_graph = o.device_graph;
   k.progress = [&ctx](double done, double total, const char* stage) {
     ctx.check_cancel();
@@ -247,6 +248,12 @@ NpcfResult count_3pcf_cuda(const Graph& g, const PointSet& p, const NpcfConfig& 
   rows.nbins = nb;
   rows.offset = offset.data();
   rows.rows = table.rows();
+  // The graph's own edge test and bins, for the dense-neighbourhood kernel (hubs with many
+  // neighbours test their neighbour pairs from coordinates exactly as the graph builders do).
+  const std::vector<double> thr = squared_bin_thresholds(c.bins);
+  rows.bin_threshold = thr.data();
+  rows.rmin2 = c.bins.rmin * c.bins.rmin;
+  rows.rmax2 = c.bins.rmax * c.bins.rmax;
   kernels::NpcfOptions kopt = module_options(opt, ctx);
   set_mu_options(kopt, c, false);
   kernels::NpcfSums s = with_cuda_errors(

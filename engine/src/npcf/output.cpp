@@ -18,6 +18,20 @@ namespace almagest::npcf {
 
 namespace {
 
+/// What analytic randoms mean for this result's order (finalize.cpp, analytic4.cpp): the random
+/// sum and the estimator, as the text header and the HDF5 descriptions state them.
+std::string analytic_random_text(const NpcfResult& r) {
+  const std::string per_mu = r.config.nmu > 1 ? " / nmu" : "";
+  if (r.order == 2)
+    return "RR = W2 (4 pi/3)(r_hi^3 - r_lo^3) / V" + per_mu + ", xi = NN/RR - 1";
+  if (r.order == 3)
+    return "RRR = W3 Nperm 8 pi^2 T(b1, b2, b3) / V^2" + per_mu +
+           " (exact triangle kernel), zeta = NNN/RRR - 1 - xi(r1) - xi(r2) - xi(r3)";
+  return "RRRR = W4 x orbit size x 8 pi^2 Q / V^3 (quadrature, two levels agreeing to 1e-4), "
+         "RRRR_odd = 0, zeta = NNNN/RRRR - 1 - the six xi's - the four faces' connected 3pCF";
+}
+
+
 bool is_four(Statistic s) { return s == Statistic::FourPoint || s == Statistic::FourPointParity; }
 
 const char* description(Statistic s) {
@@ -125,10 +139,10 @@ void write_group(io::Hdf5Writer& w, const NpcfResult& r, const std::string& g) {
   ds("n", r.n, one, "dimensionless (normalised weights)",
      std::string(nn) + ": sum over tuples of the product of signed normalised weights");
   ds("r", r.r, one, "dimensionless (normalised weights)",
-     std::string(rr) + (r.analytic_randoms ? ": analytic randoms W2 V_shell / V"
-                                           : ": all-random sum, made positive"));
+     std::string(rr) + (r.analytic_randoms ? ": analytic randoms, " + analytic_random_text(r)
+                                           : std::string(": all-random sum, made positive")));
   ds("estimator", r.estimator, one, "dimensionless",
-     r.analytic_randoms ? "xi = NN/RR - 1 (analytic randoms)"
+     r.analytic_randoms ? "analytic randoms: " + analytic_random_text(r)
                         : std::string(r.order == 2 ? "xi" : "zeta") + " = " + nn + "/" + rr +
                               " (0 where " + rr + " = 0)");
   if (is_four(r.statistic)) {
@@ -381,7 +395,7 @@ std::string format_columns(const NpcfResult& r, bool fortran) {
   out += "# ndata: " + std::to_string(r.ndata) + "  nrandom: " + std::to_string(r.nrandom) +
          "  graph_edges: " + std::to_string(r.graph_edges) + "\n";
   if (r.analytic_randoms)
-    out += "# analytic randoms (periodic box): RR = W2 V_shell / V, xi = NN/RR - 1\n";
+    out += "# analytic randoms (periodic box): " + analytic_random_text(r) + "\n";
   out += "# config: " + r.config.to_json() + "\n";
   out += "# provenance: " + r.provenance.to_json() + "\n";
 

@@ -252,6 +252,40 @@ SelftestReport run_npcf_gpu_selftest(const NpcfSelftestOptions& opt, const JobCo
     const Graph g10 = build_graph(pa, c10, ctx);
     run.statistic("3pcf 10 bins", Statistic::ThreePoint, g10, pa, c10, v3);
     run.statistic("3pcf periodic log", Statistic::ThreePoint, gb, pb, cb, {v3.front(), v3[1]});
+    // The dense-neighbourhood kernel (pairs of neighbours from coordinates): every hub through it
+    // (dense >= 2), or only the heavier ones beside the graph walk (dense >= 12), resident,
+    // windowed and partitioned; the counts must equal the CPU's graph walk exactly.
+    auto dense = [](int w, int p, std::uint32_t m) {
+      CudaOptions o;
+      o.windows = w;
+      o.partitions = p;
+      o.dense_min_degree = m;
+      return o;
+    };
+    const std::vector<std::pair<std::string, CudaOptions>> vd{
+        {"dense>=2 W=1 P=1", dense(1, 1, 2)},
+        {"dense>=2 W=3 P=2", dense(3, 2, 2)},
+        {"dense>=12 W=1 P=1", dense(1, 1, 12)},
+        {"dense>=12 W=5 P=1", dense(5, 1, 12)},
+        {"dense never W=1 P=1", dense(1, 1, 0xFFFFFFFFu)}};
+    run.statistic("3pcf 10 bins", Statistic::ThreePoint, g10, pa, c10, vd);
+    run.statistic("3pcf periodic log", Statistic::ThreePoint, gb, pb, cb, {vd[0], vd[1], vd[3]});
+    // A graph built with another binning: the dense kernel's check of the hubs' own edges throws.
+    run.guarded("3pcf dense refuses a graph of other bins", [&] {
+      NpcfConfig c7 = c10;
+      c7.bins.nbins = 7;
+      c7.statistic = Statistic::ThreePoint;
+      bool threw = false;
+      std::string what;
+      try {
+        count_cuda(Statistic::ThreePoint, g10, pa, c7, ctx, dense(1, 1, 2));
+      } catch (const std::exception& e) {
+        threw = true;
+        what = e.what();
+      }
+      run.add("3pcf dense refuses a graph of other bins", threw && what.find("binning") != std::string::npos,
+              threw ? "threw: " + what : "no error for a 10-bin graph counted with 7 bins");
+    });
   }
   if (run.wanted("mu")) {
     // Anisotropic binning (docs/npcf.md): mu bins must agree exactly (same arithmetic on both).

@@ -58,6 +58,10 @@ struct CudaOptions {
   std::uint64_t memory_limit = 0;    ///< bytes per device the job may use; 0 = 85% of free memory
   std::uint32_t shared_degree_cap = 0;  ///< 4pCF: 0 = automatic; small values test the global path
   int accumulate = 0;  ///< 4pCF block sums: 0 = automatic (fixed point), 1 = double, 2 = fixed point
+  /// 3pCF: hubs with at least this many neighbours use the dense-neighbourhood kernel (pairs of
+  /// neighbours tested from coordinates with the graph's exact edge test and bins; the counts are
+  /// the graph walk's). 0 = automatic (1024), 0xFFFFFFFF = never; tests use 2 (every hub).
+  std::uint32_t dense_min_degree = 0;
   /// Non-null (not owned): keep the graph and points on the devices in this device graph between
   /// calls (make_device_graph); it must always see the same graph and points and outlive the
   /// call. With `devices` empty the call runs on the device graph's devices. Null: upload per call.
