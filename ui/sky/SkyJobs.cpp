@@ -8,6 +8,8 @@
 #include <numbers>
 #include <sstream>
 
+#include <fitsio.h>
+
 #include "almagest/core/atomic_file.hpp"
 #include "almagest/core/error.hpp"
 #include "almagest/core/backend.hpp"
@@ -147,6 +149,104 @@ SkyMapData synthesiseSkyMap(int nside, const std::vector<double>& cl, std::uint6
   const JobContext sub = JobRunner::stageContext(ctx, 0.6, 1.0);
   buildLookup(m, imageWidth, imageHeight, sub);
   return m;
+}
+
+std::vector<double> readClFile(const std::string& path) {
+  if (path.empty()) throw IoError(path, "", "no file name given");
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) throw IoError(path, "", "is not a readable file");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw IoError(path, "", "cannot be opened");
+  char head[9] = {};
+  in.read(head, 9);
+  std::vector<double> cl;
+  if (in.gcount() == 9 && std::string(head, 9) == "SIMPLE  =") {
+    // A FITS spectra table: the first BINTABLE's first column, row i = multipole i.
+    fitsfile* f = nullptr;
+    int status = 0;
+    auto fail = [&](const std::string& field, const std::string& what) {
+      int ignore = 0;
+      if (f) fits_close_file(f, &ignore);
+      char msg[FLEN_STATUS] = {};
+      if (status) fits_get_errstatus(status, msg);
+      throw IoError(path, field, what + (status ? std::string(" (") + msg + ")" : std::string()));
+    };
+    if (fits_open_diskfile(&f, path.c_str(), READONLY, &status)) fail("", "is not a FITS file cfitsio can read");
+    int type = 0;
+    if (fits_movabs_hdu(f, 2, &type, &status) || type != BINARY_TBL) fail("HDU 2", "is not a binary table of spectra");
+    long rows = 0;
+    int cols = 0;
+    if (fits_get_num_rows(f, &rows, &status) || fits_get_num_cols(f, &cols, &status)) fail("NAXIS2", "unreadable");
+    if (rows < 1 || cols < 1) fail("NAXIS2", "the table has no rows");
+    if (rows > 4L * kMaxNside + 1) fail("NAXIS2", std::to_string(rows) + " multipoles, more than 4 x 8192 + 1");
+    cl.assign(std::size_t(rows), 0.0);
+    int anynul = 0;
+    if (fits_read_col(f, TDOUBLE, 1, 1, 1, rows, nullptr, cl.data(), &anynul, &status)) fail("column 1", "unreadable");
+    fits_close_file(f, &status);
+    for (std::size_t l = 0; l < cl.size(); ++l)
+      if (!std::isfinite(cl[l]) || cl[l] < 0)
+        throw IoError(path, "column 1", "C_l of l = " + std::to_string(l) + " is negative or not finite");
+    return cl;
+  }
+  in.clear();
+  in.seekg(0);
+  std::string line;
+  std::size_t lineno = 0;
+  std::vector<char> given;
+  while (std::getline(in, line)) {
+    ++lineno;
+    const auto hash = line.find('#');
+    if (hash != std::string::npos) line.erase(hash);
+    std::istringstream ls(line);
+    std::string tl, tc;
+    if (!(ls >> tl)) continue;  // blank or comment
+    const std::string where = "line " + std::to_string(lineno);
+    if (!(ls >> tc)) throw IoError(path, where, "needs two columns, l and C_l");
+    std::size_t used = 0;
+    long long l = -1;
+    double c = 0;
+    try {
+      l = std::stoll(tl, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != tl.size() || l < 0) throw IoError(path, where, "'" + tl + "' is not a multipole l >= 0");
+    if (l > 4LL * kMaxNside) throw IoError(path, where, "l = " + tl + " is above 4 x 8192");
+    try {
+      c = std::stod(tc, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != tc.size()) throw IoError(path, where, "'" + tc + "' is not a number");
+    if (!std::isfinite(c) || c < 0) throw IoError(path, where, "C_l = " + tc + " is negative or not finite");
+    if (std::size_t(l) >= cl.size()) {
+      cl.resize(std::size_t(l) + 1, 0.0);
+      given.resize(std::size_t(l) + 1, 0);
+    }
+    if (given[std::size_t(l)]) throw IoError(path, where, "l = " + tl + " is given twice");
+    given[std::size_t(l)] = 1;
+    cl[std::size_t(l)] = c;
+  }
+  if (cl.empty()) throw IoError(path, "", "holds no rows \"l C_l\"");
+  return cl;
+}
+
+void writeSkyMap(const std::string& path, const SkyMapData& map, const JobContext& ctx) {
+  sht::HealpixMap hm;
+  hm.nside = map.nside;
+  hm.ordering = sht::Ordering::Ring;
+  hm.names = map.names;
+  hm.units = map.units;
+  hm.columns = map.columns;
+  hm.coordsys = map.coordsys;
+  std::vector<std::string> inputs;
+  if (!map.source.empty() && std::filesystem::exists(map.source)) inputs.push_back(map.source);
+  OutputSet set(inputs, ctx.token());
+  {
+    OutputSet::Scope scope(set);
+    sht::write_healpix_map(path, hm);
+  }
+  set.commit();
 }
 
 double SkySpectrum::dl(int l) const noexcept {

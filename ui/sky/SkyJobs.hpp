@@ -68,6 +68,18 @@ std::vector<double> demoCl(int lmax);
 SkyMapData synthesiseSkyMap(int nside, const std::vector<double>& cl, std::uint64_t seed,
                             int imageWidth, int imageHeight, const JobContext& ctx);
 
+/// Reads a C_l file for synthesis: text (rows "l C_l [more columns]", e.g. the window's own
+/// spectrum file or `almagest-cli sht cl -o cl.txt`; '#' comments; multipoles without a row are
+/// 0), or a FITS spectra table as healpy write_cl and `almagest-cli sht cl` write it (first
+/// column, row i = multipole i). Returns C_l for l = 0..the largest l given. Throws IoError
+/// naming the file and the line or column (not readable, not a number, l < 0 or repeated, C_l
+/// negative or not finite, no rows).
+std::vector<double> readClFile(const std::string& path);
+
+/// Writes every column of `map` as a HEALPix FITS map (RING, healpy's layout) through one
+/// OutputSet: nothing is left at `path` if the job fails or is cancelled before the commit.
+void writeSkyMap(const std::string& path, const SkyMapData& map, const JobContext& ctx = {});
+
 /// Quadrature weights of map2alm, as healpy's: none (4 pi / Npix; 3 Jacobi iterations), a HEALPix
 /// ring weight file (use_weights=True; 3 iterations) or a full pixel weight file
 /// (use_pixel_weights=True; no iterations, as healpy). The file is read inside the job.

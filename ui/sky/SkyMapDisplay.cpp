@@ -1,14 +1,29 @@
 // SkyMapWindow: how the shown column is drawn (projection and centre, colour map, scaling and
-// range, graticule). Split from SkyMapWindow.cpp to keep files short; see SkyMapWindow.hpp.
+// range, graticule, the mask overlay, the sphere tab) and the dialogs of the mask and of the
+// C_l synthesis. Split from SkyMapWindow.cpp to keep files short; see SkyMapWindow.hpp.
 #include <QAction>
 #include <QComboBox>
+#include <QDialog>
+#include <QDialogButtonBox>
+#include <QDir>
 #include <QDoubleSpinBox>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QFormLayout>
 #include <QLabel>
+#include <QLayout>
+#include <QLineEdit>
+#include <QSpinBox>
+#include <QStatusBar>
+#include <QTabWidget>
 #include <QToolBar>
+
+#include <algorithm>
 
 #include "panels/LogPanel.hpp"
 #include "sky/SkyMapView.hpp"
 #include "sky/SkyMapWindow.hpp"
+#include "sky/SkySphereView.hpp"
 
 namespace almagest::ui {
 
@@ -61,6 +76,15 @@ void SkyMapWindow::buildDisplayBar() {
   gratBox_->setObjectName(QStringLiteral("graticule"));
   gratBox_->addItems({tr("no graticule"), tr("map frame"), tr("RA/Dec"), tr("Galactic")});
   gratBox_->setToolTip(tr("Graticule every 30° with labels, in the map's frame, equatorial or Galactic"));
+  auto* maskSpin = new QDoubleSpinBox(tb);
+  maskSpin->setObjectName(QStringLiteral("maskOpacity"));
+  maskSpin->setRange(0.0, 1.0);
+  maskSpin->setSingleStep(0.1);
+  maskSpin->setDecimals(2);
+  maskSpin->setValue(maskOpacity_);
+  maskSpin->setPrefix(tr("mask "));
+  maskSpin->setToolTip(tr("Opacity of the mask overlay (File > Open mask…): masked pixels are blended with magenta"));
+  connect(maskSpin, &QDoubleSpinBox::valueChanged, this, &SkyMapWindow::setMaskOpacity);
 
   tb->addWidget(projBox_);
   tb->addWidget(lonSpin_);
@@ -74,6 +98,7 @@ void SkyMapWindow::buildDisplayBar() {
   tb->addAction(autoAction);
   tb->addSeparator();
   tb->addWidget(gratBox_);
+  tb->addWidget(maskSpin);
 
   auto spec = [this] {
     sky::ViewSpec v;
@@ -171,7 +196,8 @@ void SkyMapWindow::render() {
     lookup = &lookupCache_.lookup;
   }
   scale_ = sky::ScaleMap(scaling_, vals, lo_, hi_);
-  image_ = sky::colourise(*lookup, size.width(), size.height(), vals, scale_, cmap_);
+  image_ = sky::colourise(*lookup, size.width(), size.height(), vals, scale_, cmap_, mask_, maskOpacity_);
+  if (sphere_) sphere_->setMap(map_, column_, scale_, cmap_, mask_, maskOpacity_);
   view_->setMap(map_, column_, image_, lo_, hi_, columnLabel(column_));
   if (graticuleOn_) {
     const sky::Graticule g = sky::graticule(viewSpec_, frame_, map_->coordsys, stepDeg_);
@@ -183,6 +209,120 @@ void SkyMapWindow::render() {
     view_->setRender(viewSpec_, scale_, cmap_, nullptr);
   }
   updateActions();
+}
+
+}  // namespace almagest::ui
+
+namespace almagest::ui {
+
+SkySphereView* SkyMapWindow::showSphere() {
+  if (!sphere_) {
+    sphere_ = new SkySphereView(spherePage_);
+    sphere_->setObjectName(QStringLiteral("skySphere"));
+    spherePage_->layout()->addWidget(sphere_);
+    connect(sphere_, &SkySphereView::hovered, readout_, &QLabel::setText);
+    if (map_) sphere_->setMap(map_, column_, scale_, cmap_, mask_, maskOpacity_);
+  }
+  if (tabs_->currentIndex() != 1) tabs_->setCurrentIndex(1);
+  return sphere_;
+}
+
+std::int64_t SkyMapWindow::maskedCount() const { return std::count(mask_.begin(), mask_.end(), std::uint8_t(1)); }
+
+bool SkyMapWindow::openMask(const QString& path) {
+  if (isBusy()) {
+    reportError(tr("Busy"), tr("A job is running: cancel it or wait before opening a mask."));
+    return false;
+  }
+  if (!map_) {
+    statusBar()->showMessage(tr("Open a map before its mask."), 10000);
+    log_->warning(tr("Mask not opened: open a map first."));
+    return false;
+  }
+  const std::string p = QDir::toNativeSeparators(path).toStdString();
+  log_->info(tr("Opening the mask %1").arg(path));
+  lastDir_ = QFileInfo(path).absolutePath();
+  return startJob(JobKind::Mask, tr("open mask"),
+                  [p](const JobContext& ctx) -> std::any {
+                    try {
+                      return std::any(std::make_shared<const sky::SkyMapData>(sky::loadSkyMap(p, 0, 0, 0, ctx)));
+                    } catch (...) {
+                      rethrowNamingFile(p);
+                    }
+                  },
+                  column_);
+}
+
+void SkyMapWindow::onMaskLoaded(const sky::SkyMapPtr& mask) {
+  if (!map_ || mask->nside != map_->nside) {
+    const QString why = tr("%1: NSIDE: the mask has nside %2, the map %3; a mask must have the map's nside")
+                            .arg(QString::fromStdString(mask->source))
+                            .arg(mask->nside)
+                            .arg(map_ ? map_->nside : 0);
+    reportError(tr("Could not use the mask"), why);
+    return;
+  }
+  setMask(mask->columns.front(), QString::fromStdString(mask->source));
+}
+
+bool SkyMapWindow::setMask(const std::vector<double>& maskValues, const QString& source) {
+  if (!map_ || static_cast<std::int64_t>(maskValues.size()) != map_->npix()) {
+    const QString why = tr("%1: the mask has %2 pixels, the map %3").arg(source).arg(maskValues.size()).arg(npix());
+    log_->error(why);
+    statusBar()->showMessage(why, 10000);
+    return false;
+  }
+  mask_ = sky::maskFlags(maskValues);
+  maskSource_ = source;
+  log_->info(tr("Mask %1: %2 of %3 pixels masked (drawn blended with magenta)").arg(source).arg(maskedCount()).arg(npix()));
+  render();
+  return true;
+}
+
+void SkyMapWindow::clearMask() {
+  if (mask_.empty()) return;
+  mask_.clear();
+  maskSource_.clear();
+  log_->info(tr("Mask cleared"));
+  render();
+}
+
+void SkyMapWindow::setMaskOpacity(double opacity) {
+  maskOpacity_ = std::clamp(opacity, 0.0, 1.0);
+  if (!mask_.empty()) render();
+}
+
+void SkyMapWindow::openMaskDialog() {
+  const QString path = QFileDialog::getOpenFileName(this, tr("Open HEALPix mask"), lastDir_,
+                                                    tr("HEALPix maps (*.fits *.fit *.fits.gz *.fit.gz);;All files (*)"));
+  if (!path.isEmpty()) openMask(path);
+}
+
+void SkyMapWindow::synthesiseFromClDialog() {
+  const QString cl = QFileDialog::getOpenFileName(this, tr("C_l file for the synthesis"), lastDir_,
+                                                  tr("Spectra (*.txt *.dat *.fits *.fit);;All files (*)"));
+  if (cl.isEmpty()) return;
+  lastDir_ = QFileInfo(cl).absolutePath();
+  QDialog dialog(this);
+  dialog.setWindowTitle(tr("Synthesise from %1").arg(QFileInfo(cl).fileName()));
+  auto* form = new QFormLayout(&dialog);
+  auto* nside = new QSpinBox(&dialog);
+  nside->setRange(1, 8192);
+  nside->setValue(map_ ? map_->nside : kDemoNside);
+  auto* seed = new QSpinBox(&dialog);
+  seed->setRange(0, 2147483647);
+  seed->setValue(static_cast<int>(kDemoSeed % 2147483647u));
+  auto* save = new QLineEdit(&dialog);
+  save->setPlaceholderText(tr("(optional) map FITS file to write"));
+  form->addRow(tr("nside"), nside);
+  form->addRow(tr("seed"), seed);
+  form->addRow(tr("save map to"), save);
+  auto* buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel, &dialog);
+  form->addRow(buttons);
+  connect(buttons, &QDialogButtonBox::accepted, &dialog, &QDialog::accept);
+  connect(buttons, &QDialogButtonBox::rejected, &dialog, &QDialog::reject);
+  if (dialog.exec() != QDialog::Accepted) return;
+  openSynthesisFromClFile(cl, nside->value(), static_cast<std::uint64_t>(seed->value()), save->text().trimmed());
 }
 
 }  // namespace almagest::ui

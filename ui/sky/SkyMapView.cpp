@@ -89,11 +89,11 @@ bool SkyMapView::probe(const QPointF& pos, Probe* out) const {
   return true;
 }
 
-QString SkyMapView::describe(const Probe& p) const {
+QString SkyMapView::describe(const sky::SkyMapData* map, const Probe& p) {
   const double lat = 90.0 - p.theta * kDeg;
   const double lon = p.phi * kDeg;
   QString where;
-  const std::string cs = map_ ? map_->coordsys : std::string();
+  const std::string cs = map ? map->coordsys : std::string();
   if (cs == "G" || cs == "GALACTIC")
     where = tr("l = %1°, b = %2°").arg(lon, 0, 'f', 3).arg(lat, 0, 'f', 3);
   else if (cs == "C" || cs == "Q" || cs == "CELESTIAL" || cs == "EQUATORIAL")
@@ -106,7 +106,7 @@ QString SkyMapView::describe(const Probe& p) const {
   return tr("%1   pixel %2 (RING, nside %3)   value %4")
       .arg(where)
       .arg(p.pixel)
-      .arg(map_ ? map_->nside : 0)
+      .arg(map ? map->nside : 0)
       .arg(value);
 }
 

@@ -46,7 +46,9 @@ public:
   };
   bool probe(const QPointF& pos, Probe* out) const;
   /// The status-bar text of a probe: coordinates named after the map's COORDSYS.
-  QString describe(const Probe& p) const;
+  QString describe(const Probe& p) const { return describe(map_.get(), p); }
+  /// The same text for a probe of `map` (null: no coordinate names), e.g. from the sphere view.
+  static QString describe(const sky::SkyMapData* map, const Probe& p);
 
   QSize sizeHint() const override { return {900, 520}; }
   QSize minimumSizeHint() const override { return {320, 200}; }

@@ -19,6 +19,7 @@
 #include <QSplitter>
 #include <QStandardItemModel>
 #include <QStatusBar>
+#include <QTabWidget>
 #include <QToolBar>
 #include <QVBoxLayout>
 
@@ -34,6 +35,7 @@
 #include "sky/AtomicImage.hpp"
 #include "sky/SkyMapView.hpp"
 #include "sky/SkyProjection.hpp"
+#include "sky/SkySphereView.hpp"
 #include "sky/SpectrumChart.hpp"
 
 namespace almagest::ui {
@@ -72,8 +74,22 @@ SkyMapWindow::~SkyMapWindow() { stopJob(); }  // while the views still exist
 void SkyMapWindow::buildUi() {
   view_ = new SkyMapView(this);
   chart_ = new SpectrumChart(this);
+  // The 2D view and the sphere as tabs; the sphere's VTK view is made when its tab is first
+  // shown (a window that never shows it needs no OpenGL).
+  tabs_ = new QTabWidget(this);
+  tabs_->setObjectName(QStringLiteral("skyViews"));
+  tabs_->addTab(view_, tr("Map"));
+  spherePage_ = new QWidget(tabs_);
+  spherePage_->setObjectName(QStringLiteral("spherePage"));
+  auto* sphereLayout = new QVBoxLayout(spherePage_);
+  sphereLayout->setContentsMargins(0, 0, 0, 0);
+  tabs_->addTab(spherePage_, tr("Sphere (3D)"));
+  tabs_->setTabToolTip(1, tr("The map on a sphere in VTK, with the mask overlaid: drag to rotate, wheel to zoom"));
+  connect(tabs_, &QTabWidget::currentChanged, this, [this](int index) {
+    if (index == 1) showSphere();
+  });
   auto* splitter = new QSplitter(Qt::Vertical, this);
-  splitter->addWidget(view_);
+  splitter->addWidget(tabs_);
   splitter->addWidget(chart_);
   splitter->setStretchFactor(0, 3);
   splitter->setStretchFactor(1, 2);
@@ -135,6 +151,11 @@ void SkyMapWindow::buildUi() {
                              "(healpix_full_weights_nside_NNNN.fits, use_pixel_weights), no iterations."));
   connect(weightsBox_, &QComboBox::activated, this, &SkyMapWindow::chooseWeights);
 
+  spectrumProblem_ = new QLabel(this);
+  spectrumProblem_->setObjectName(QStringLiteral("spectrumProblem"));
+  spectrumProblem_->setStyleSheet(QStringLiteral("color: #b00020"));
+  spectrumProblem_->setVisible(false);
+
   readout_ = new QLabel(this);
   readout_->setObjectName(QStringLiteral("readout"));
   readout_->setTextInteractionFlags(Qt::TextSelectableByMouse);
@@ -156,6 +177,13 @@ void SkyMapWindow::buildActions() {
   demoAction_->setIconText(tr("Demo map"));
   demoAction_->setToolTip(tr("Synthesise a seeded Gaussian random map, nside %1, with "
                              "D_l = 1 (Ctrl+D)").arg(kDemoNside));
+  clSynthAction_ = file->addAction(tr("Synthesise from a &C_l file…"), this, &SkyMapWindow::synthesiseFromClDialog);
+  clSynthAction_->setToolTip(tr("A Gaussian random map with the power spectrum of a C_l file (text \"l C_l\" or a "
+                                "healpy write_cl FITS table) at the nside and seed you choose"));
+  openMaskAction_ = file->addAction(tr("Open &mask…"), this, &SkyMapWindow::openMaskDialog);
+  openMaskAction_->setToolTip(tr("A HEALPix mask map of the same nside: pixels where it is 0 or UNSEEN are drawn "
+                                 "blended with magenta in the map and on the sphere"));
+  clearMaskAction_ = file->addAction(tr("Clear mask"), this, &SkyMapWindow::clearMask);
   QMenu* demoSizes = file->addMenu(tr("Open demo map with &nside"));
   demoSizes->setToolTipsVisible(true);
   for (int ns : {32, 64, 128, 256, 512, 1024}) {
@@ -212,6 +240,7 @@ void SkyMapWindow::buildActions() {
   tb->addWidget(new QLabel(tr(" Weights "), tb));
   tb->addWidget(weightsBox_);
   tb->addAction(spectrumAction_);
+  tb->addWidget(spectrumProblem_);
   tb->addAction(cancelAction_);
   tb->addSeparator();
   tb->addAction(logAxesAction_);
@@ -296,21 +325,84 @@ bool SkyMapWindow::openDemoMap(int nside, std::uint64_t seed) {
   return openSynthesisedMap(nside, sky::demoCl(3 * nside - 1), seed);
 }
 
-bool SkyMapWindow::openSynthesisedMap(int nside, const std::vector<double>& cl, std::uint64_t seed) {
+bool SkyMapWindow::openSynthesisedMap(int nside, const std::vector<double>& cl, std::uint64_t seed,
+                                      const QString& savePath) {
   if (isBusy()) {
     reportError(tr("Busy"), tr("A job is running: cancel it or wait before opening a map."));
     return false;
   }
-  log_->info(tr("Synthesising a Gaussian random map: nside %1, lmax %2, seed %3")
+  log_->info(tr("Synthesising a Gaussian random map: nside %1, lmax %2, seed %3%4")
                  .arg(nside)
                  .arg(static_cast<int>(cl.size()) - 1)
-                 .arg(seed));
+                 .arg(seed)
+                 .arg(savePath.isEmpty() ? QString() : tr(", saving to %1").arg(savePath)));
+  const std::string save = savePath.isEmpty() ? std::string() : QDir::toNativeSeparators(savePath).toStdString();
   return startJob(JobKind::Map, tr("synthesise map"),
-                  [nside, cl, seed](const JobContext& ctx) {
-                    return std::any(std::make_shared<const sky::SkyMapData>(sky::synthesiseSkyMap(
-                        nside, cl, seed, sky::kImageWidth, sky::kImageHeight, ctx)));
+                  [nside, cl, seed, save](const JobContext& ctx) {
+                    auto m = std::make_shared<sky::SkyMapData>(
+                        sky::synthesiseSkyMap(nside, cl, seed, sky::kImageWidth, sky::kImageHeight, ctx));
+                    if (!save.empty()) sky::writeSkyMap(save, *m, ctx);
+                    return std::any(std::shared_ptr<const sky::SkyMapData>(std::move(m)));
                   },
                   0);
+}
+
+bool SkyMapWindow::openSynthesisFromClFile(const QString& clPath, int nside, std::uint64_t seed,
+                                           const QString& savePath, int lmax) {
+  // The arguments' problems inline (the status-bar label and the log), as forms show them.
+  synthesisProblem_.clear();
+  if (clPath.isEmpty()) synthesisProblem_ = tr("C_l file: no file chosen");
+  else if (nside < 1 || nside > 8192) synthesisProblem_ = tr("nside: must be in 1..8192, got %1").arg(nside);
+  else if (lmax > 4 * nside) synthesisProblem_ = tr("lmax: must be at most 4 nside = %1, got %2").arg(4 * nside).arg(lmax);
+  if (!synthesisProblem_.isEmpty()) {
+    log_->warning(tr("Synthesis not started: %1").arg(synthesisProblem_));
+    statusBar()->showMessage(synthesisProblem_, 10000);
+    return false;
+  }
+  if (isBusy()) {
+    synthesisProblem_ = tr("a job is running: cancel it or wait");
+    statusBar()->showMessage(synthesisProblem_, 10000);
+    return false;
+  }
+  const std::string cls = QDir::toNativeSeparators(clPath).toStdString();
+  const std::string save = savePath.isEmpty() ? std::string() : QDir::toNativeSeparators(savePath).toStdString();
+  log_->info(tr("Synthesising a Gaussian random map from %1: nside %2, seed %3%4")
+                 .arg(clPath)
+                 .arg(nside)
+                 .arg(seed)
+                 .arg(save.empty() ? QString() : tr(", saving to %1").arg(savePath)));
+  return startJob(JobKind::Map, tr("synthesise map from C_l"),
+                  [cls, nside, seed, save, lmax](const JobContext& ctx) -> std::any {
+                    try {
+                      std::vector<double> cl = sky::readClFile(cls);
+                      // The band limit: the file's, at most 4 nside (larger l dropped), or the given one.
+                      const int L = lmax >= 0 ? lmax : std::min(static_cast<int>(cl.size()) - 1, 4 * nside);
+                      cl.resize(static_cast<std::size_t>(L) + 1, 0.0);
+                      auto m = std::make_shared<sky::SkyMapData>(
+                          sky::synthesiseSkyMap(nside, cl, seed, sky::kImageWidth, sky::kImageHeight, ctx));
+                      m->source = "Gaussian random map from " + cls + " (nside " + std::to_string(nside) +
+                                  ", lmax " + std::to_string(L) + ", seed " + std::to_string(seed) + ")";
+                      if (!save.empty()) sky::writeSkyMap(save, *m, ctx);
+                      return std::any(std::shared_ptr<const sky::SkyMapData>(std::move(m)));
+                    } catch (const IoError&) {
+                      throw;
+                    } catch (...) {
+                      rethrowNamingFile(cls);
+                    }
+                  },
+                  0);
+}
+
+QString SkyMapWindow::spectrumProblem() const { return spectrumProblem_->text(); }
+
+void SkyMapWindow::showSpectrumProblem(const QString& text) {
+  spectrumProblem_->setText(text);
+  spectrumProblem_->setToolTip(text);
+  spectrumProblem_->setVisible(!text.isEmpty());
+  if (!text.isEmpty()) {
+    log_->warning(tr("Spectrum not started: %1").arg(text));
+    statusBar()->showMessage(text, 10000);
+  }
 }
 
 bool SkyMapWindow::computeSpectrum(int lmax, const QString& savePath) {
@@ -318,22 +410,22 @@ bool SkyMapWindow::computeSpectrum(int lmax, const QString& savePath) {
     reportError(tr("Busy"), tr("A job is running: cancel it or wait."));
     return false;
   }
+  // Problems the user can correct are shown inline beside the Spectrum button (never a dialog).
   if (!map_) {
-    reportError(tr("No map"), tr("Open a map first (File > Open map… or Open demo map)."));
+    showSpectrumProblem(tr("no map: open one first (File > Open map… or Open demo map)"));
     return false;
   }
   if (lmax < 0) lmax = lmaxSpin_->value();
   if (lmax > 4 * map_->nside) {
-    reportError(tr("Invalid lmax"),
-                tr("lmax must be at most 4 nside = %1, got %2.").arg(4 * map_->nside).arg(lmax));
+    showSpectrumProblem(tr("lmax: must be at most 4 nside = %1, got %2").arg(4 * map_->nside).arg(lmax));
     return false;
   }
   const sky::BackendChoice choice = backendChoice();
   if (choice == sky::BackendChoice::Cuda && !gpu_status().available) {
-    reportError(tr("CUDA unavailable"),
-                tr("The CUDA backend cannot run here: %1").arg(QString::fromStdString(gpu_status().reason)));
+    showSpectrumProblem(tr("backend: CUDA cannot run here: %1").arg(QString::fromStdString(gpu_status().reason)));
     return false;
   }
+  showSpectrumProblem({});
   const sht::Backend backend = sky::resolveBackend(choice);
   sky::SkyMapPtr map = map_;
   const int column = column_;
@@ -362,10 +454,22 @@ bool SkyMapWindow::startJob(JobKind kind, const QString& name, JobRunner::Job jo
 
 void SkyMapWindow::onJobFinished(JobRunner* runner, JobKind kind, int column) {
   const JobRunner::State state = runner->state();
-  bool loaded = false, spectrum = false;
+  bool loaded = false, spectrum = false, gotMask = false;
   if (state == JobRunner::State::Completed) {
-    if (kind == JobKind::Map) {
+    if (kind == JobKind::Mask) {
       if (const auto* m = runner->resultAs<std::shared_ptr<const sky::SkyMapData>>()) {
+        onMaskLoaded(*m);
+        gotMask = !mask_.empty();
+      }
+    } else if (kind == JobKind::Map) {
+      if (const auto* m = runner->resultAs<std::shared_ptr<const sky::SkyMapData>>()) {
+        if (map_ && map_->nside != (*m)->nside && !mask_.empty()) {
+          log_->warning(tr("The mask (nside %1) was cleared: the new map has nside %2")
+                            .arg(map_->nside)
+                            .arg((*m)->nside));
+          mask_.clear();
+          maskSource_.clear();
+        }
         map_ = *m;
         spectrum_.reset();
         chart_->clear();
@@ -402,11 +506,15 @@ void SkyMapWindow::onJobFinished(JobRunner* runner, JobKind kind, int column) {
             log_->info(tr("  C_l %1: %2%3").arg(QString::fromStdString(o.spectra[k]), head.join(QStringLiteral(", ")),
                                                 o.cl[k].size() > 6 ? QStringLiteral(", ...") : QString()));
           }
-          chart_->setSpectrum(o.cl.front(), tr("%1 — lmax %2, %3 backend (sht cl)")
-                                                .arg(QString::fromStdString(o.spectra.front()))
-                                                .arg(o.lmax)
-                                                .arg(QString::fromStdString(o.backend)),
-                              {});
+          // Every spectrum on one chart (TT, EE, BB, TE, EB, TB of a polarised map; TT of a
+          // scalar one; the cross spectra of --cross).
+          QStringList names;
+          for (const auto& n : o.spectra) names << QString::fromStdString(n);
+          chart_->setSpectra(names, o.cl,
+                             tr("%1 — lmax %2, %3 backend (sht cl)")
+                                 .arg(names.join(QStringLiteral(", ")))
+                                 .arg(o.lmax)
+                                 .arg(QString::fromStdString(o.backend)));
         }
       }
     } else if (const auto* s = runner->resultAs<std::shared_ptr<const sky::SkySpectrum>>()) {
@@ -431,9 +539,10 @@ void SkyMapWindow::onJobFinished(JobRunner* runner, JobKind kind, int column) {
   }
   if (state == JobRunner::State::Failed) {
     if (kind == JobKind::Sht) shtForm_->showProblems(runner->errorMessage());
-    reportError(kind == JobKind::Map   ? tr("Could not open the map")
-                : kind == JobKind::Sht ? tr("SHT job failed")
-                                       : tr("Spectrum failed"),
+    reportError(kind == JobKind::Map    ? tr("Could not open the map")
+                : kind == JobKind::Sht  ? tr("SHT job failed")
+                : kind == JobKind::Mask ? tr("Could not open the mask")
+                                        : tr("Spectrum failed"),
                 runner->errorMessage());
   }
   endJob(state);
@@ -444,6 +553,7 @@ void SkyMapWindow::onJobFinished(JobRunner* runner, JobKind kind, int column) {
   if (showMap) openMap(QString::fromStdString(shtResult_->outputs.front()));
   // Last, so that slots may start the next job (the finished runner is deleted later).
   if (loaded) emit mapLoaded();
+  if (gotMask) emit maskLoaded();
   if (spectrum) emit spectrumReady();
   if (kind == JobKind::Sht && state == JobRunner::State::Completed) emit shtJobDone();
   emit jobFinished(state);
@@ -520,7 +630,8 @@ void SkyMapWindow::buildShtDock() {
   const schema::Field* op = sht::sht_schema().find("op");
   for (const auto& name : op->choices) shtOpBox_->addItem(QString::fromStdString(name));
   shtOpBox_->setToolTip(QString::fromStdString(schema::full_help(*op)));
-  shtForm_ = new SchemaForm(sht::sht_schema(), {}, {QStringLiteral("op")}, panel);
+  // The backend is the window's one Backend box (toolbar), given to the job at Run.
+  shtForm_ = new SchemaForm(sht::sht_schema(), {}, {QStringLiteral("op"), QStringLiteral("backend")}, panel);
   shtForm_->setObjectName(QStringLiteral("shtForm"));
   shtForm_->setOperation(shtOpBox_->currentText());
   connect(shtOpBox_, &QComboBox::currentTextChanged, shtForm_, &SchemaForm::setOperation);
@@ -529,8 +640,23 @@ void SkyMapWindow::buildShtDock() {
   connect(shtRun_, &QPushButton::clicked, this, [this] {
     schema::Values v = shtForm_->values();
     v["op"] = shtOpBox_->currentText().toStdString();
+    v["backend"] = sky::backendText(backendChoice());
     runShtJob(v);
   });
+  // The job layer's messages inline as the user edits (Run greyed while there are any); the
+  // files are checked too when Run is pressed.
+  shtForm_->setValidator([this](const schema::Values& values) {
+    schema::Values v = values;
+    v["op"] = shtOpBox_->currentText().toStdString();
+    try {
+      sht::make_sht_job({"sht", v, "", ""});
+    } catch (const Error& e) {
+      return QString::fromUtf8(e.what());
+    }
+    return QString();
+  });
+  shtForm_->setRunControl(shtRun_);
+  connect(shtOpBox_, &QComboBox::currentTextChanged, shtForm_, [this] { shtForm_->validate(); });
   layout->addWidget(shtOpBox_);
   layout->addWidget(shtForm_);
   layout->addWidget(shtRun_);
@@ -582,8 +708,13 @@ void SkyMapWindow::updateActions() {
   saveImageAction_->setEnabled(!image_.isNull());
   columnBox_->setEnabled(map_ && map_->columns.size() > 1);
   lmaxSpin_->setEnabled(map_ != nullptr);
+  if (openMaskAction_) {
+    openMaskAction_->setEnabled(!busy && map_ != nullptr);
+    clearMaskAction_->setEnabled(!mask_.empty());
+    clSynthAction_->setEnabled(!busy);
+  }
   if (shtRun_) {
-    shtRun_->setEnabled(!busy);
+    shtRun_->setEnabled(!busy && shtForm_->problems().isEmpty());
     shtOpBox_->setEnabled(!busy);
     shtForm_->setLocked(busy);
   }

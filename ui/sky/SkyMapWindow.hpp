@@ -27,12 +27,14 @@ class QLabel;
 class QProgressBar;
 class QPushButton;
 class QSpinBox;
+class QTabWidget;
 
 namespace almagest::ui {
 
 class LogPanel;
 class SchemaForm;
 class SkyMapView;
+class SkySphereView;
 class SpectrumChart;
 
 class SkyMapWindow : public JobWindow {
@@ -51,7 +53,14 @@ public:
   /// Starts synthesising the demo map (C_l = 2 pi / (l (l + 1)), l >= 2, lmax = 3 nside - 1).
   bool openDemoMap(int nside = kDemoNside, std::uint64_t seed = kDemoSeed);
   /// Starts synthesising a Gaussian random map with power spectrum `cl` (lmax = cl.size() - 1).
-  bool openSynthesisedMap(int nside, const std::vector<double>& cl, std::uint64_t seed);
+  /// With savePath, the job also writes the map (FITS, RING, atomically).
+  bool openSynthesisedMap(int nside, const std::vector<double>& cl, std::uint64_t seed,
+                          const QString& savePath = {});
+  /// The same from a C_l file (sky::readClFile: text "l C_l ..." or a healpy write_cl FITS
+  /// table), read inside the job; lmax: the file's largest l, at most 4 nside (-1), or this.
+  /// Problems of the arguments are shown inline (synthesisProblem()), not in a dialog.
+  bool openSynthesisFromClFile(const QString& clPath, int nside, std::uint64_t seed,
+                               const QString& savePath = {}, int lmax = -1);
   /// Starts the spectrum of the shown column up to lmax (-1: the lmax spin box, which defaults to
   /// 3 nside - 1) on the backend chosen in the toolbar. With savePath, the job also writes the
   /// spectrum file (atomically: nothing is left if it is cancelled or fails).
@@ -71,7 +80,29 @@ public:
   /// labelled colour bar (PNG by extension, written atomically).
   bool saveImage(const QString& path);
 
+  /// The inline problem of the last spectrum / synthesis request ("" when none): the window
+  /// never opens a dialog for a value the user can correct.
+  QString spectrumProblem() const;
+  QString synthesisProblem() const { return synthesisProblem_; }
+
   // ---- display (SkyMapDisplay.cpp) ----------------------------------------------------------
+  /// The 2D view and the sphere, as tabs. The sphere (VTK) is created when first shown.
+  QTabWidget* viewTabs() const noexcept { return tabs_; }
+  /// Shows the sphere tab (creating the view) and returns the view.
+  SkySphereView* showSphere();
+  /// The sphere view, or null before it was first shown.
+  SkySphereView* sphereView() const noexcept { return sphere_; }
+  /// Starts reading a mask map (column 0; masked where 0 or UNSEEN; same nside as the map).
+  bool openMask(const QString& path);
+  /// Uses `maskValues` (RING, 12 nside^2 of the shown map) as the mask; false (with the reason
+  /// in the log and the status bar) when the sizes differ.
+  bool setMask(const std::vector<double>& maskValues, const QString& source);
+  void clearMask();
+  void setMaskOpacity(double opacity);
+  double maskOpacity() const noexcept { return maskOpacity_; }
+  /// One flag per RING pixel of the shown map (empty: no mask).
+  const std::vector<std::uint8_t>& maskFlags() const noexcept { return mask_; }
+  std::int64_t maskedCount() const;
   /// Projection and centre (Mollweide, orthographic, gnomonic); re-draws the shown column.
   void setViewSpec(const sky::ViewSpec& view);
   const sky::ViewSpec& viewSpec() const noexcept { return viewSpec_; }
@@ -117,11 +148,12 @@ public:
 
 signals:
   void mapLoaded();
+  void maskLoaded();
   void spectrumReady();
   void shtJobDone();
 
 private:
-  enum class JobKind { Map, Spectrum, Sht };
+  enum class JobKind { Map, Spectrum, Sht, Mask };
   void buildShtDock();
   void buildUi();
   void buildActions();
@@ -136,6 +168,10 @@ private:
   void saveSpectrumDialog();
   void saveImageDialog();
   void chooseWeights(int index);
+  void showSpectrumProblem(const QString& text);
+  void onMaskLoaded(const sky::SkyMapPtr& mask);
+  void openMaskDialog();
+  void synthesiseFromClDialog();
   QString columnLabel(int column) const;
 
   sky::SkyMapPtr map_;
@@ -157,6 +193,17 @@ private:
   QComboBox* weightsBox_ = nullptr;
   QSpinBox* lmaxSpin_ = nullptr;
   QLabel* readout_ = nullptr;
+  QLabel* spectrumProblem_ = nullptr;
+  QString synthesisProblem_;
+  QTabWidget* tabs_ = nullptr;
+  QWidget* spherePage_ = nullptr;
+  SkySphereView* sphere_ = nullptr;
+  std::vector<std::uint8_t> mask_;
+  QString maskSource_;
+  double maskOpacity_ = sky::kDefaultMaskOpacity;
+  QAction* openMaskAction_ = nullptr;
+  QAction* clearMaskAction_ = nullptr;
+  QAction* clSynthAction_ = nullptr;
   QLabel* mapInfo_ = nullptr;
 
   QAction* openAction_ = nullptr;

@@ -229,12 +229,31 @@ double ScaleMap::inverse(double t) const {
   }
 }
 
+QRgb maskedColour(QRgb c, double opacity) noexcept {
+  const double a = std::clamp(opacity, 0.0, 1.0);
+  auto mix = [a](int x, int m) { return int(std::lround((1.0 - a) * x + a * m)); };
+  return qRgb(mix(qRed(c), qRed(kMaskColour)), mix(qGreen(c), qGreen(kMaskColour)), mix(qBlue(c), qBlue(kMaskColour)));
+}
+
+QRgb pixelColour(double v, const ScaleMap& scale, ColourMap map, bool masked, double maskOpacity) {
+  const QRgb c = isUnseen(v) ? kUnseenColour : colourTable(map)[std::size_t(scale.index(v))];
+  return masked ? maskedColour(c, maskOpacity) : c;
+}
+
+std::vector<std::uint8_t> maskFlags(std::span<const double> maskValues) {
+  std::vector<std::uint8_t> out(maskValues.size());
+  for (std::size_t i = 0; i < maskValues.size(); ++i)
+    out[i] = (isUnseen(maskValues[i]) || maskValues[i] == 0.0) ? 1 : 0;
+  return out;
+}
+
 QImage colourise(std::span<const std::int64_t> lookup, int width, int height, std::span<const double> values,
-                 const ScaleMap& scale, ColourMap map) {
+                 const ScaleMap& scale, ColourMap map, std::span<const std::uint8_t> masked, double maskOpacity) {
   QImage img(width, height, QImage::Format_ARGB32);
   if (img.isNull() || lookup.size() < std::size_t(width) * std::size_t(height)) return {};
   const auto& lut = colourTable(map);
   const auto npix = static_cast<std::int64_t>(values.size());
+  const bool haveMask = masked.size() == values.size() && !masked.empty();
   for (int j = 0; j < height; ++j) {
     auto* line = reinterpret_cast<QRgb*>(img.scanLine(j));
     const std::int64_t* row = lookup.data() + std::size_t(j) * std::size_t(width);
@@ -246,6 +265,7 @@ QImage colourise(std::span<const std::int64_t> lookup, int width, int height, st
       }
       const double v = values[std::size_t(p)];
       line[i] = isUnseen(v) ? kUnseenColour : lut[std::size_t(scale.index(v))];
+      if (haveMask && masked[std::size_t(p)]) line[i] = maskedColour(line[i], maskOpacity);
     }
   }
   return img;

@@ -81,10 +81,29 @@ private:
   std::vector<double> sorted_;  ///< HistEq: seen values within [lo, hi], ascending
 };
 
+/// Masked pixels (a mask map's zero or UNSEEN pixels) are drawn blended with this colour, in the
+/// 2D views and on the sphere alike.
+inline constexpr QRgb kMaskColour = 0xffff00ffu;  // magenta: in none of the colour tables
+inline constexpr double kDefaultMaskOpacity = 0.5;
+
+/// c blended with kMaskColour: (1 - opacity) c + opacity kMaskColour per channel (rounded),
+/// opaque. opacity is clamped to [0, 1].
+QRgb maskedColour(QRgb c, double opacity) noexcept;
+/// The colour every view draws for value v: UNSEEN kUnseenColour, else table[scale.index(v)];
+/// masked: then blended through maskedColour.
+QRgb pixelColour(double v, const ScaleMap& scale, ColourMap map, bool masked = false,
+                 double maskOpacity = kDefaultMaskOpacity);
+
 /// Colours `values` through `lookup` (width x height entries): outside kBackground (transparent),
-/// UNSEEN kUnseenColour (grey), else table[scale.index(v)]. ARGB32.
+/// else pixelColour(v) (UNSEEN grey). `masked` (empty, or one flag per RING pixel of `values`)
+/// marks the pixels drawn blended with kMaskColour at maskOpacity. ARGB32.
 QImage colourise(std::span<const std::int64_t> lookup, int width, int height, std::span<const double> values,
-                 const ScaleMap& scale, ColourMap map);
+                 const ScaleMap& scale, ColourMap map, std::span<const std::uint8_t> masked = {},
+                 double maskOpacity = kDefaultMaskOpacity);
+
+/// The mask flags of a mask map (RING values): masked where the value is 0 or UNSEEN, as the
+/// sht jobs' --mask reads a map (observed where non-zero and not UNSEEN).
+std::vector<std::uint8_t> maskFlags(std::span<const double> maskValues);
 
 /// Direction conversion between the map's frame and a graticule frame. `coordsys` is the map's
 /// COORDSYS ("C"/"Q"/"EQUATORIAL"/"CELESTIAL", "G"/"GALACTIC"; anything else is only Native).

@@ -47,14 +47,26 @@ SpectrumChart::SpectrumChart(QWidget* parent) : QChartView(parent) {
 
 void SpectrumChart::setSpectrum(const std::vector<double>& cl, const QString& title,
                                 const std::vector<double>& reference) {
-  cl_ = cl;
+  cls_.assign(1, cl);
+  names_ = QStringList{tr("measured")};
   ref_ = reference;
   title_ = title;
   rebuild();
 }
 
+void SpectrumChart::setSpectra(const QStringList& names, const std::vector<std::vector<double>>& cls,
+                               const QString& title) {
+  cls_ = cls;
+  names_ = names;
+  while (names_.size() < static_cast<qsizetype>(cls_.size())) names_ << tr("spectrum %1").arg(names_.size() + 1);
+  ref_.clear();
+  title_ = title;
+  rebuild();
+}
+
 void SpectrumChart::clear() {
-  cl_.clear();
+  cls_.clear();
+  names_.clear();
   ref_.clear();
   title_.clear();
   rebuild();
@@ -74,25 +86,41 @@ int SpectrumChart::pointCount() const {
 }
 
 int SpectrumChart::referencePointCount() const {
+  if (ref_.empty()) return 0;
   const auto series = chart()->series();
-  if (series.size() < 2) return 0;
-  auto* s = qobject_cast<QLineSeries*>(series.at(1));
+  auto* s = qobject_cast<QLineSeries*>(series.isEmpty() ? nullptr : series.back());
+  return s ? static_cast<int>(s->count()) : 0;
+}
+
+int SpectrumChart::seriesPointCount(int k) const {
+  const auto series = chart()->series();
+  if (k < 0 || k >= seriesCount() || k >= series.size()) return 0;
+  auto* s = qobject_cast<QLineSeries*>(series.at(k));
   return s ? static_cast<int>(s->count()) : 0;
 }
 
 void SpectrumChart::rebuild() {
   auto* chart = new QChart();
   chart->setTitle(title_.isEmpty() ? tr("Angular power spectrum (none computed yet)") : title_);
-  chart->legend()->setVisible(!ref_.empty());
+  chart->legend()->setVisible(!ref_.empty() || cls_.size() > 1);
   chart->legend()->setAlignment(Qt::AlignTop);
   chart->setMargins(QMargins(4, 4, 4, 4));
 
-  auto* measured = new QLineSeries(chart);
-  measured->setName(tr("measured"));
-  const QList<QPointF> pts = dlPoints(cl_, log_);
-  measured->replace(pts);
-  measured->setPen(QPen(QColor(0x30, 0x68, 0x8e), 1.5));
-  chart->addSeries(measured);
+  // One series per spectrum (colour-blind-safe Okabe-Ito colours); an empty one without any.
+  static const QColor kColours[] = {QColor(0x30, 0x68, 0x8e), QColor(0xe6, 0x9f, 0x00), QColor(0x00, 0x9e, 0x73),
+                                    QColor(0xcc, 0x79, 0xa7), QColor(0x56, 0xb4, 0xe9), QColor(0xd5, 0x5e, 0x00)};
+  std::vector<QLineSeries*> measured;
+  std::vector<QList<QPointF>> lists;
+  const std::size_t nseries = std::max<std::size_t>(1, cls_.size());
+  for (std::size_t k = 0; k < nseries; ++k) {
+    auto* s = new QLineSeries(chart);
+    s->setName(k < cls_.size() ? names_.value(static_cast<qsizetype>(k)) : tr("measured"));
+    lists.push_back(k < cls_.size() ? dlPoints(cls_[k], log_) : QList<QPointF>());
+    s->replace(lists.back());
+    s->setPen(QPen(kColours[k % 6], 1.5));
+    chart->addSeries(s);
+    measured.push_back(s);
+  }
 
   QLineSeries* input = nullptr;
   QList<QPointF> refPts;
@@ -109,9 +137,9 @@ void SpectrumChart::rebuild() {
   double xmax = 1.0, ymin = 0.0, ymax = 1.0;
   bool any = false;
   double lo = 0.0, hi = 0.0;
-  const std::array<const QList<QPointF>*, 2> lists{&pts, &refPts};
-  for (const QList<QPointF>* list : lists)
-    for (const QPointF& p : *list) {
+  lists.push_back(refPts);
+  for (const QList<QPointF>& list : lists)
+    for (const QPointF& p : list) {
       xmax = std::max(xmax, p.x());
       if (!any) lo = hi = p.y();
       lo = std::min(lo, p.y());
@@ -163,8 +191,10 @@ void SpectrumChart::rebuild() {
   ay->setTitleText(tr("D_l = l(l+1) C_l / 2π"));
   chart->addAxis(ax, Qt::AlignBottom);
   chart->addAxis(ay, Qt::AlignLeft);
-  measured->attachAxis(ax);
-  measured->attachAxis(ay);
+  for (QLineSeries* s : measured) {
+    s->attachAxis(ax);
+    s->attachAxis(ay);
+  }
   if (input) {
     input->attachAxis(ax);
     input->attachAxis(ay);
