@@ -42,7 +42,10 @@
 #include "almagest/core/gpu.hpp"
 #include "almagest/core/provenance.hpp"
 #include "almagest/npcf/result.hpp"
+#include "npcf/CataloguePanel.hpp"
+#include "npcf/ConfigurationExplorer.hpp"
 #include "npcf/NpcfViews.hpp"
+#include "npcf/ParityPanel.hpp"
 #include "npcf/VolumeCheck.hpp"
 #include "panels/JobPanel.hpp"
 #include "panels/SchemaForm.hpp"
@@ -99,11 +102,34 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   scene_ = std::make_unique<PointCloudScene>(view_);
   // The result views beside the chart (configuration table, configuration in 3D, parity null
   // test), wired to the chart: findChild<NpcfViews*>() reaches them.
-  new NpcfViews(this, chart_);
+  auto* views = new NpcfViews(this, chart_);
+  // The catalogue view's controls (colour, clip box, neighbour graph of a typed or double-clicked
+  // point), tabbed with the result views.
+  cataloguePanel_ = new CataloguePanel(scene_.get(), view_);
+  cataloguePanel_->setBinningSource([this](QString* why) { return formBinning(why); });
+  {
+    auto* scroll = new QScrollArea;
+    scroll->setWidget(cataloguePanel_);
+    scroll->setWidgetResizable(true);
+    scroll->setFrameShape(QFrame::NoFrame);
+    auto* dock = new QDockWidget(tr("Catalogue"), this);
+    dock->setObjectName(QStringLiteral("CatalogueDock"));
+    dock->setWidget(scroll);
+    dock->setFeatures(QDockWidget::DockWidgetMovable | QDockWidget::DockWidgetFloatable | QDockWidget::DockWidgetClosable);
+    addDockWidget(Qt::RightDockWidgetArea, dock);
+    tabifyDockWidget(views->explorerDock(), dock);
+    views->explorerDock()->raise();
+  }
+  // The parity panel's batch over mock catalogues takes the Job form's other settings.
+  views->parityPanel()->setValuesProvider([this] { return panel_->values(); });
+  // A row selected in the configuration table is the configuration drawn through the point.
+  connect(views->explorer(), &ConfigurationExplorer::rowsSelected, this, [this](const QList<int>& rows) {
+    if (!rows.isEmpty()) cataloguePanel_->setConfiguration(rows.first());
+  });
   // Right-click on the chart: export it with the shown result's provenance (File > Export too;
   // the 3D view keeps the right button for zooming, so it exports from the File menu only).
   app::installExportMenu(chart_->chartView(), [this] {
-    return app::ExportMeta{chart_->chart() ? chart_->chart()->title() : tr("chart"), resultProvenance()};
+    return app::ExportMeta{chart_->plotTitle().isEmpty() ? tr("chart") : chart_->plotTitle(), resultProvenance()};
   }, QStringLiteral("chart"));
 
   // Job panel (left) and log (bottom) as docks.
@@ -381,11 +407,16 @@ void MainWindow::onLoadFinished(JobRunner* runner, QString dataPath, QString ran
     resultPath_.clear();
     chart_->clear();
     scene_->setCatalogues(data_.get(), randoms_.get());
+    cataloguePanel_->setResult(nullptr);
+    cataloguePanel_->setCatalogues(data_, randoms_);
+    if (auto* views = findChild<NpcfViews*>()) views->clear();
     if (!pendingState_.isEmpty()) {
       // A restored workspace: its camera (setCatalogues reset it) and its result file.
       const QJsonObject st = pendingState_;
       pendingState_ = {};
       if (st.contains(QStringLiteral("camera"))) app::setCameraState(view_, st.value(QStringLiteral("camera")).toObject());
+      if (st.contains(QStringLiteral("catalogue"))) cataloguePanel_->restore_state(st.value(QStringLiteral("catalogue")).toObject());
+      if (st.contains(QStringLiteral("views"))) pendingViews_ = st.value(QStringLiteral("views")).toObject();
       if (st.contains(QStringLiteral("result"))) {
         pendingMode_ = st.value(QStringLiteral("chart_mode")).toInt(-1);
         openResult(st.value(QStringLiteral("result")).toString());
@@ -421,6 +452,38 @@ void MainWindow::onLoadFinished(JobRunner* runner, QString dataPath, QString ran
     updateActions();
     emit loadFailed(msg);
   }
+}
+
+std::optional<npcf::Binning> MainWindow::formBinning(QString* why) const {
+  // The job form's binning (rmin, rmax, nbins, log-bins), checked as the engine checks it.
+  const almagest::schema::Values v = panel_->values();
+  auto number = [&v](const char* key) -> std::optional<double> {
+    const auto it = v.find(key);
+    if (it == v.end()) return std::nullopt;
+    if (auto d = std::get_if<double>(&it->second)) return *d;
+    if (auto i = std::get_if<std::int64_t>(&it->second)) return double(*i);
+    if (auto t = std::get_if<std::string>(&it->second)) {  // a form's number as typed
+      bool ok = false;
+      const double x = QString::fromStdString(*t).trimmed().toDouble(&ok);  // C locale, as job files
+      if (ok) return x;
+    }
+    return std::nullopt;
+  };
+  npcf::Binning b;
+  if (auto x = number("rmin")) b.rmin = *x;
+  if (auto x = number("rmax")) b.rmax = *x;
+  if (auto x = number("nbins")) b.nbins = static_cast<int>(*x);
+  const auto lg = v.find("log-bins");
+  b.scale = lg != v.end() && std::holds_alternative<bool>(lg->second) && std::get<bool>(lg->second) ? npcf::BinScale::Log
+                                                                                                      : npcf::BinScale::Linear;
+  npcf::NpcfConfig c;
+  c.bins = b;
+  const std::vector<std::string> problems = c.validate();
+  if (!problems.empty()) {
+    if (why) *why = QString::fromStdString(problems.front());
+    return std::nullopt;
+  }
+  return b;
 }
 
 bool MainWindow::runJob() {
@@ -495,6 +558,7 @@ void MainWindow::onJobFinished(JobRunner* runner) {
         const npcf::NpcfResult& r = result_->result;
         chart_->setResult(r);
         if (auto* views = findChild<NpcfViews*>()) views->setResult(r);
+        cataloguePanel_->setResult(&result_->result);
         const QString summary =
             tr("%1: %2 rows in %3 (graph %4, %5 edges) on %6")
                 .arg(runner->name())

@@ -12,6 +12,7 @@
 #include <QThreadPool>
 
 #include <memory>
+#include <optional>
 
 #include "app/Workspace.hpp"
 #include "jobs/JobRunner.hpp"
@@ -24,6 +25,7 @@ class QSplitter;
 
 namespace almagest::ui {
 
+class CataloguePanel;
 class CorrelationChart;
 class JobPanel;
 class LogPanel;
@@ -92,6 +94,8 @@ public:
   VtkView* vtkView() const noexcept { return view_; }
   LogPanel* logPanel() const noexcept { return log_; }
   PointCloudScene* scene() const noexcept { return scene_.get(); }
+  /// The catalogue view's controls (colour, clip box, neighbour graph), in the Catalogue dock.
+  CataloguePanel* cataloguePanel() const noexcept { return cataloguePanel_; }
   /// The running (or last finished, until deleted) N-point job.
   JobRunner* currentJob() const noexcept { return npcfRunner_; }
   bool isBusy() const noexcept;
@@ -129,6 +133,7 @@ private:
   void exportChart();
   void export3dView();
   QString resultProvenance() const;
+  std::optional<almagest::npcf::Binning> formBinning(QString* why) const;
   static QJsonObject toolState(const QMainWindow* w);
   void saveSession();
 
@@ -138,6 +143,7 @@ private:
   CorrelationChart* chart_ = nullptr;
   QSplitter* splitter_ = nullptr;
   std::unique_ptr<PointCloudScene> scene_;
+  CataloguePanel* cataloguePanel_ = nullptr;
   QLabel* backendLabel_ = nullptr;
   QLabel* gpuLabel_ = nullptr;
 
@@ -160,6 +166,7 @@ private:
   bool quitWhenIdle_ = false;     // "Keep running" at quit: close once the queue is idle
   QJsonObject pendingState_;      // camera and result to apply once restored catalogues loaded
   int pendingMode_ = -1;          // chart plot to show once a restored result is read
+  QJsonObject pendingViews_;      // result views' state (table selection...) once it is read
   bool closingAll_ = false;       // the main window closes: tool windows close without asking
   QString resultPath_;            // the file the shown result was read from ("" when computed)
   QPointer<JobRunner> resultRunner_;

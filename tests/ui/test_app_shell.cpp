@@ -121,6 +121,7 @@ private slots:
   void filesAreRecognisedByContent();
   void workspaceRestoresFilesSettingsAndSelections();
   void exportsCarryTheProvenance();
+  void exportedTitlesArePlainText();
   void malformedWorkspaceIsOneMessage();
 
 private:
@@ -488,6 +489,42 @@ void TestAppShell::exportsCarryTheProvenance() {
     QCOMPARE(r3.text(QStringLiteral("Provenance")), prov);
     QVERIFY2(distinctColours(r3.read()) > 3, "the exported 3D view is blank");
   }
+}
+
+void TestAppShell::exportedTitlesArePlainText() {
+  // The markup of a wrapped chart title never reaches the files (a literal "<br>" did).
+  QCOMPARE(app::plainTitle(QStringLiteral("Parity-odd four-point<br>correlation")), QStringLiteral("Parity-odd four-point correlation"));
+  QCOMPARE(app::plainTitle(QStringLiteral("a<BR/>b <b>c</b> &amp; d &lt;e&gt;")), QStringLiteral("a b c & d <e>"));
+  QCOMPARE(app::plainTitle(QStringLiteral("xi for 10 < r < 40")), QStringLiteral("xi for 10 < r < 40"));  // plain: unchanged
+  QCOMPARE(app::plainTitle(QStringLiteral("two\nlines")), QStringLiteral("two lines"));
+
+  CorrelationChart chart;
+  chart.resize(220, 320);  // narrow: the title breaks into two rich-text lines
+  chart.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&chart));
+  QTRY_VERIFY_WITH_TIMEOUT(chart.chart()->title().contains(QStringLiteral("<br>")), 3000);
+  QVERIFY(!chart.plotTitle().contains(QLatin1Char('<')));
+  const QString shown = chart.chart()->title();
+  const QString expected = app::plainTitle(shown);
+  QVERIFY(!expected.contains(QLatin1Char('<')));
+  const app::ExportMeta meta{shown, QStringLiteral("{\"software\":\"Almagest\"}")};  // as a caller might pass it
+  QString error;
+  const QString png = tmp_->filePath(QStringLiteral("wrapped.png")), svg = tmp_->filePath(QStringLiteral("wrapped.svg")),
+                csv = tmp_->filePath(QStringLiteral("wrapped.csv"));
+  QVERIFY2(app::exportView(chart.chartView(), png, meta, &error), qPrintable(error));
+  QCOMPARE(QImageReader(png).text(QStringLiteral("Title")), expected);
+  QVERIFY2(app::exportView(chart.chartView(), svg, meta, &error), qPrintable(error));
+  QFile s(svg);
+  QVERIFY(s.open(QIODevice::ReadOnly));
+  const QString text = QString::fromUtf8(s.readAll());
+  QVERIFY2(text.contains(QStringLiteral("<title>") + expected.toHtmlEscaped() + QStringLiteral("</title>")), qPrintable(text.left(600)));
+  QVERIFY(!text.contains(QStringLiteral("&lt;br&gt;")));
+  QStandardItemModel model(1, 1);
+  model.setItem(0, 0, new QStandardItem(QStringLiteral("1")));
+  QVERIFY2(app::exportTable(&model, csv, meta, &error), qPrintable(error));
+  QFile c(csv);
+  QVERIFY(c.open(QIODevice::ReadOnly));
+  QCOMPARE(QString::fromUtf8(c.readLine()).trimmed(), QStringLiteral("# ") + expected);
 }
 
 void TestAppShell::malformedWorkspaceIsOneMessage() {

@@ -5,13 +5,19 @@
 //  - the aggregation's numbers are the panel's (same bits);
 //  - result files (HDF5 and gramsci text) open as realisations; a bad one is named;
 //  - the rendered pull chart is not blank.
+#include <QChart>
 #include <QChartView>
 #include <QImage>
+#include <QLineEdit>
+#include <QPushButton>
+#include <QScatterSeries>
 #include <QTemporaryDir>
+#include <QTextStream>
 #include <QtTest>
 
 #include <cmath>
 
+#include "almagest/io/hdf5_file.hpp"
 #include "almagest/jobs/aggregate.hpp"
 #include "almagest/npcf/configurations.hpp"
 #include "almagest/npcf/read_gramsci.hpp"
@@ -66,6 +72,17 @@ npcf::NpcfResult parityResult(const std::vector<double>& odd) {
   }
   r.xi_internal.assign(3, 0.2);
   return r;
+}
+
+// A catalogue as text (x y z w), every digit kept.
+bool writeCatalogue(const QString& path, const io::Catalogue& c) {
+  QFile f(path);
+  if (!f.open(QIODevice::WriteOnly | QIODevice::Text)) return false;
+  QTextStream out(&f);
+  out.setRealNumberPrecision(17);
+  out << "# x y z w\n";
+  for (std::size_t i = 0; i < c.size(); ++i) out << c.x[i] << ' ' << c.y[i] << ' ' << c.z[i] << ' ' << (c.w.empty() ? 1.0 : c.w[i]) << '\n';
+  return out.status() == QTextStream::Ok;
 }
 
 }  // namespace
@@ -208,6 +225,99 @@ private slots:
     bool pulls = false;  // the pull markers' colour is drawn
     for (QRgb c : colours) pulls = pulls || (qRed(c) > 150 && qGreen(c) < 80 && qBlue(c) > 60 && qBlue(c) < 130);
     QVERIFY(pulls);
+  }
+
+  void batchOverAFolderOfMocks() {
+    // Five seeded mock catalogues in a folder, randoms beside it: the panel runs the job
+    // model's batch (makeParityBatchJob on the job queue), opens the members' outputs, and shows
+    // the numbers of jobs::parity_null_test on those files and of the batch's npcf-parity file.
+    QTemporaryDir tmp(tmpRoot() + QStringLiteral("/npcf_parity_batch_XXXXXX"));
+    QVERIFY(tmp.isValid());
+    const QString mocks = tmp.filePath(QStringLiteral("mocks")), out = tmp.filePath(QStringLiteral("out"));
+    QVERIFY(QDir().mkpath(mocks));
+    const int n = 5;
+    for (int k = 0; k < n; ++k)
+      QVERIFY(writeCatalogue(QDir(mocks).filePath(QStringLiteral("mock_%1.txt").arg(k)), npcf::synthetic::uniform(400, 100.0, 500 + k)));
+    const QString randoms = tmp.filePath(QStringLiteral("randoms.txt"));
+    QVERIFY(writeCatalogue(randoms, npcf::synthetic::uniform(800, 100.0, 99)));
+    QVERIFY(writeCatalogue(QDir(mocks).filePath(QStringLiteral("notes.dat")), npcf::synthetic::uniform(5, 100.0, 1)));  // not matched
+
+    ParityPanel panel;
+    panel.setValuesProvider([&] {
+      schema::Values v;  // as the N-point form gives them (stat a list; the batch sets its own)
+      v["stat"] = std::vector<std::string>{"2pcf"};
+      v["data"] = std::string("ignored.txt");
+      v["randoms"] = randoms.toStdString();
+      v["rmin"] = 2.0;
+      v["rmax"] = 15.0;
+      v["nbins"] = std::int64_t(3);
+      v["threads"] = std::int64_t(2);
+      return v;
+    });
+    // No folder: a message, nothing queued.
+    QVERIFY(!panel.runBatch(tmp.filePath(QStringLiteral("missing"))));
+    QVERIFY(panel.errorText().contains(QStringLiteral("missing")));
+    QVERIFY(!panel.batchJob());
+
+    QSignalSpy done(&panel, &ParityPanel::batchFinished);
+    panel.folderEdit()->setText(mocks);
+    panel.patternEdit()->setText(QStringLiteral("*.txt"));
+    QVERIFY(panel.runBatch(mocks, QStringLiteral("*.txt"), out));
+    QVERIFY(!panel.runBatchButton()->isEnabled());
+    QVERIFY(!panel.runBatch(mocks));  // one batch at a time
+    QVERIFY(done.wait(240000));
+    QCOMPARE(done.first().first().value<almagest::ui::JobRunner::State>(), almagest::ui::JobRunner::State::Completed);
+    QVERIFY(panel.runBatchButton()->isEnabled());
+    QCOMPARE(panel.realisationCount(), n);
+
+    // Independently: every member's output read back, the engine's null test over them.
+    std::vector<std::vector<double>> odd;
+    std::vector<std::uint8_t> bins0;
+    for (int k = 0; k < n; ++k) {
+      const QString f = QDir(out).filePath(QStringLiteral("mock_%1_parity.h5").arg(k));
+      QVERIFY2(QFileInfo::exists(f), qPrintable(f));
+      const npcf::NpcfResult r = npcf::read_hdf5(f.toStdString());
+      QCOMPARE(r.statistic, npcf::Statistic::FourPointParity);
+      QCOMPARE(r.config.bins.nbins, 3);
+      QVERIFY(r.rows() > 0);
+      if (k == 0) bins0 = r.bins;
+      QCOMPARE(r.bins, bins0);
+      odd.push_back(r.zeta_odd);
+    }
+    QVERIFY(odd[0] != odd[1]);  // the mocks differ
+    const jobs::ParityNullTest t = jobs::parity_null_test(odd);
+    QCOMPARE(panel.test().z, t.z);
+    QCOMPARE(panel.test().sigma_mean, t.sigma_mean);
+    QCOMPARE(panel.test().chi2, t.chi2);
+    QCOMPARE(panel.test().dof, t.dof);
+    QCOMPARE(panel.test().beyond_2sigma, t.beyond_2sigma);
+    QCOMPARE(panel.test().expected_chi2_per_dof, 4.0 / 2.0);  // (N - 1)/(N - 3), N = 5
+
+    // The batch's aggregation file holds the same numbers (same bits).
+    QCOMPARE(panel.aggregatePath(), QDir(out).absoluteFilePath(QStringLiteral("parity.h5")));
+    io::Hdf5Reader agg(panel.aggregatePath().toStdString());
+    QCOMPARE(agg.read_double("/z"), t.z);
+    QCOMPARE(agg.read_double("/sigma_mean"), t.sigma_mean);
+    QCOMPARE(agg.read_attr_double("/", "chi2"), t.chi2);
+    QCOMPARE(agg.read_attr_int64("/", "dof"), std::int64_t(t.dof));
+    QCOMPARE(agg.read_attr_double("/", "fraction_beyond_2sigma"), t.fraction_beyond_2sigma);
+
+    // The pull chart draws them (every configuration with scatter, p < 8000).
+    QScatterSeries* pulls = nullptr;
+    for (QAbstractSeries* a : panel.pullView()->chart()->series())
+      if (auto* sc = qobject_cast<QScatterSeries*>(a)) pulls = sc;
+    QVERIFY(pulls);
+    QCOMPARE(std::size_t(pulls->count()), t.p - t.degenerate);
+    std::size_t j = 0;
+    for (std::size_t i = 0; i < t.p; ++i)
+      if (t.sigma_mean[i] > 0) QCOMPARE(pulls->at(int(j++)).y(), t.z[i]);
+
+    // A second run resumes: the members are up to date, the numbers the same.
+    done.clear();
+    QVERIFY(panel.runBatch(mocks, QStringLiteral("*.txt"), out));
+    QVERIFY(done.wait(60000));
+    QCOMPARE(done.first().first().value<almagest::ui::JobRunner::State>(), almagest::ui::JobRunner::State::Completed);
+    QCOMPARE(panel.test().z, t.z);
   }
 };
 

@@ -13,6 +13,8 @@
 #include <QOpenGLWidget>
 #include <QPainter>
 #include <QPdfWriter>
+#include <QRegularExpression>
+#include <QTextDocument>
 #include <QSaveFile>
 #include <QSvgGenerator>
 #include <QWidget>
@@ -72,6 +74,23 @@ QByteArray addSvgMetadata(QByteArray svg, const ExportMeta& meta) {
 
 }  // namespace
 
+QString plainTitle(const QString& title) {
+  static const QRegularExpression br(QStringLiteral("<\\s*br\\s*/?\\s*>"), QRegularExpression::CaseInsensitiveOption);
+  static const QRegularExpression tag(QStringLiteral("<[^<>]*>"));
+  if (!Qt::mightBeRichText(title) && !br.match(title).hasMatch()) return oneLine(title);
+  QString s = title;
+  s.replace(br, QStringLiteral(" "));
+  s.remove(tag);
+  // Entities (after the tags, so that a decoded "&lt;b&gt;" stays text).
+  s.replace(QStringLiteral("&nbsp;"), QStringLiteral(" "));
+  s.replace(QStringLiteral("&lt;"), QStringLiteral("<"));
+  s.replace(QStringLiteral("&gt;"), QStringLiteral(">"));
+  s.replace(QStringLiteral("&quot;"), QStringLiteral("\""));
+  s.replace(QStringLiteral("&#39;"), QStringLiteral("'"));
+  s.replace(QStringLiteral("&amp;"), QStringLiteral("&"));
+  return oneLine(s).simplified();
+}
+
 QStringList exportFormats(const QWidget* view) {
   if (qobject_cast<const QAbstractItemView*>(view)) return {QStringLiteral("csv")};
   return {QStringLiteral("png"), QStringLiteral("svg"), QStringLiteral("pdf")};
@@ -80,7 +99,7 @@ QStringList exportFormats(const QWidget* view) {
 bool exportImage(const QImage& image, const QString& path, const ExportMeta& meta, QString* error) {
   if (image.isNull()) return fail(error, path, QStringLiteral("nothing to export (the view has no frame yet)"));
   QImage img = image;
-  img.setText(QStringLiteral("Title"), meta.title);
+  img.setText(QStringLiteral("Title"), plainTitle(meta.title));
   img.setText(QStringLiteral("Software"), software());
   if (!meta.provenance.isEmpty()) img.setText(QStringLiteral("Provenance"), meta.provenance);
   QByteArray bytes;
@@ -107,7 +126,7 @@ bool exportView(QWidget* view, const QString& path, const ExportMeta& meta, QStr
     svg.setOutputDevice(&buffer);
     svg.setSize(size);
     svg.setViewBox(QRect(QPoint(0, 0), size));
-    svg.setTitle(meta.title);
+    svg.setTitle(plainTitle(meta.title));
     svg.setDescription(software() + (meta.provenance.isEmpty() ? QString() : QStringLiteral("; provenance: ") + meta.provenance));
     {
       QPainter p(&svg);
@@ -122,7 +141,7 @@ bool exportView(QWidget* view, const QString& path, const ExportMeta& meta, QStr
     buffer.open(QIODevice::WriteOnly);
     {
       QPdfWriter pdf(&buffer);
-      pdf.setTitle(meta.title);
+      pdf.setTitle(plainTitle(meta.title));
       pdf.setCreator(software() + (meta.provenance.isEmpty() ? QString() : QStringLiteral("; provenance: ") + oneLine(meta.provenance)));
       pdf.setResolution(96);
       pdf.setPageSize(QPageSize(QSizeF(size), QPageSize::Point));
@@ -151,7 +170,7 @@ bool exportTable(const QAbstractItemModel* model, const QString& path, const Exp
     return s;
   };
   QString out;
-  out += QStringLiteral("# %1\n").arg(oneLine(meta.title));
+  out += QStringLiteral("# %1\n").arg(plainTitle(meta.title));
   out += QStringLiteral("# software: %1\n").arg(software());
   if (!meta.provenance.isEmpty()) out += QStringLiteral("# provenance: %1\n").arg(oneLine(meta.provenance));
   const int rows = model->rowCount(), cols = model->columnCount();

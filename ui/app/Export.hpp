@@ -27,6 +27,12 @@ struct ExportMeta {
   QString provenance;  ///< the result's provenance (JSON), "" when there is none
 };
 
+/// `title` as plain text for file metadata: a chart title is Qt rich text once it wraps
+/// ("xi(r) of a long<br>file name"): line breaks become spaces, other tags are dropped and
+/// entities (&amp; &lt; ...) decoded. Plain text (no tag) is returned as it is. Every export
+/// below writes its title through this.
+QString plainTitle(const QString& title);
+
 /// Formats a widget can be exported to ("png", "svg", "pdf"; "csv" for tables).
 QStringList exportFormats(const QWidget* view);
 

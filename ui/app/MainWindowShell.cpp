@@ -26,6 +26,8 @@
 #include "app/FileKind.hpp"
 #include "app/JobQueue.hpp"
 #include "app/ViewCamera.hpp"
+#include "npcf/CataloguePanel.hpp"
+#include "npcf/NpcfViews.hpp"
 #include "panels/JobPanel.hpp"
 #include "panels/LogPanel.hpp"
 #include "sky/SkyMapWindow.hpp"
@@ -118,6 +120,12 @@ void MainWindow::onResultRead(JobRunner* runner, const QString& path) {
       result_ = *out;
       resultPath_ = QFileInfo(path).absoluteFilePath();
       chart_->setResult(result_->result, QFileInfo(path).fileName());
+      // The result views show the file's result as they show a computed one.
+      auto* views = findChild<NpcfViews*>();
+      if (views) views->setResult(result_->result);
+      cataloguePanel_->setResult(&result_->result);
+      if (views && !pendingViews_.isEmpty()) views->restore_state(pendingViews_);  // selections of a workspace
+      pendingViews_ = {};
       if (pendingMode_ >= 0) chart_->setMode(static_cast<CorrelationChart::Mode>(pendingMode_));
       pendingMode_ = -1;
       log_->info(tr("Opened %1: %2 rows of %3").arg(path).arg(result_->result.rows())
@@ -145,6 +153,9 @@ QJsonObject MainWindow::save_state() const {
   o[QStringLiteral("values")] = app::valuesToJson(values);
   o[QStringLiteral("chart_mode")] = static_cast<int>(chart_->mode());
   o[QStringLiteral("camera")] = app::cameraState(view_);
+  o[QStringLiteral("catalogue")] = cataloguePanel_->save_state();
+  if (result_)
+    if (auto* views = findChild<NpcfViews*>()) o[QStringLiteral("views")] = views->save_state();
   return o;
 }
 
@@ -158,7 +169,10 @@ void MainWindow::restore_state(const QJsonObject& st) {
   const QString data = st.value(QStringLiteral("data")).toString();
   const QString randoms = st.value(QStringLiteral("randoms")).toString();
   pendingState_ = {};
+  pendingViews_ = {};
   if (st.contains(QStringLiteral("camera"))) pendingState_[QStringLiteral("camera")] = st.value(QStringLiteral("camera"));
+  if (st.contains(QStringLiteral("catalogue"))) pendingState_[QStringLiteral("catalogue")] = st.value(QStringLiteral("catalogue"));
+  if (st.contains(QStringLiteral("views"))) pendingState_[QStringLiteral("views")] = st.value(QStringLiteral("views"));
   if (st.contains(QStringLiteral("result"))) {
     pendingState_[QStringLiteral("result")] = st.value(QStringLiteral("result"));
     pendingState_[QStringLiteral("chart_mode")] = st.value(QStringLiteral("chart_mode"));
@@ -167,6 +181,7 @@ void MainWindow::restore_state(const QJsonObject& st) {
     loadCatalogues(data, randoms);  // the camera and the result follow once they are loaded
   } else if (st.contains(QStringLiteral("result"))) {
     pendingMode_ = st.value(QStringLiteral("chart_mode")).toInt(-1);
+    pendingViews_ = st.value(QStringLiteral("views")).toObject();
     pendingState_ = {};
     openResult(st.value(QStringLiteral("result")).toString());
   }
@@ -223,7 +238,7 @@ void MainWindow::restoreSession() {
   app::restoreGeometry(this);
   QJsonObject st = app::lastState(state_kind());
   // Last parameters only: files are under File > Open recent (opening them is the user's call).
-  for (const char* key : {"data", "randoms", "result", "geometry", "camera"}) st.remove(QLatin1String(key));
+  for (const char* key : {"data", "randoms", "result", "geometry", "camera", "catalogue", "views"}) st.remove(QLatin1String(key));
   if (!st.isEmpty()) restore_state(st);
   app::fitToScreen(this);
 }
@@ -296,7 +311,7 @@ QString MainWindow::resultProvenance() const {
 
 void MainWindow::exportChart() {
   app::exportWithDialog(chart_->chartView(), [this] {
-    return app::ExportMeta{chart_->chart() ? chart_->chart()->title() : tr("chart"), resultProvenance()};
+    return app::ExportMeta{chart_->plotTitle().isEmpty() ? tr("chart") : chart_->plotTitle(), resultProvenance()};
   }, QStringLiteral("chart"));
 }
 

@@ -4,7 +4,13 @@
 #include <QChart>
 #include <QChartView>
 #include <QDir>
+#include <QFileDialog>
 #include <QFileInfo>
+#include <QFormLayout>
+#include <QGroupBox>
+#include <QHBoxLayout>
+#include <QLineEdit>
+#include <QPushButton>
 #include <QJsonArray>
 #include <QLabel>
 #include <QLegend>
@@ -20,6 +26,7 @@
 #include "almagest/jobs/batch.hpp"
 #include "almagest/npcf/read_gramsci.hpp"
 #include "almagest/npcf/result.hpp"
+#include "app/JobQueue.hpp"
 
 namespace almagest::ui {
 
@@ -57,6 +64,40 @@ ParityPanel::ParityPanel(QWidget* parent) : QWidget(parent) {
   summary_->setWordWrap(true);
   summary_->setTextInteractionFlags(Qt::TextSelectableByMouse);
   layout->addWidget(summary_);
+  // A batch of the job model over a folder of mocks (the N-point form's other settings).
+  auto* batch = new QGroupBox(tr("Run a batch over mock catalogues"), this);
+  auto* bf = new QFormLayout(batch);
+  auto* folderRow = new QHBoxLayout;
+  folderEdit_ = new QLineEdit(batch);
+  folderEdit_->setPlaceholderText(tr("folder of mock data catalogues"));
+  auto* browse = new QPushButton(tr("Browse…"), batch);
+  folderRow->addWidget(folderEdit_, 1);
+  folderRow->addWidget(browse);
+  bf->addRow(tr("Folder"), folderRow);
+  patternEdit_ = new QLineEdit(QStringLiteral("*.txt"), batch);
+  bf->addRow(tr("Files"), patternEdit_);
+  auto* buttons = new QHBoxLayout;
+  runButton_ = new QPushButton(tr("Run batch"), batch);
+  runButton_->setToolTip(tr("A parity 4pCF of every file (randoms, binning and backend from the Job form), then the "
+                            "npcf-parity aggregation; the outputs open here"));
+  cancelButton_ = new QPushButton(tr("Cancel"), batch);
+  cancelButton_->setEnabled(false);
+  buttons->addWidget(runButton_);
+  buttons->addWidget(cancelButton_);
+  buttons->addStretch(1);
+  bf->addRow(buttons);
+  batchStatus_ = new QLabel(batch);
+  batchStatus_->setWordWrap(true);
+  batchStatus_->setTextFormat(Qt::PlainText);
+  bf->addRow(batchStatus_);
+  layout->addWidget(batch);
+  connect(browse, &QPushButton::clicked, this, [this] {
+    const QString d = QFileDialog::getExistingDirectory(this, tr("Folder of mock catalogues"), folderEdit_->text());
+    if (!d.isEmpty()) folderEdit_->setText(d);
+  });
+  connect(runButton_, &QPushButton::clicked, this, [this] { runBatch(folderEdit_->text(), patternEdit_->text()); });
+  connect(cancelButton_, &QPushButton::clicked, this, [this] { cancelBatch(); });
+
   pullView_ = makeView(this);
   histView_ = makeView(this);
   layout->addWidget(pullView_, 3);
@@ -241,6 +282,65 @@ void ParityPanel::restore_state(const QJsonObject& state) {
   QStringList files;
   for (const QJsonValue& v : state.value(QStringLiteral("files")).toArray()) files << v.toString();
   if (!files.isEmpty()) openFiles(files);
+}
+
+bool ParityPanel::runBatch(const QString& folder, const QString& pattern, const QString& outputDir) {
+  if (batch_ && !batch_->isFinished()) {
+    error_ = tr("A batch is running: cancel it or wait for it.");
+    batchStatus_->setText(error_);
+    return false;
+  }
+  if (folder.trimmed().isEmpty() || !QFileInfo(folder).isDir()) {
+    error_ = tr("folder: '%1' is not a folder of mock catalogues").arg(folder);
+    batchStatus_->setText(error_);
+    return false;
+  }
+  const QString out = outputDir.isEmpty() ? QDir(folder).filePath(QStringLiteral("parity-batch")) : outputDir;
+  almagest::schema::Values values = values_ ? values_() : almagest::schema::Values{};
+  values.erase("data");  // the batch's axis
+  folderEdit_->setText(folder);
+  patternEdit_->setText(pattern);
+  delete batch_.data();
+  auto* runner = new JobRunner(tr("parity batch"), makeParityBatchJob(values, folder, pattern, out), this);
+  batch_ = runner;
+  aggregatePath_.clear();
+  connect(runner, &JobRunner::progressChanged, this, [this](int pct, const QString& stage) {
+    batchStatus_->setText(tr("%1% %2").arg(pct).arg(stage));
+  });
+  connect(runner, &JobRunner::finished, this, [this, runner, out](JobRunner::State state) {
+    runButton_->setEnabled(true);
+    cancelButton_->setEnabled(false);
+    if (state == JobRunner::State::Completed) {
+      const auto* files = runner->resultAs<QStringList>();
+      if (files && openFiles(*files)) {
+        aggregatePath_ = QDir(out).absoluteFilePath(QStringLiteral("parity.h5"));
+        batchStatus_->setText(tr("%n realisation(s) from the batch; aggregation written to %1", nullptr, int(files->size()))
+                                  .arg(QDir::toNativeSeparators(aggregatePath_)));
+      } else {
+        batchStatus_->setText(tr("The batch's outputs could not be opened: %1").arg(error_));
+      }
+    } else if (state == JobRunner::State::Cancelled) {
+      batchStatus_->setText(tr("Batch cancelled; the members already written are kept (a re-run resumes)."));
+    } else {
+      error_ = runner->errorMessage();
+      batchStatus_->setText(tr("Batch failed: %1").arg(error_));
+      rebuild();
+    }
+    emit batchFinished(state);
+  });
+  const auto backend = values.find("backend");
+  const QString device = backend != values.end() && std::holds_alternative<std::string>(backend->second)
+                             ? JobQueue::deviceFor(QString::fromStdString(std::get<std::string>(backend->second)))
+                             : QStringLiteral("cpu");
+  runButton_->setEnabled(false);
+  cancelButton_->setEnabled(true);
+  batchStatus_->setText(tr("Batch queued: %1").arg(QDir(folder).filePath(pattern)));
+  JobQueue::instance().submit(runner, device, window());
+  return true;
+}
+
+void ParityPanel::cancelBatch() {
+  if (batch_ && !batch_->isFinished()) batch_->cancel();
 }
 
 JobRunner::Job makeParityBatchJob(const almagest::schema::Values& values, const QString& folder, const QString& pattern,

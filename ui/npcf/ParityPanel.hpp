@@ -9,10 +9,12 @@
 //  - chi^2/dof against its expectation (N - 1)/(N - 3) for N realisations (Student-t), with its
 //    spread, and the fraction of configurations beyond 2 sigma.
 #include <QJsonObject>
+#include <QPointer>
 #include <QStringList>
 #include <QWidget>
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "almagest/core/schema.hpp"
@@ -21,6 +23,8 @@
 
 class QChartView;
 class QLabel;
+class QLineEdit;
+class QPushButton;
 
 namespace almagest::ui {
 
@@ -52,11 +56,29 @@ public:
   QChartView* pullView() const noexcept { return pullView_; }
   QChartView* histogramView() const noexcept { return histView_; }
 
+  // ---- a batch of the job model over a folder of mock catalogues --------------------------
+  /// The N-point form's values (randoms, binning, backend...) the batch's members start from.
+  void setValuesProvider(std::function<almagest::schema::Values()> provider) { values_ = std::move(provider); }
+  /// Starts makeParityBatchJob over `folder`/`pattern` on the job queue (JobQueue::instance(),
+  /// the device of the values' backend); outputs in `outputDir` (empty: <folder>/parity-batch).
+  /// When it completes, the members' outputs are opened as the realisations (openFiles) and
+  /// aggregatePath() is the `npcf-parity` file the batch wrote. False (message in errorText())
+  /// when a batch is running or there is no folder.
+  bool runBatch(const QString& folder, const QString& pattern = QStringLiteral("*.txt"), const QString& outputDir = {});
+  void cancelBatch();
+  JobRunner* batchJob() const noexcept { return batch_; }
+  QString aggregatePath() const { return aggregatePath_; }
+  QLineEdit* folderEdit() const noexcept { return folderEdit_; }
+  QLineEdit* patternEdit() const noexcept { return patternEdit_; }
+  QPushButton* runBatchButton() const noexcept { return runButton_; }
+
   QJsonObject save_state() const;
   void restore_state(const QJsonObject& state);
 
 signals:
   void realisationsChanged();
+  /// The batch ended (its realisations are open when Completed).
+  void batchFinished(almagest::ui::JobRunner::State state);
 
 private:
   void rebuild();
@@ -70,6 +92,14 @@ private:
   QLabel* summary_ = nullptr;
   QChartView* pullView_ = nullptr;
   QChartView* histView_ = nullptr;
+  std::function<almagest::schema::Values()> values_;
+  QPointer<JobRunner> batch_;
+  QString aggregatePath_;
+  QLineEdit* folderEdit_ = nullptr;
+  QLineEdit* patternEdit_ = nullptr;
+  QPushButton* runButton_ = nullptr;
+  QPushButton* cancelButton_ = nullptr;
+  QLabel* batchStatus_ = nullptr;
 };
 
 /// A batch of parity 4pCF jobs over the mock catalogues in `folder` matching `pattern` ("*.txt"),

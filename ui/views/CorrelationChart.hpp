@@ -80,6 +80,9 @@ public:
   double axisY(double y) const;
   QChart* chart() const;
   QChartView* chartView() const noexcept { return view_; }
+  /// The plot's title as plain text, whole (the chart shows it broken into two lines as rich
+  /// text, or elided, when it is wider than the chart): what exports put in their metadata.
+  QString plotTitle() const { return title_; }
   /// The configuration key under index plots (hidden otherwise).
   QChartView* keyView() const noexcept { return keyView_; }
   QAbstractAxis* xAxis() const;

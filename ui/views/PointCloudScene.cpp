@@ -8,6 +8,7 @@
 #include <vtkCellData.h>
 #include <vtkCubeAxesActor.h>
 #include <vtkFloatArray.h>
+#include <vtkIdList.h>
 #include <vtkNew.h>
 #include <vtkCallbackCommand.h>
 #include <vtkCommand.h>
@@ -507,6 +508,36 @@ void PointCloudScene::setNeighbourGraph(const NeighbourGraph* g, int nbins) {
 }
 
 std::size_t PointCloudScene::neighbourEdges() const noexcept { return d_->nSpokes; }
+
+std::vector<PointCloudScene::Spoke> PointCloudScene::drawnSpokes() const {
+  std::vector<Spoke> out;
+  vtkPolyData* p = d_->spokes;
+  vtkCellArray* lines = p->GetLines();
+  auto* colours = vtkUnsignedCharArray::SafeDownCast(p->GetCellData()->GetScalars());
+  if (!lines || !colours || !p->GetPoints()) return out;
+  vtkNew<vtkIdList> ids;
+  lines->InitTraversal();
+  for (vtkIdType c = 0; lines->GetNextCell(ids); ++c) {
+    if (ids->GetNumberOfIds() != 2) continue;
+    Spoke s;
+    p->GetPoints()->GetPoint(ids->GetId(1), s.end.data());
+    for (int k = 0; k < 3; ++k) s.rgb[k] = static_cast<int>(colours->GetComponent(c, k));
+    out.push_back(s);
+  }
+  return out;
+}
+
+long long PointCloudScene::neighbourHub() const noexcept { return d_->hub; }
+
+std::array<double, 6> PointCloudScene::pointBounds() const {
+  double b[6] = {std::numeric_limits<double>::max(), std::numeric_limits<double>::lowest(),
+                 std::numeric_limits<double>::max(), std::numeric_limits<double>::lowest(),
+                 std::numeric_limits<double>::max(), std::numeric_limits<double>::lowest()};
+  d_->data.bounds(b);
+  d_->randoms.bounds(b);
+  if (b[0] > b[1]) return {0, 0, 0, 0, 0, 0};
+  return {b[0], b[1], b[2], b[3], b[4], b[5]};
+}
 std::size_t PointCloudScene::tupleEdges() const noexcept { return d_->nTupleEdges; }
 
 long long PointCloudScene::pickPoint(int x, int y) const {

@@ -18,6 +18,7 @@
 #include <array>
 #include <cstddef>
 #include <memory>
+#include <vector>
 
 #include "almagest/io/catalogue.hpp"
 
@@ -69,6 +70,17 @@ public:
   void setNeighbourGraph(const NeighbourGraph* g, int nbins);
   std::size_t neighbourEdges() const noexcept;
   std::size_t tupleEdges() const noexcept;
+  /// One drawn spoke, read back from the drawn geometry: its far end and its RGB colour.
+  struct Spoke {
+    std::array<double, 3> end;
+    std::array<int, 3> rgb;
+  };
+  /// The spokes as drawn (hub -> neighbour), in drawing order; empty without a graph.
+  std::vector<Spoke> drawnSpokes() const;
+  /// The hub of the drawn graph (engine index), or -1.
+  long long neighbourHub() const noexcept;
+  /// Bounds (xmin, xmax, ymin, ymax, zmin, zmax) of the loaded points (0s when none).
+  std::array<double, 6> pointBounds() const;
   /// Engine index (data first, then randoms) of the shown point nearest to the view position
   /// (x, y in widget pixels), or -1.
   long long pickPoint(int x, int y) const;
