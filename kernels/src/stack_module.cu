@@ -74,6 +74,117 @@ __global__ void __launch_bounds__(kThreads) gather_kernel(DevPlanes P, const int
 }
 
 // ---------------------------------------------------------------------------------------------
+// Sub-pixel (fractional) mode: every sample is a bilinear combination of the four neighbours of
+// the exact track position with B corrected for the PSF correlation of neighbours. The float
+// operations are those of the CPU twin's fractional_sample() (engine/src/stack/search_internal.hpp)
+// in the same order, written as round-to-nearest intrinsics so that nothing is contracted into an
+// FMA: GPU and CPU sums are bit-identical.
+struct FracTables {
+  const int* fx;
+  const int* fy;
+  const float* wx;
+  const float* wy;
+  const float* rho;  // [n][4]
+};
+
+template <int S>
+__device__ __forceinline__ void frac_sample(const DevPlanes& P, int e, int e0, int x, int y, int fx, int fy, float wx,
+                                            float wy, const float* __restrict__ r, float& a, float& b) {
+  float v[4], h[4], q[4];
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    const float2 s = load_sample<S>(P, e, x + fx + (k & 1), y + fy + (k >> 1), e0);
+    v[k] = s.x;
+    h[k] = s.y;
+    q[k] = __fsqrt_rn(s.y);
+  }
+  const float ux = __fsub_rn(1.0f, wx), uy = __fsub_rn(1.0f, wy);
+  const float w00 = __fmul_rn(ux, uy), w10 = __fmul_rn(wx, uy), w01 = __fmul_rn(ux, wy), w11 = __fmul_rn(wx, wy);
+  a = __fadd_rn(__fadd_rn(__fadd_rn(__fmul_rn(w00, v[0]), __fmul_rn(w10, v[1])), __fmul_rn(w01, v[2])), __fmul_rn(w11, v[3]));
+  const float d = __fadd_rn(__fadd_rn(__fadd_rn(__fmul_rn(__fmul_rn(w00, w00), h[0]), __fmul_rn(__fmul_rn(w10, w10), h[1])),
+                                      __fmul_rn(__fmul_rn(w01, w01), h[2])),
+                            __fmul_rn(__fmul_rn(w11, w11), h[3]));
+  const float cx = __fadd_rn(__fmul_rn(__fmul_rn(w00, w10), __fmul_rn(q[0], q[1])), __fmul_rn(__fmul_rn(w01, w11), __fmul_rn(q[2], q[3])));
+  const float cy = __fadd_rn(__fmul_rn(__fmul_rn(w00, w01), __fmul_rn(q[0], q[2])), __fmul_rn(__fmul_rn(w10, w11), __fmul_rn(q[1], q[3])));
+  const float cd = __fmul_rn(__fmul_rn(w00, w11), __fmul_rn(q[0], q[3]));
+  const float ca = __fmul_rn(__fmul_rn(w10, w01), __fmul_rn(q[1], q[2]));
+  const float r0 = __ldg(r), r1 = __ldg(r + 1), r2 = __ldg(r + 2), r3 = __ldg(r + 3);
+  const float corr = __fadd_rn(__fadd_rn(__fadd_rn(__fmul_rn(r0, cx), __fmul_rn(r1, cy)), __fmul_rn(r2, cd)), __fmul_rn(r3, ca));
+  b = __fadd_rn(d, __fmul_rn(2.0f, corr));
+}
+
+/// One origin per thread, kGatherVC velocities per block (threshold) or all (top-k), as the
+/// integer gather; the host bounds the rows of streamed bands by fy .. fy + 1.
+template <int S>
+__global__ void __launch_bounds__(kThreads) frac_gather_kernel(DevPlanes P, FracTables T, int v_begin, int v_end,
+                                                               int tiles_x, int y_begin, int y_end, ScanArgs A) {
+  const int tile = blockIdx.x;
+  const int x = (tile % tiles_x) * kTX + threadIdx.x % kTX;
+  const int y = y_begin + (tile / tiles_x) * kTY + threadIdx.x / kTX;
+  const bool inside = x < P.width && y < y_end;
+  int vb, ve;
+  if (A.top_k > 0) {
+    vb = 0;
+    ve = A.n_vel;
+  } else {
+    vb = v_begin + blockIdx.y * kGatherVC;
+    ve = min(vb + kGatherVC, v_end);
+  }
+  ThreadDigest d;
+  TopK tk;
+  if (A.top_k > 0) tk.init();
+  if (inside) {
+    for (int v = vb; v < ve; ++v) {
+      float a = 0.f, b = 0.f;
+      int c = 0;
+      const std::size_t o = std::size_t(v) * P.n;
+      for (int e = 0; e < P.n; ++e) {
+        float sa, sb;
+        frac_sample<S>(P, e, 0, x, y, __ldg(T.fx + o + e), __ldg(T.fy + o + e), __ldg(T.wx + o + e), __ldg(T.wy + o + e),
+                       T.rho + 4 * std::size_t(e), sa, sb);
+        a = __fadd_rn(a, sa);
+        b = __fadd_rn(b, sb);
+        c += sb > 0.f ? 1 : 0;
+      }
+      finish(a, b, c, x, y, v, P.width, P.height, A, d, &tk);
+    }
+  }
+  reduce_digest(d, A.partials);
+  if (A.top_k > 0 && inside) {
+    StackHit* out = A.hits + (std::size_t(y) * P.width + x) * A.top_k;
+    for (int k = 0; k < A.top_k; ++k) out[k] = StackHit{x, y, tk.v[k], tk.z[k]};
+  }
+}
+
+/// Fractional sums of listed trajectories over exposures [e_begin, e_end) (exposure chunks as
+/// evaluate_kernel).
+template <int S>
+__global__ void frac_evaluate_kernel(DevPlanes P, FracTables T, const StackHit* __restrict__ list, std::size_t n_list,
+                                     int e_data, int e_begin, int e_end, float* a_out, float* b_out, int* obs_out) {
+  const std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x;
+  if (i >= n_list) return;
+  const StackHit h = list[i];
+  float a = 0.f, b = 0.f;
+  int c = 0;
+  if (e_begin > 0) {
+    a = a_out[i];
+    b = b_out[i];
+    c = obs_out[i];
+  }
+  const std::size_t o = std::size_t(h.v) * P.n;
+  for (int e = e_begin; e < e_end; ++e) {
+    float sa, sb;
+    frac_sample<S>(P, e, e_data, h.x, h.y, T.fx[o + e], T.fy[o + e], T.wx[o + e], T.wy[o + e], T.rho + 4 * std::size_t(e), sa, sb);
+    a = __fadd_rn(a, sa);
+    b = __fadd_rn(b, sb);
+    c += sb > 0.f ? 1 : 0;
+  }
+  a_out[i] = a;
+  b_out[i] = b;
+  obs_out[i] = c;
+}
+
+// ---------------------------------------------------------------------------------------------
 // Tiled gather. For packet p and exposure e the host gives box = (ox, oy, RW, RH): the smallest
 // shifts of the packet and the staged region's size; loc packs each velocity's offset inside the
 // region (lx | ly << 16). The region of exposure e + 1 is loaded into registers while exposure e
@@ -388,6 +499,35 @@ Packets make_packets(const StackShifts& s, int nv = kNV, int ty = kTY) {
   return out;
 }
 
+/// Device copies of the fractional tables of a shift table (empty when integer).
+struct FracDev {
+  DeviceBuffer<int> fx, fy;
+  DeviceBuffer<float> wx, wy, rho;
+  FracTables tables() const { return FracTables{fx.data(), fy.data(), wx.data(), wy.data(), rho.data()}; }
+};
+
+bool is_fractional(const StackShifts& s) {
+  if (!s.fx) return false;
+  if (!s.fy || !s.wx || !s.wy || !s.rho) throw DeviceError("stack scan: fractional shift tables are incomplete (fx, fy, wx, wy and rho are needed)");
+  return true;
+}
+
+FracDev upload_frac(const StackShifts& s, cudaStream_t st) {
+  FracDev f;
+  const std::size_t m = std::size_t(s.n_vel) * s.n_exp;
+  f.fx.allocate(m);
+  f.fy.allocate(m);
+  f.wx.allocate(m);
+  f.wy.allocate(m);
+  f.rho.allocate(4 * std::size_t(s.n_exp));
+  f.fx.upload(s.fx, m, st);
+  f.fy.upload(s.fy, m, st);
+  f.wx.upload(s.wx, m, st);
+  f.wy.upload(s.wy, m, st);
+  f.rho.upload(s.rho, 4 * std::size_t(s.n_exp), st);
+  return f;
+}
+
 class Timer {
 public:
   explicit Timer(cudaStream_t s) : s_(s) {
@@ -501,23 +641,34 @@ public:
     if (sh.n_exp != host_.n) throw DeviceError("stack scan: shift table has " + std::to_string(sh.n_exp) + " exposures, the stack " + std::to_string(host_.n));
     const int W = host_.width, H = host_.height;
     const int k = prm.top_k_mode ? std::max(1, std::min(prm.top_k, std::min(kMaxTopK, sh.n_vel))) : 0;
+    const bool frac = is_fractional(sh);
     if (prm.method == StackMethod::Fourier) {
+      if (frac) throw DeviceError("the Fourier method uses integer shifts only (its phase tables are exact for whole pixels); use the gather or tiled method for fractional shifts");
       if (!resident_) throw DeviceOutOfMemory("the Fourier path needs the whole stack on the device (" + name_ + " could not hold it); use the tiled gather, which streams row bands");
       if (!fourier_) fourier_ = std::make_unique<FourierEngine>();
       fourier_->scan(planes(0, H), int(host_.storage), sh, prm, s, out);
       return out;
     }
-    // shift tables
-    DeviceBuffer<int> dsx(std::size_t(sh.n_vel) * sh.n_exp), dsy(std::size_t(sh.n_vel) * sh.n_exp);
-    dsx.upload(sh.sx, dsx.size(), s);
-    dsy.upload(sh.sy, dsy.size(), s);
+    // shift tables (fractional: the sub-pixel tables, scanned by the fractional gather for both
+    // the gather and the tiled method)
+    DeviceBuffer<int> dsx, dsy;
+    FracDev fdev;
+    if (frac) {
+      fdev = upload_frac(sh, s);
+    } else {
+      dsx.allocate(std::size_t(sh.n_vel) * sh.n_exp);
+      dsy.allocate(std::size_t(sh.n_vel) * sh.n_exp);
+      dsx.upload(sh.sx, dsx.size(), s);
+      dsy.upload(sh.sy, dsy.size(), s);
+    }
+    const bool tiled = prm.method == StackMethod::Tiled && !frac;
     Packets pk;
     DeviceBuffer<int4> dbox;
     DeviceBuffer<int> dloc;
     DeviceBuffer<int2> dpk;
-    const bool wide = prm.method == StackMethod::Tiled && k == 0 && !prm.dense;
+    const bool wide = tiled && k == 0 && !prm.dense;
     const int tile_h = wide ? kTY2 : kTY;
-    if (prm.method == StackMethod::Tiled) {
+    if (tiled) {
       pk = wide ? make_packets(sh, kNV2, kTY2) : make_packets(sh);
       dbox = DeviceBuffer<int4>::from(pk.box, s);
       dloc = DeviceBuffer<int>::from(pk.loc, s);
@@ -542,15 +693,16 @@ public:
       const std::size_t per_row = std::size_t(host_.n) * W * (elem_bytes(host_.storage) * 2);
       const int extra = tile_h;
       int span = 0;
-      for (std::size_t i = 0; i < std::size_t(sh.n_vel) * sh.n_exp; ++i) span = std::max(span, std::abs(sh.sy[i]));
+      for (std::size_t i = 0; i < std::size_t(sh.n_vel) * sh.n_exp; ++i)
+        span = std::max(span, frac ? std::max(std::abs(sh.fy[i]), std::abs(sh.fy[i] + 1)) : std::abs(sh.sy[i]));
       const long long rows_fit = (long long)(fr / 4 / std::max<std::size_t>(1, per_row)) - 2 * span - extra;
       if (rows_fit < tile_h) throw DeviceOutOfMemory("stack scan: not even " + std::to_string(kTY) + " rows of the stack fit on " + name_);
       band = int(std::min<long long>(H, rows_fit / tile_h * tile_h));
     }
     int min_sy = 0, max_sy = 0;
     for (std::size_t i = 0; i < std::size_t(sh.n_vel) * sh.n_exp; ++i) {
-      min_sy = std::min(min_sy, sh.sy[i]);
-      max_sy = std::max(max_sy, sh.sy[i]);
+      min_sy = std::min(min_sy, frac ? sh.fy[i] : sh.sy[i]);
+      max_sy = std::max(max_sy, frac ? sh.fy[i] + 1 : sh.sy[i]);
     }
     ScanArgs A{};
     A.threshold = prm.threshold;
@@ -568,7 +720,7 @@ public:
     double scan_s = 0;
     DeviceBuffer<BlockDigest> dpart;
     std::vector<BlockDigest> hpart;
-    const int n_units = prm.method == StackMethod::Tiled ? int(pk.packets.size()) : (sh.n_vel + kGatherVC - 1) / kGatherVC;
+    const int n_units = tiled ? int(pk.packets.size()) : (sh.n_vel + kGatherVC - 1) / kGatherVC;
     const int storage = int(host_.storage);
     for (int y0 = 0; y0 < H; y0 += band) {
       const int y1 = std::min(H, y0 + band);
@@ -599,7 +751,13 @@ public:
           if (storage == 0) tiled16_kernel<0><<<grid, kThreads, 0, s>>>(P, dbox.data(), l4, dpk.data(), u0, tiles_x, y0, y1, A);
           else if (storage == 1) tiled16_kernel<1><<<grid, kThreads, 0, s>>>(P, dbox.data(), l4, dpk.data(), u0, tiles_x, y0, y1, A);
           else tiled16_kernel<2><<<grid, kThreads, 0, s>>>(P, dbox.data(), l4, dpk.data(), u0, tiles_x, y0, y1, A);
-        } else if (prm.method == StackMethod::Tiled) {
+        } else if (frac) {
+          const int vb = u0 * kGatherVC, ve = std::min(sh.n_vel, u1 * kGatherVC);
+          const FracTables T = fdev.tables();
+          if (storage == 0) frac_gather_kernel<0><<<grid, kThreads, 0, s>>>(P, T, vb, ve, tiles_x, y0, y1, A);
+          else if (storage == 1) frac_gather_kernel<1><<<grid, kThreads, 0, s>>>(P, T, vb, ve, tiles_x, y0, y1, A);
+          else frac_gather_kernel<2><<<grid, kThreads, 0, s>>>(P, T, vb, ve, tiles_x, y0, y1, A);
+        } else if (tiled) {
           const int pb = k > 0 ? 0 : u0, pe = k > 0 ? n_units : u1;
           if (storage == 0) tiled_kernel<0><<<grid, kThreads, 0, s>>>(P, dbox.data(), dloc.data(), dpk.data(), pb, pe, tiles_x, y0, y1, A);
           else if (storage == 1) tiled_kernel<1><<<grid, kThreads, 0, s>>>(P, dbox.data(), dloc.data(), dpk.data(), pb, pe, tiles_x, y0, y1, A);
@@ -668,9 +826,17 @@ public:
     if (n == 0) return;
     DeviceGuard g(device_);
     cudaStream_t s = *stream_;
-    DeviceBuffer<int> dsx(std::size_t(sh.n_vel) * sh.n_exp), dsy(std::size_t(sh.n_vel) * sh.n_exp);
-    dsx.upload(sh.sx, dsx.size(), s);
-    dsy.upload(sh.sy, dsy.size(), s);
+    const bool frac = is_fractional(sh);
+    DeviceBuffer<int> dsx, dsy;
+    FracDev fdev;
+    if (frac) {
+      fdev = upload_frac(sh, s);
+    } else {
+      dsx.allocate(std::size_t(sh.n_vel) * sh.n_exp);
+      dsy.allocate(std::size_t(sh.n_vel) * sh.n_exp);
+      dsx.upload(sh.sx, dsx.size(), s);
+      dsy.upload(sh.sy, dsy.size(), s);
+    }
     DeviceBuffer<StackHit> dl(n);
     dl.upload(list, n, s);
     DeviceBuffer<float> da(n), db(n);
@@ -678,6 +844,14 @@ public:
     const unsigned blocks = unsigned((n + 255) / 256);
     const int storage = int(host_.storage);
     auto launch = [&](const DevPlanes& P, int ed, int e0, int e1) {
+      if (frac) {
+        const FracTables T = fdev.tables();
+        if (storage == 0) frac_evaluate_kernel<0><<<blocks, 256, 0, s>>>(P, T, dl.data(), n, ed, e0, e1, da.data(), db.data(), dobs.data());
+        else if (storage == 1) frac_evaluate_kernel<1><<<blocks, 256, 0, s>>>(P, T, dl.data(), n, ed, e0, e1, da.data(), db.data(), dobs.data());
+        else frac_evaluate_kernel<2><<<blocks, 256, 0, s>>>(P, T, dl.data(), n, ed, e0, e1, da.data(), db.data(), dobs.data());
+        CUDA_CHECK_LAUNCH();
+        return;
+      }
       if (storage == 0) evaluate_kernel<0><<<blocks, 256, 0, s>>>(P, dsx.data(), dsy.data(), dl.data(), n, ed, e0, e1, da.data(), db.data(), dobs.data());
       else if (storage == 1) evaluate_kernel<1><<<blocks, 256, 0, s>>>(P, dsx.data(), dsy.data(), dl.data(), n, ed, e0, e1, da.data(), db.data(), dobs.data());
       else evaluate_kernel<2><<<blocks, 256, 0, s>>>(P, dsx.data(), dsy.data(), dl.data(), n, ed, e0, e1, da.data(), db.data(), dobs.data());

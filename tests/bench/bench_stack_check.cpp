@@ -15,6 +15,7 @@
 #include "almagest/core/gpu.hpp"
 #include "almagest/stack/psiphi.hpp"
 #include "almagest/stack/search.hpp"
+#include "almagest/stack/selftest.hpp"
 #include "almagest/stack/synthetic.hpp"
 
 using namespace almagest;
@@ -191,6 +192,39 @@ int main() {
         check(same, "streamed stack (limit " + std::to_string(limit) + " of " + std::to_string(bytes) + " bytes) " +
                         to_string(enc) + (dense ? " dense" : "") + ": digest and " + what + " identical to the resident run");
       }
+      if (enc == Encoding::Fp32) {
+        // fractional shifts, streamed row bands (rows fy .. fy + 1) and exposure chunks
+        auto frun = [&](std::uint64_t lim) {
+          SearchConfig cfg;
+          cfg.device_memory_limit = lim;
+          cfg.bank = bt;
+          cfg.curve_dx = st.curve_dx;
+          cfg.curve_dy = st.curve_dy;
+          cfg.backend = Backend::GpuTiled;
+          cfg.dense = true;
+          cfg.threshold_z = 4.5;
+          cfg.cluster.enabled = false;
+          cfg.min_obs = 0;
+          cfg.fractional = true;
+          cfg.psf_rho = psf_correlations(st.stack);
+          return make_plan(cfg, pt.mjd, pt.width, pt.height, JobContext{}).execute(encode(pt, enc), JobContext{});
+        };
+        bool same = false;
+        std::string what;
+        try {
+          const SearchResult res = frun(0), str = frun(limit);
+          same = res.dense_a == str.dense_a && res.dense_b == str.dense_b && res.dense_obs == str.dense_obs &&
+                 res.digest.max_z == str.digest.max_z && res.candidates.size() == str.candidates.size() && !str.candidates.empty();
+          for (std::size_t i = 0; same && i < res.candidates.size(); ++i)
+            same = res.candidates[i].x == str.candidates[i].x && res.candidates[i].y == str.candidates[i].y &&
+                   res.candidates[i].v == str.candidates[i].v && res.candidates[i].a == str.candidates[i].a &&
+                   res.candidates[i].b == str.candidates[i].b && res.candidates[i].obs == str.candidates[i].obs;
+          what = std::to_string(str.candidates.size()) + " candidates";
+        } catch (const std::exception& e) {
+          what = std::string("exception: ") + e.what();
+        }
+        check(same, "streamed stack, fractional shifts fp32 dense: digest and " + what + " identical to the resident run");
+      }
       bool refused = false;
       std::string why = "no error";
       try {
@@ -291,6 +325,11 @@ int main() {
       check(ok, std::to_string(n) + " exposures, " + to_string(b) + ": maxZ " + std::to_string(g.digest.max_z) + " vs " + std::to_string(cpu.digest.max_z) +
                     ", count " + std::to_string(g.digest.count_above) + " vs " + std::to_string(cpu.digest.count_above));
     }
+  }
+  // --- 4. sub-pixel (fractional) shifts against the CPU twin and their SNR gain (stack/selftest.hpp)
+  {
+    const SelftestReport r = run_stack_gpu_selftest(StackSelftestOptions{}, JobContext{});
+    for (const SelftestCheck& c : r.checks) check(c.passed, c.name + ": " + c.detail);
   }
   std::printf("%s: %d failure(s)\n", failures ? "FAILED" : "ALL PASSED", failures);
   return failures ? 1 : 0;

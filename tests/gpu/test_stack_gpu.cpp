@@ -1,6 +1,8 @@
 // Shift-and-stack GPU backends against the CPU twin (exit 77 without a usable GPU): FP32 gathers
 // identical in dense A, B, obs and digest; the Fourier path within its tolerance (|dZ| < 0.02,
-// relative sum B 1e-3); device psi/phi within 1e-5.
+// relative sum B 1e-3); device psi/phi within 1e-5; the sub-pixel (fractional-shift) mode of the
+// gather and tiled methods against the CPU twin to 1e-5 relative, and its SNR gain over integer
+// shifts (stack/selftest.hpp, the same checks as `almagest-cli selftest`).
 #include <QtTest>
 
 #include <cmath>
@@ -9,6 +11,7 @@
 #include "almagest/core/gpu.hpp"
 #include "almagest/stack/psiphi.hpp"
 #include "almagest/stack/search.hpp"
+#include "almagest/stack/selftest.hpp"
 #include "almagest/stack/synthetic.hpp"
 
 using namespace almagest;
@@ -66,6 +69,12 @@ private slots:
       QVERIFY2(std::fabs(ze - zf) < 0.02, qPrintable(QString("trajectory %1: %2 vs %3").arg(i).arg(zf).arg(ze)));
     }
     QVERIFY(std::fabs(f.digest.sum_b - cpu.digest.sum_b) <= 1e-3 * cpu.digest.sum_b);
+  }
+  void fractional_matches_cpu() {
+    const SelftestReport r = run_stack_gpu_selftest(StackSelftestOptions{}, JobContext{});
+    std::fputs(r.text().c_str(), stdout);
+    QVERIFY(r.checks.size() >= 9);
+    for (const SelftestCheck& c : r.checks) QVERIFY2(c.passed, qPrintable(QString::fromStdString(c.name + ": " + c.detail)));
   }
 };
 

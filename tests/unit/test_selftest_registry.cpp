@@ -54,9 +54,11 @@ class TestSelftestRegistry : public QObject {
 private slots:
   void engines_register_their_options() {
     const SelftestRegistry& r = jobs::engine_selftests();
-    QCOMPARE(r.entries().size(), std::size_t{2});
+    QCOMPARE(r.entries().size(), std::size_t{3});
     QCOMPARE(r.entries()[0].engine, std::string("npcf"));
     QCOMPARE(r.entries()[1].engine, std::string("sht"));
+    QCOMPARE(r.entries()[2].engine, std::string("stack"));
+    QVERIFY(r.entries()[2].options.find("stack-exposures"));
     for (const char* key : {"points", "seed", "quick", "only", "tolerance"})
       QVERIFY2(r.entries()[0].options.find(key), key);
     QVERIFY(r.entries()[1].options.find("sht-nside"));

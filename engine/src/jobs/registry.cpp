@@ -13,6 +13,7 @@
 #include "almagest/jobs/selftests.hpp"
 #include "almagest/npcf/selftest.hpp"
 #include "almagest/sht/selftest.hpp"
+#include "almagest/stack/selftest.hpp"
 
 namespace almagest::jobs {
 
@@ -30,6 +31,7 @@ const SelftestRegistry& engine_selftests() {
     SelftestRegistry r;
     npcf::register_selftest(r);
     sht::register_selftest(r);
+    stack::register_selftest(r);
     return r;
   }();
   return registry;

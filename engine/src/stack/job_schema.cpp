@@ -158,7 +158,7 @@ schema::Schema build_schema() {
   f.push_back(choice("shifts", "Search",
                      "Track sampling: integer (KBMOD's nearest pixel; exact, fast, every method) or fractional (bilinear "
                      "psi/phi at the exact track position, B corrected for the PSF correlation of neighbours; cpu "
-                     "backend, threshold mode)",
+                     "or the gather and tiled GPU methods, threshold mode)",
                      se, {"integer", "fractional"}, std::string("integer")));
   // Filters after the search (stack/filters.hpp, docs/stack.md "Candidates").
   f.push_back(number("max-masked-fraction", "Filters",
@@ -707,8 +707,8 @@ StackJob make_stack_job(const jobs::JobRequest& req, const MakeStackOptions& opt
     const std::string shifts = r.has("shifts") ? r.choice("shifts").value_or("integer") : r.text_or_default("shifts");
     cfg.fractional = shifts == "fractional";
     if (cfg.fractional) {
-      if (job.backend.kind != BackendKind::Cpu)
-        r.problem("shifts", "fractional runs on the cpu backend (the GPU methods use integer shifts)");
+      if (job.backend.kind != BackendKind::Cpu && job.method == Method::Fourier)
+        r.problem("shifts", "fractional runs on the cpu and with the gather and tiled methods (the Fourier method's phase tables are exact for whole pixels only)");
       if (cfg.mode == ResultMode::TopK) r.problem("shifts", "fractional runs in threshold mode only (top-k 0)");
     }
     job.ades = path("ades");

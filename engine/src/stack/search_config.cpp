@@ -68,8 +68,8 @@ std::vector<std::string> SearchConfig::validate() const {
   }
   if (device < 0) bad("device", "must be >= 0");
   if (fractional) {
-    if (backend != Backend::Cpu)
-      bad("fractional", "sub-pixel shifts run on the cpu backend only (the GPU methods use integer shifts)");
+    if (backend == Backend::GpuFourier)
+      bad("fractional", "sub-pixel shifts run on cpu, gpu-gather and gpu-tiled (the Fourier method's phase tables are exact for whole pixels only)");
     if (mode == ResultMode::TopK) bad("fractional", "sub-pixel shifts run in threshold mode only");
     for (float r : psf_rho)
       if (!(std::fabs(r) <= 1.0f)) {

@@ -78,6 +78,12 @@ kernels::StackShifts shifts_of(const ShiftTable& s) {
   k.nvy = s.nvy;
   k.sxi = s.sxi.empty() ? nullptr : s.sxi.data();
   k.syj = s.syj.empty() ? nullptr : s.syj.data();
+  if (s.fractional()) {
+    k.fx = s.fx.data();
+    k.fy = s.fy.data();
+    k.wx = s.wx.data();
+    k.wy = s.wy.data();
+  }
   return k;
 }
 
@@ -216,7 +222,8 @@ SearchResult SearchPlan::execute(const EncodedPsiPhi& in, const JobContext& ctx)
     sp.progress = [&ctx](double d, double t, const char* stage) { ctx.progress(d, t, stage); };
     auto planes = planes_of(in);
     planes.memory_limit = cfg.device_memory_limit;
-    const auto shifts = shifts_of(P.shifts);
+    auto shifts = shifts_of(P.shifts);
+    if (shifts.fx) shifts.rho = cfg.psf_rho.data();  // [n][4], checked by make_plan
     with_cuda_errors([&] {
       auto session = P.gpu->open(planes, cfg.device);
       kernels::StackScanResult s = session->scan(shifts, sp);

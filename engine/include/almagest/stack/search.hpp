@@ -73,7 +73,9 @@ struct SearchConfig {
   /// identical results; the Fourier backend needs the whole stack and reports that it does not fit.
   std::uint64_t device_memory_limit = 0;
   /// Sub-pixel motion: sample psi/phi bilinearly at the exact track position instead of the
-  /// nearest pixel (cpu backend; the integer mode stays the exact, fast default). With
+  /// nearest pixel (cpu, gpu-gather and gpu-tiled, which runs the fractional gather then, with the
+  /// CPU twin's float operations; not gpu-fourier; the integer mode stays the exact, fast
+  /// default). With
   /// weights w_k on the four neighbours, A_e = sum_k w_k psi_k and B_e = sum_kl w_k w_l
   /// rho_e(k - l) sqrt(phi_k phi_l), the variance of A_e when psi is locally stationary
   /// (rho_e: the PSF's normalised autocorrelation, psf_rho), so Z stays calibrated.
