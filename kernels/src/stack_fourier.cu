@@ -8,13 +8,25 @@
 // tensor cores with FP32 accumulation; nothing of size n_vel x n is materialised. Inverse real
 // FFTs (cuFFT, reading the strided products directly), then crop, score, threshold and digest in
 // one pass. Integer shifts make this the exact statistic up to FP16 rounding.
+//
+// Operands (phase_gemm2_kernel, the default): the x phase table depends on fx alone and the y
+// phase table on fy alone, so both are built once per bank as FP16 tables in device memory
+// (xtab [nfx][i][e], pytab [ny][j][e]; kept between scans of the same shifts) instead of being
+// regenerated for every frequency. Per 64-exposure chunk a block copies its X rows, PY rows and
+// the spectrum slice into shared memory with asynchronous copies (two stages: the next chunk's
+// copies run under this chunk's products), forms Y = PY * spectrum (one complex product per
+// element, both quantities) and multiplies on the tensor cores. Blocks walk the frequencies in
+// strips of kSW columns (fx) so that the X and PY slices of the blocks in flight stay in L2.
+// ALMAGEST_STACK_FOURIER_GEMM=v1 selects the earlier kernel (phases generated per frequency).
 #include <cuda_fp16.h>
+#include <cuda_pipeline.h>
 #include <cuda_runtime.h>
 #include <cufft.h>
 #include <mma.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -69,7 +81,7 @@ __global__ void scale_kernel(const float2* __restrict__ spec, int n, int nf, flo
 
 // spec[q][e][f] (float2) -> spech[q][f][e] (half2) / fscale[q][f]
 __global__ void transpose_kernel(const float2* __restrict__ spec, const float* __restrict__ fscale, int n,
-                                 int nf, __half2* spech) {
+                                 int nf, int np, __half2* spech) {
   __shared__ float2 t[32][33];
   const int q = blockIdx.z;
   const int f0 = blockIdx.x * 32, e0 = blockIdx.y * 32;
@@ -83,7 +95,7 @@ __global__ void transpose_kernel(const float2* __restrict__ spec, const float* _
     if (f < nf && e < n) {
       const float inv = 1.f / fscale[std::size_t(q) * nf + f];
       const float2 v = t[threadIdx.x][r];
-      spech[(std::size_t(q) * nf + f) * n + e] = __floats2half2_rn(v.x * inv, v.y * inv);
+      spech[(std::size_t(q) * nf + f) * np + e] = __floats2half2_rn(v.x * inv, v.y * inv);
     }
   }
 }
@@ -120,7 +132,7 @@ __global__ void transpose_c_kernel(const float2* __restrict__ in, int rows, int 
 __global__ void __launch_bounds__(kGemmThreads, 1)
 phase_gemm_kernel(const __half2* __restrict__ spech, const float* __restrict__ fscale,
                   const float2* __restrict__ twx_g, const float2* __restrict__ twy_g,
-                  const int* __restrict__ sxi, const int* __restrict__ syj, int n, int nx, int ny,
+                  const int* __restrict__ sxi, const int* __restrict__ syj, int n, int np, int nx, int ny,
                   int nfx, int nf, int nvx, int j0, int nj, float norm, float2* __restrict__ out) {
   const float inv_nx = 1.f / float(nx), inv_ny = 1.f / float(ny);
   extern __shared__ __align__(128) unsigned char smem[];
@@ -151,7 +163,7 @@ phase_gemm_kernel(const __half2* __restrict__ spech, const float* __restrict__ f
     __syncthreads();
     if (threadIdx.x < 2 * kKC) {
       const int qq = threadIdx.x / kKC, kk = threadIdx.x % kKC, e = e0 + kk;
-      psiS[threadIdx.x] = e < n ? __half22float2(spech[(std::size_t(qq) * nf + f) * n + e]) : make_float2(0.f, 0.f);
+      psiS[threadIdx.x] = e < n ? __half22float2(spech[(std::size_t(qq) * nf + f) * np + e]) : make_float2(0.f, 0.f);
     }
     for (int idx = threadIdx.x; idx < kGI * kKC; idx += blockDim.x) {
       const int i = idx / kKC, kk = idx - i * kKC, e = e0 + kk, gi = ib + i;
@@ -222,6 +234,169 @@ phase_gemm_kernel(const __half2* __restrict__ spech, const float* __restrict__ f
   }
 }
 
+// ---- phase tables and the table-fed product (default) ----------------------------------------
+constexpr int kSW = 8;  // frequency strip width (fx columns) of the block order
+
+// xr/xi[fx][i][e] = FP16 of twx[(fx * sxm[i][e]) mod nx] (the v1 kernel's X operand); 0 for
+// i >= nvx or e >= n. Rows padded to rows_x, exposures to np.
+__global__ void xtab_kernel(const float2* __restrict__ twx, const int* __restrict__ sxm, int n, int np, int nx, int nvx,
+                            int rows_x, __half* __restrict__ xr, __half* __restrict__ xi) {
+  const int e = blockIdx.x * blockDim.x + threadIdx.x;
+  const int i = blockIdx.y, fx = blockIdx.z;
+  if (e >= np) return;
+  float2 tw = make_float2(0.f, 0.f);
+  if (i < nvx && e < n) tw = twx[(fx * sxm[std::size_t(i) * n + e]) % nx];
+  const std::size_t o = (std::size_t(fx) * rows_x + i) * np + e;
+  xr[o] = __float2half_rn(tw.x);
+  xi[o] = __float2half_rn(tw.y);
+}
+
+// py[fy][j][e] = FP16 pair of twy[(fy * sym[j][e]) mod ny]; 0 for j >= nvy or e >= n.
+__global__ void pytab_kernel(const float2* __restrict__ twy, const int* __restrict__ sym, int n, int np, int ny, int nvy,
+                             int rows_y, __half2* __restrict__ py) {
+  const int e = blockIdx.x * blockDim.x + threadIdx.x;
+  const int j = blockIdx.y, fy = blockIdx.z;
+  if (e >= np) return;
+  float2 tw = make_float2(0.f, 0.f);
+  if (j < nvy && e < n) tw = twy[(fy * sym[std::size_t(j) * n + e]) % ny];
+  py[(std::size_t(fy) * rows_y + j) * np + e] = __floats2half2_rn(tw.x, tw.y);
+}
+
+constexpr std::size_t kGemm2Smem = std::size_t(2 * 2 * kGI * kLd) * 2      // X stages (re, im)
+                                   + std::size_t(2 * 2 * kGJ * kLd) * 2    // Y (2 quantities, re, im)
+                                   + std::size_t(2 * kGJ * kKC) * 4        // PY stages
+                                   + std::size_t(2 * 2 * kKC) * 4;         // spectrum stages
+
+// One block per (frequency, 80-row tile of i, 80-row tile of j), warps as phase_gemm_kernel.
+__global__ void __launch_bounds__(kGemmThreads, 1)
+phase_gemm2_kernel(const __half2* __restrict__ spech, const float* __restrict__ fscale,
+                   const __half* __restrict__ xr_t, const __half* __restrict__ xi_t,
+                   const __half2* __restrict__ py_t, int np, int nfx, int ny, int nf, int nvx, int rows_x,
+                   int rows_y, int j0, int nj, float norm, float2* __restrict__ out) {
+  extern __shared__ __align__(128) unsigned char smem[];
+  __half* Xs = reinterpret_cast<__half*>(smem);                  // [stage][re, im][kGI][kLd]
+  __half* Ys = Xs + 2 * 2 * kGI * kLd;                           // [q][re, im][kGJ][kLd]
+  __half2* Ps = reinterpret_cast<__half2*>(Ys + 2 * 2 * kGJ * kLd);  // [stage][kGJ][kKC]
+  __half2* Ss = Ps + 2 * kGJ * kKC;                              // [stage][q][kKC]
+
+  const int bl = blockIdx.x;
+  const int strip = bl / (kSW * ny);
+  const int rr0 = bl - strip * kSW * ny;
+  const int sw = min(kSW, nfx - strip * kSW);
+  const int fy = rr0 / sw, fx = strip * kSW + (rr0 - fy * sw);
+  const int f = fy * nfx + fx;
+  const int ib = blockIdx.y * kGI, jb = blockIdx.z * kGJ;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int q = warp / 10, it = (warp % 10) / 2, jt0 = (warp % 2) * 3, njt = (warp % 2) ? 2 : 3;
+  const __half* xr_b = xr_t + (std::size_t(fx) * rows_x + ib) * np;
+  const __half* xi_b = xi_t + (std::size_t(fx) * rows_x + ib) * np;
+  const __half2* py_b = py_t + (std::size_t(fy) * rows_y + j0 + jb) * np;
+
+  auto issue = [&](int c, int st) {
+    const int e0 = c * kKC;
+    for (int idx = threadIdx.x; idx < 2 * kGI * 8; idx += kGemmThreads) {
+      const int a = idx / (kGI * 8), r = (idx >> 3) % kGI, pc = idx & 7;
+      const __half* src = (a ? xi_b : xr_b) + std::size_t(r) * np + e0 + pc * 8;
+      __pipeline_memcpy_async(Xs + ((st * 2 + a) * kGI + r) * kLd + pc * 8, src, 16);
+    }
+    for (int idx = threadIdx.x; idx < kGJ * 16; idx += kGemmThreads) {
+      const int r = idx >> 4, pc = idx & 15;
+      __pipeline_memcpy_async(Ps + (st * kGJ + r) * kKC + pc * 4, py_b + std::size_t(r) * np + e0 + pc * 4, 16);
+    }
+    if (threadIdx.x < 32) {
+      const int qq = threadIdx.x >> 4, pc = threadIdx.x & 15;
+      __pipeline_memcpy_async(Ss + (st * 2 + qq) * kKC + pc * 4, spech + (std::size_t(qq) * nf + f) * np + e0 + pc * 4, 16);
+    }
+    __pipeline_commit();
+  };
+
+  wmma::fragment<wmma::accumulator, 16, 16, 16, float> re[3], im[3];
+#pragma unroll
+  for (int t = 0; t < 3; ++t) {
+    wmma::fill_fragment(re[t], 0.f);
+    wmma::fill_fragment(im[t], 0.f);
+  }
+  const bool warp_active = ib + it * 16 < nvx;
+  const int nch = np / kKC;
+  issue(0, 0);
+  for (int c = 0; c < nch; ++c) {
+    const int st = c & 1;
+    __pipeline_wait_prior(0);
+    __syncthreads();  // chunk c in shared memory for every thread's copies; the last products done
+    for (int idx = threadIdx.x; idx < kGJ * 16; idx += kGemmThreads) {
+      const int j = idx >> 4, kq = (idx & 15) * 4;
+      const uint4 pv = *reinterpret_cast<const uint4*>(Ps + (st * kGJ + j) * kKC + kq);
+      const __half2* ph = reinterpret_cast<const __half2*>(&pv);
+#pragma unroll
+      for (int qq = 0; qq < 2; ++qq) {
+        const uint4 sv = *reinterpret_cast<const uint4*>(Ss + (st * 2 + qq) * kKC + kq);
+        const __half2* sp = reinterpret_cast<const __half2*>(&sv);
+        __align__(8) __half hr[4], hi[4];
+#pragma unroll
+        for (int t = 0; t < 4; ++t) {
+          const float2 tw = __half22float2(ph[t]);
+          const float2 p = __half22float2(sp[t]);
+          hr[t] = __float2half_rn(tw.x * p.x - tw.y * p.y);
+          hi[t] = __float2half_rn(tw.x * p.y + tw.y * p.x);
+        }
+        *reinterpret_cast<uint2*>(Ys + ((qq * 2 + 0) * kGJ + j) * kLd + kq) = *reinterpret_cast<const uint2*>(hr);
+        *reinterpret_cast<uint2*>(Ys + ((qq * 2 + 1) * kGJ + j) * kLd + kq) = *reinterpret_cast<const uint2*>(hi);
+      }
+    }
+    if (c + 1 < nch) issue(c + 1, st ^ 1);
+    __syncthreads();  // Y visible
+    if (warp_active) {
+      const __half* Xr = Xs + (st * 2 + 0) * kGI * kLd;
+      const __half* Xi = Xs + (st * 2 + 1) * kGI * kLd;
+      const __half* Yr = Ys + (q * 2 + 0) * kGJ * kLd;
+      const __half* Yi = Ys + (q * 2 + 1) * kGJ * kLd;
+#pragma unroll
+      for (int ks = 0; ks < kKC; ks += 16) {
+        wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> ar, ai, an;
+        wmma::load_matrix_sync(ar, Xr + it * 16 * kLd + ks, kLd);
+        wmma::load_matrix_sync(ai, Xi + it * 16 * kLd + ks, kLd);
+#pragma unroll
+        for (int t = 0; t < ai.num_elements; ++t) an.x[t] = __hneg(ai.x[t]);
+#pragma unroll
+        for (int t = 0; t < 3; ++t) {
+          const int jt = jt0 + t;
+          if (t < njt && jb + jt * 16 < nj) {
+            wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::col_major> br, bi;
+            wmma::load_matrix_sync(br, Yr + (jt * 16) * kLd + ks, kLd);
+            wmma::load_matrix_sync(bi, Yi + (jt * 16) * kLd + ks, kLd);
+            wmma::mma_sync(re[t], ar, br, re[t]);
+            wmma::mma_sync(re[t], an, bi, re[t]);
+            wmma::mma_sync(im[t], ar, bi, im[t]);
+            wmma::mma_sync(im[t], ai, br, im[t]);
+          }
+        }
+      }
+    }
+  }
+  __syncthreads();
+  float* scratch = reinterpret_cast<float*>(smem) + warp * 2 * 256;
+  const int nvc = nvx * nj;
+  const float sc = fscale[std::size_t(q) * nf + f] * norm;
+  float2* outq = out + (std::size_t(q) * nf + f) * nvc;
+  if (warp_active) {
+#pragma unroll
+    for (int t = 0; t < 3; ++t) {
+      const int jt = jt0 + t;
+      if (t >= njt || jb + jt * 16 >= nj) continue;
+      wmma::store_matrix_sync(scratch, re[t], 16, wmma::mem_row_major);
+      wmma::store_matrix_sync(scratch + 256, im[t], 16, wmma::mem_row_major);
+      __syncwarp();
+      for (int u = lane; u < 256; u += 32) {
+        const int cc = u / 16, r = u % 16;
+        const int gi = ib + it * 16 + r, jj = jb + jt * 16 + cc;
+        if (gi < nvx && jj < nj)
+          outq[std::size_t(jj) * nvx + gi] = make_float2(scratch[r * 16 + cc] * sc, scratch[256 + r * 16 + cc] * sc);
+      }
+      __syncwarp();
+    }
+  }
+}
+
 __global__ void score_kernel(const float* __restrict__ ra, const float* __restrict__ rb, int nx, int ny,
                              int W, int H, int v0, float bfloor, ScanArgs A) {
   const int vl = blockIdx.y;
@@ -257,6 +432,11 @@ struct Plans {
 
 struct FourierEngine::Impl {
   Plans fwd, inv;
+  // Phase tables of the last bank (phase_gemm2_kernel), reused while the shifts are the same.
+  int tnx = -1, tny = -1, tn = -1, tnvx = -1, tnvy = -1;
+  std::vector<int> tsxm, tsym;
+  DeviceBuffer<__half> xr, xi;
+  DeviceBuffer<__half2> py;
 };
 
 FourierEngine::FourierEngine() : impl_(std::make_unique<Impl>()) {}
@@ -327,8 +507,10 @@ void FourierEngine::scan(const DevPlanes& P, int storage, const StackShifts& sh,
   DeviceBuffer<float> fscale(2 * std::size_t(nf));
   scale_kernel<<<dim3(unsigned((nf + 255) / 256), 2), 256, 0, s>>>(spec.data(), n, nf, fscale.data());
   CUDA_CHECK_LAUNCH();
-  DeviceBuffer<__half2> spech(2 * std::size_t(nf) * n);
-  transpose_kernel<<<dim3(unsigned((nf + 31) / 32), unsigned((n + 31) / 32), 2), dim3(32, 8), 0, s>>>(spec.data(), fscale.data(), n, nf, spech.data());
+  const int np = (n + kKC - 1) / kKC * kKC;  // exposures padded to whole chunks (zeros)
+  DeviceBuffer<__half2> spech(2 * std::size_t(nf) * np);
+  if (np != n) CUDA_CHECK(cudaMemsetAsync(spech.data(), 0, spech.bytes(), s));
+  transpose_kernel<<<dim3(unsigned((nf + 31) / 32), unsigned((n + 31) / 32), 2), dim3(32, 8), 0, s>>>(spec.data(), fscale.data(), n, nf, np, spech.data());
   CUDA_CHECK_LAUNCH();
   toc("forward_fft");
   unsigned int minbits = 0;
@@ -356,6 +538,45 @@ void FourierEngine::scan(const DevPlanes& P, int storage, const StackShifts& sh,
   const std::size_t smem = std::size_t(kGI) * kLd * 2 * 2 + std::size_t(kGJ) * kLd * 2 * 2 * 2 +
                            2 * kKC * sizeof(float2) + std::size_t(nx + ny) * sizeof(float2);
   CUDA_CHECK(cudaFuncSetAttribute(phase_gemm_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+  // The table-fed kernel unless asked for v1 or the tables would take more than a quarter of
+  // the free memory.
+  const int rows_x = (sh.nvx + kGI - 1) / kGI * kGI, rows_y = sh.nvy + kGJ;
+  const std::size_t table_bytes = (std::size_t(nfx) * rows_x * 2 * 2 + std::size_t(ny) * rows_y * 4) * std::size_t(np);
+  bool v2 = true;
+  if (const char* e = std::getenv("ALMAGEST_STACK_FOURIER_GEMM"); e && std::string(e) == "v1") v2 = false;
+  {
+    std::size_t fr0 = 0, tot0 = 0;
+    CUDA_CHECK(cudaMemGetInfo(&fr0, &tot0));
+    if (table_bytes > fr0 / 4) v2 = false;
+  }
+  if (v2) {
+    Impl& I = *impl_;
+    if (!(I.tnx == nx && I.tny == ny && I.tn == n && I.tnvx == sh.nvx && I.tnvy == sh.nvy && I.tsxm == sxm && I.tsym == sym)) {
+      tic();
+      I.tnx = -1;
+      I.xr.release();
+      I.xi.release();
+      I.py.release();
+      I.xr.allocate(std::size_t(nfx) * rows_x * np);
+      I.xi.allocate(std::size_t(nfx) * rows_x * np);
+      I.py.allocate(std::size_t(ny) * rows_y * np);
+      xtab_kernel<<<dim3(unsigned((np + 255) / 256), unsigned(rows_x), unsigned(nfx)), 256, 0, s>>>(
+          dtwx.data(), dsxi.data(), n, np, nx, sh.nvx, rows_x, I.xr.data(), I.xi.data());
+      CUDA_CHECK_LAUNCH();
+      pytab_kernel<<<dim3(unsigned((np + 255) / 256), unsigned(rows_y), unsigned(ny)), 256, 0, s>>>(
+          dtwy.data(), dsyj.data(), n, np, ny, sh.nvy, rows_y, I.py.data());
+      CUDA_CHECK_LAUNCH();
+      toc("phase_tables");
+      I.tnx = nx;
+      I.tny = ny;
+      I.tn = n;
+      I.tnvx = sh.nvx;
+      I.tnvy = sh.nvy;
+      I.tsxm = sxm;
+      I.tsym = sym;
+    }
+    CUDA_CHECK(cudaFuncSetAttribute(phase_gemm2_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kGemm2Smem)));
+  }
 
   // ---- velocity chunks over j
   std::size_t fr = 0, tot = 0;
@@ -419,8 +640,13 @@ void FourierEngine::scan(const DevPlanes& P, int storage, const StackShifts& sh,
     }
     tic();
     dim3 g(unsigned(nf), unsigned((sh.nvx + kGI - 1) / kGI), unsigned((njc + kGJ - 1) / kGJ));
-    phase_gemm_kernel<<<g, kGemmThreads, smem, s>>>(spech.data(), fscale.data(), dtwx.data(), dtwy.data(), dsxi.data(),
-                                                    dsyj.data(), n, nx, ny, nfx, nf, sh.nvx, j0, njc, float(norm), prod.data());
+    if (v2)
+      phase_gemm2_kernel<<<g, kGemmThreads, kGemm2Smem, s>>>(spech.data(), fscale.data(), impl_->xr.data(), impl_->xi.data(),
+                                                             impl_->py.data(), np, nfx, ny, nf, sh.nvx, rows_x, rows_y, j0, njc,
+                                                             float(norm), prod.data());
+    else
+      phase_gemm_kernel<<<g, kGemmThreads, smem, s>>>(spech.data(), fscale.data(), dtwx.data(), dtwy.data(), dsxi.data(),
+                                                      dsyj.data(), n, np, nx, ny, nfx, nf, sh.nvx, j0, njc, float(norm), prod.data());
     CUDA_CHECK_LAUNCH();
     toc("phase_gemm");
     tic();

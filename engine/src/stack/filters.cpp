@@ -313,16 +313,21 @@ void filter_candidates(SearchResult& r, const SearchPlan& plan, const PsiPhi& p,
   std::vector<double> static_flux;
   if (cfg.stationary_ratio > 0) {
     static_flux.assign(p.pixels(), 0.0);
+    // One row per task, exposures in order, the row's pixels contiguous (the same sums per pixel
+    // as a loop over exposures pixel by pixel, without a plane-sized stride per step).
     parallel::parallel_for(std::size_t(p.height), sc.threads, ctx, "static coadd", [&](std::size_t y) {
-      for (int x = 0; x < p.width; ++x) {
-        double A = 0, B = 0;
-        for (int e = 0; e < n; ++e) {
-          const std::size_t i = std::size_t(e) * p.pixels() + y * std::size_t(p.width) + std::size_t(x);
-          A += p.psi[i];
-          B += p.phi[i];
+      std::vector<double> A(std::size_t(p.width), 0.0), B(std::size_t(p.width), 0.0);
+      for (int e = 0; e < n; ++e) {
+        const std::size_t i0 = std::size_t(e) * p.pixels() + y * std::size_t(p.width);
+        const float* ps = p.psi.data() + i0;
+        const float* ph = p.phi.data() + i0;
+        for (int x = 0; x < p.width; ++x) {
+          A[std::size_t(x)] += ps[x];
+          B[std::size_t(x)] += ph[x];
         }
-        static_flux[y * std::size_t(p.width) + std::size_t(x)] = B > 0 ? A / B : 0.0;
       }
+      for (int x = 0; x < p.width; ++x)
+        static_flux[y * std::size_t(p.width) + std::size_t(x)] = B[std::size_t(x)] > 0 ? A[std::size_t(x)] / B[std::size_t(x)] : 0.0;
     });
   }
   auto static_share = [&](const Work& w) {
