@@ -298,6 +298,10 @@ private:
     if (maxdeg < dense_min_) return;
     dense_ = true;
     dense_maxdeg_ = maxdeg;
+    // Out of core (several windows) with the automatic threshold every hub goes through the dense
+    // kernel: it needs only the hub's own window, so no graph-walk tiles (h, s > h) and their
+    // window uploads remain (a hub near the box edge has few neighbours but a far last one).
+    if (J.dense_min == 0 && J.win_row.size() > 2) dense_min_ = 2;
     const int nthr = J.nbins - 1;
     auto hi32 = [](double v) {
       u64 b;
@@ -458,6 +462,9 @@ private:
     }
   }
 
+  using KernelD = void (*)(Dense3Args);
+  KernelD dense_kernel() const { return dense_q_ == 1 ? count3_dense_kernel<1> : count3_dense_kernel<2>; }
+
   using Kernel4 = void (*)(FourArgs);
   /// The 4pCF kernel instance of this job: parity, neighbourhood in global scratch, fixed point.
   Kernel4 kernel4(bool scratch) const {
@@ -545,15 +552,25 @@ private:
       grid3_ = std::max(1, occ) * sms_;
       G_ = grid3_;
       if (dense_) {
-        smemD_ = dense3_smem(J.rows, shared_hist_, J.nbins, lut_size_, kDenseThreads);
-        CUDA_CHECK(cudaFuncGetAttributes(&fa, count3_dense_kernel));
+        // q's per lane: 1 by default (measured faster on the H200: 40 registers and ~5 blocks
+        // per SM against 56 and 3 for two); ALMAGEST_NPCF3_DENSE_Q=2 for the other (tuning)
+        const char* env = std::getenv("ALMAGEST_NPCF3_DENSE_Q");
+        dense_q_ = 1;
+        if (env != nullptr && *env != '\0') {
+          if (std::string(env) == "2") dense_q_ = 2;
+          else if (std::string(env) != "1")
+            throw DeviceError(std::string("ALMAGEST_NPCF3_DENSE_Q: '") + env + "' is not 1 or 2");
+        }
+        const auto kernelD = dense_kernel();
+        smemD_ = dense3_smem(J.rows, shared_hist_, J.nbins, lut_size_, kDenseThreads, dense_q_);
+        CUDA_CHECK(cudaFuncGetAttributes(&fa, kernelD));
         if (smemD_ + fa.sharedSizeBytes > static_cast<std::size_t>(smem_optin_))
           throw DeviceError("3pCF on the GPU: the dense kernel's shared memory does not fit");
         if (smemD_ > 48 * 1024)
-          CUDA_CHECK(cudaFuncSetAttribute(count3_dense_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+          CUDA_CHECK(cudaFuncSetAttribute(kernelD, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                           static_cast<int>(smemD_)));
         int occd = 0;
-        CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occd, count3_dense_kernel, kDenseThreads, smemD_));
+        CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occd, kernelD, kDenseThreads, smemD_));
         gridD_ = std::max(1, occd) * sms_;
         G_ = std::max(G_, gridD_);
       }
@@ -795,7 +812,7 @@ private:
           a.scratch_stride = dense_maxdeg_;
           a.error = dense_err_.data();
           a.acc = make_acc(half);
-          count3_dense_kernel<<<std::min<int>(gridD_, static_cast<int>(ndense)), kDenseThreads, smemD_, s_>>>(a);
+          dense_kernel()<<<std::min<int>(gridD_, static_cast<int>(ndense)), kDenseThreads, smemD_, s_>>>(a);
           CUDA_CHECK_LAUNCH();
         }
         ThreeArgs a;
@@ -1016,7 +1033,7 @@ private:
   bool dense_ = false;
   u32 dense_min_ = 0, dense_maxdeg_ = 0, lut_base_ = 0, lut_size_ = 0;
   std::vector<int> last_search_;
-  int lut_shift_ = 0, gridD_ = 0;
+  int lut_shift_ = 0, gridD_ = 0, dense_q_ = 1;
   std::size_t smemD_ = 0;
   DeviceBuffer<Pt4> pts_, dense_scratch_;
   DeviceBuffer<double> dense_thr_;

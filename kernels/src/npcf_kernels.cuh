@@ -520,7 +520,7 @@ __global__ void count3_kernel(ThreeArgs a) {
 // (count n, sum w_hub w_q sum_r w_r: the same products as the graph walk up to rounding order).
 inline constexpr int kDenseMaxBins = 16;
 inline constexpr int kDenseThreads = 256;
-inline constexpr u32 kDenseLutMax = 4096;
+inline constexpr u32 kDenseLutMax = 128;  // 32 words: one per bank, conflict-free lookups
 
 struct alignas(32) Pt4 {
   double x, y, z, w;
@@ -548,15 +548,18 @@ __host__ __device__ inline std::size_t align16(std::size_t b) { return (b + 15) 
 
 /// Dynamic shared memory of the dense kernel: histogram, thresholds, table, lane columns.
 __host__ __device__ inline std::size_t dense3_smem(u32 rows, bool shared_hist, int nbins, u32 lut_size,
-                                                   int threads) {
+                                                   int threads, int q_per_lane) {
   return (shared_hist ? hist_bytes(rows, false) : 0) + align16(8ull * (nbins > 1 ? nbins - 1 : 0)) +
-         align16(lut_size) + static_cast<std::size_t>(12) * nbins * threads;
+         align16(lut_size) + static_cast<std::size_t>(12) * nbins * threads * q_per_lane;
 }
 
 __device__ __forceinline__ double dense_wrap(double v, bool periodic, double box, double half) {
   return periodic ? wrap(v, box, half) : v;
 }
 
+/// kQ staged q's per lane (1 or 2): a unit is 32 kQ consecutive q's; each broadcast r serves kQ
+/// pairs per lane, and each q has its own lane column (kQ columns of 32 per warp and third bin).
+template <int kQ>
 __global__ void __launch_bounds__(kDenseThreads) count3_dense_kernel(Dense3Args a) {
   extern __shared__ __align__(16) unsigned char smem[];
   __shared__ u32 s_item;
@@ -572,12 +575,13 @@ __global__ void __launch_bounds__(kDenseThreads) count3_dense_kernel(Dense3Args 
   u8* s_lut = smem + at;
   at += align16(a.lut_size);
   const u32 lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
-  u32* p_cnt = reinterpret_cast<u32*>(smem + at) + static_cast<std::size_t>(warp) * nb * 32;
-  at += 4ull * nb * blockDim.x;
-  double* p_sum = reinterpret_cast<double*>(smem + at) + static_cast<std::size_t>(warp) * nb * 32;
+  constexpr u32 kW = 32 * kQ;  // columns per warp and third bin
+  u32* p_cnt = reinterpret_cast<u32*>(smem + at) + static_cast<std::size_t>(warp) * nb * kW;
+  at += 4ull * nb * blockDim.x * kQ;
+  double* p_sum = reinterpret_cast<double*>(smem + at) + static_cast<std::size_t>(warp) * nb * kW;
   for (u32 t = threadIdx.x; t < nthr; t += blockDim.x) s_thr[t] = a.thr[t];
   for (u32 t = threadIdx.x; t < a.lut_size; t += blockDim.x) s_lut[t] = a.lut[t];
-  for (u32 b = 0; b < nb; ++b) {
+  for (u32 b = 0; b < nb * kQ; ++b) {
     p_cnt[b * 32 + lane] = 0;
     p_sum[b * 32 + lane] = 0;
   }
@@ -635,45 +639,73 @@ __global__ void __launch_bounds__(kDenseThreads) count3_dense_kernel(Dense3Args 
       if (!(rmin2 < d2 && d2 < rmax2) || a.wh.bin[e0 + q] != bin_of(d2)) atomicOr(a.error, 1u);
     }
     __syncthreads();
-    // 3. units (q block, r group), group-major so that a block's warps share a group in L1
-    const u32 nqb = (d + 31) / 32;
+    // 3. units (kQ x 32 q's, one group of r's), group-major so that a block's warps share a
+    //    group in L1; lane column k of q = q0 + 32 k + lane is [b3 * kW + 32 k + lane]
+    const u32 nqb = (d + kW - 1) / kW;
     const u32 units = nqb * nb;
     for (u32 u = warp; u < units; u += nwarps) {
       const u32 g = u / nqb, qb = u % nqb;
-      const u32 q0 = qb * 32, g1 = s_goff[g + 1];
+      const u32 q0 = qb * kW, g1 = s_goff[g + 1];
       const u32 rs = max(s_goff[g], q0 + 1);
       if (rs >= g1) continue;
-      const u32 q = q0 + lane;
-      const bool qv = q < d;
-      const Pt4 pq = qv ? stage[q] : Pt4{0, 0, 0, 0};
-      u32 bq = 0;
-      for (u32 b = 1; b < nb; ++b) bq += q >= s_goff[b] ? 1u : 0u;
-      bool any = false;
-#pragma unroll 4
+      u32 q[kQ], bq[kQ];
+      bool qv[kQ], any[kQ];
+      Pt4 pq[kQ];
+#pragma unroll
+      for (int k = 0; k < kQ; ++k) {
+        q[k] = q0 + 32 * k + lane;
+        qv[k] = q[k] < d;
+        pq[k] = qv[k] ? stage[q[k]] : Pt4{0, 0, 0, 0};
+        bq[k] = 0;
+        for (u32 b = 1; b < nb; ++b) bq[k] += q[k] >= s_goff[b] ? 1u : 0u;
+        any[k] = false;
+      }
+#pragma unroll 2
       for (u32 r = rs; r < g1; ++r) {
         const Pt4 pr = stage[r];
-        const double dx = dense_wrap(sub(pr.x, pq.x), periodic, box, half);
-        const double dy = dense_wrap(sub(pr.y, pq.y), periodic, box, half);
-        const double dz = dense_wrap(sub(pr.z, pq.z), periodic, box, half);
-        const double d2 = norm2(dx, dy, dz);
-        if (qv && r > q && rmin2 < d2 && d2 < rmax2) {
-          const u32 b3 = bin_of(d2);
-          p_cnt[b3 * 32 + lane] += 1;
-          p_sum[b3 * 32 + lane] = add(p_sum[b3 * 32 + lane], pr.w);
-          any = true;
+#pragma unroll
+        for (int k = 0; k < kQ; ++k) {
+          const double dx = dense_wrap(sub(pr.x, pq[k].x), periodic, box, half);
+          const double dy = dense_wrap(sub(pr.y, pq[k].y), periodic, box, half);
+          const double dz = dense_wrap(sub(pr.z, pq[k].z), periodic, box, half);
+          const double d2 = norm2(dx, dy, dz);
+          if (qv[k] && r > q[k] && rmin2 < d2 && d2 < rmax2) {
+            const u32 col = bin_of(d2) * kW + 32 * k + lane;
+            p_cnt[col] += 1;
+            p_sum[col] = add(p_sum[col], pr.w);
+            any[k] = true;
+          }
         }
       }
-      if (any) {
-        const double wiq = mul(ph.w, pq.w);
+      // Flush the unit's columns. Inside a group the q's of a warp usually share b(hub, q):
+      // then the warp sums each third bin's column (shuffles) and one lane adds it to the block
+      // histogram, instead of 32 lanes contending for the same row's double-precision atomic.
+#pragma unroll
+      for (int k = 0; k < kQ; ++k) {
+        if (!__any_sync(0xffffffffu, any[k])) continue;
+        const u32 b0 = __shfl_sync(0xffffffffu, bq[k], 0);  // lane 0's q is valid (q0 < d)
+        const bool uniform = __all_sync(0xffffffffu, !qv[k] || bq[k] == b0);
+        const double wiq = mul(ph.w, pq[k].w);
         for (u32 b3 = 0; b3 < nb; ++b3) {
-          const u32 c = p_cnt[b3 * 32 + lane];
+          const u32 col = b3 * kW + 32 * k + lane;
+          u32 c = p_cnt[col];
+          double v = c ? mul(wiq, p_sum[col]) : 0.0;
+          p_cnt[col] = 0;
+          p_sum[col] = 0;
+          const u32 bb = uniform ? b0 : bq[k];
+          if (uniform) {
+#pragma unroll
+            for (int o = 16; o > 0; o >>= 1) {
+              c += __shfl_xor_sync(0xffffffffu, c, o);
+              v = add(v, __shfl_xor_sync(0xffffffffu, v, o));
+            }
+            if (lane != 0) c = 0;
+          }
           if (c == 0) continue;
-          const u32 lo = min(bq, min(g, b3)), hi = max(bq, max(g, b3));
-          const u32 mid = bq + g + b3 - lo - hi;
+          const u32 lo = min(bb, min(g, b3)), hi = max(bb, max(g, b3));
+          const u32 mid = bb + g + b3 - lo - hi;
           const u32 row = a.tri_offset[lo * nb + mid] + (hi - mid);
-          hist.add_n(a.acc, row, c, mul(wiq, p_sum[b3 * 32 + lane]));
-          p_cnt[b3 * 32 + lane] = 0;
-          p_sum[b3 * 32 + lane] = 0;
+          hist.add_n(a.acc, row, c, v);
         }
       }
     }

@@ -2,11 +2,12 @@
 // Large host <-> device copies of the NpCF backend through pinned staging buffers.
 //
 // A copy from or to pageable host memory goes through the driver's own small staging at a
-// fraction of the link's rate (measured ~6 GB/s for the BAO graph's 45 GB); here two pinned
-// buffers of 256 MB alternate: the device copies one chunk while host threads move the other
-// between the pinned buffer and the caller's memory (memcpy split over up to 8 threads).
-// Copies below 64 MB, or when pinned memory cannot be had, use plain cudaMemcpyAsync. Both
-// functions return with the copy complete (the stream synchronised).
+// fraction of the link's rate; here two pinned buffers of 128 MB alternate: the device copies one
+// chunk while host threads move the other between the pinned buffer and the caller's memory
+// (memcpy split over up to 8 threads). Pinning is slow (~0.1 s per buffer pair), so one pair is
+// kept for the process after first use (256 MB pinned; a concurrent second caller makes and frees
+// its own). Copies below 64 MB, or when pinned memory cannot be had, use plain cudaMemcpyAsync.
+// Both functions return with the copy complete (the stream synchronised).
 //
 // prefault_host: populates the pages of [p, p + bytes) writable in parallel (madvise
 // MADV_POPULATE_WRITE, transparent huge pages requested first), so that a following single-
@@ -19,6 +20,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <memory>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -26,7 +29,7 @@
 
 namespace almagest::kernels::npcf_staging {
 
-inline constexpr std::size_t kChunk = 256ull << 20;
+inline constexpr std::size_t kChunk = 128ull << 20;
 inline constexpr std::size_t kMinStaged = 64ull << 20;
 
 inline unsigned copy_threads() {
@@ -56,6 +59,7 @@ inline void parallel_memcpy(void* dst, const void* src, std::size_t bytes) {
 class Staging {
 public:
   Staging() {
+    CUDA_CHECK(cudaGetDevice(&device_));
     for (int b = 0; b < 2; ++b) {
       if (cudaMallocHost(&buf_[b], kChunk) != cudaSuccess) {
         cudaGetLastError();  // clear the sticky-free error state of the failed call
@@ -70,6 +74,7 @@ public:
   Staging(const Staging&) = delete;
   Staging& operator=(const Staging&) = delete;
   bool ok() const { return ok_; }
+  int device() const { return device_; }  // its events belong to this device
   void* buf(int b) const { return buf_[b]; }
   cudaEvent_t ev(int b) const { return ev_[b]; }
 
@@ -86,13 +91,57 @@ private:
   void* buf_[2] = {nullptr, nullptr};
   cudaEvent_t ev_[2] = {nullptr, nullptr};
   bool ok_ = false;
+  int device_ = 0;
+};
+
+/// The kept buffer pair: take() hands it out (or a new pair while it is out), give() keeps one.
+class StagingPool {
+public:
+  std::unique_ptr<Staging> take() {
+    int device = 0;
+    CUDA_CHECK(cudaGetDevice(&device));
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (kept_ && kept_->device() == device) return std::move(kept_);
+    }
+    return std::make_unique<Staging>();
+  }
+  void give(std::unique_ptr<Staging> st) {
+    if (!st || !st->ok()) return;
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!kept_) kept_ = std::move(st);
+  }
+  static StagingPool& instance() {
+    static StagingPool* pool = new StagingPool;  // never destroyed: no cudaFreeHost at process exit
+    return *pool;
+  }
+
+private:
+  std::mutex mu_;
+  std::unique_ptr<Staging> kept_;
+};
+
+/// A pair from the pool for the scope of one copy.
+class StagingLease {
+public:
+  StagingLease() : st_(StagingPool::instance().take()) {}
+  ~StagingLease() { StagingPool::instance().give(std::move(st_)); }
+  StagingLease(const StagingLease&) = delete;
+  StagingLease& operator=(const StagingLease&) = delete;
+  Staging* operator->() const { return st_.get(); }
+  bool ok() const { return st_ && st_->ok(); }
+  void* buf(int b) const { return st_->buf(b); }
+  cudaEvent_t ev(int b) const { return st_->ev(b); }
+
+private:
+  std::unique_ptr<Staging> st_;
 };
 
 /// Device -> host, `bytes` bytes; complete on return.
 inline void download(void* host, const void* dev, std::size_t bytes, cudaStream_t s) {
   if (bytes == 0) return;
   if (bytes >= kMinStaged) {
-    Staging st;
+    StagingLease st;
     if (st.ok()) {
       const std::size_t chunks = (bytes + kChunk - 1) / kChunk;
       auto issue = [&](std::size_t c) {
@@ -120,7 +169,7 @@ inline void download(void* host, const void* dev, std::size_t bytes, cudaStream_
 inline void upload(void* dev, const void* host, std::size_t bytes, cudaStream_t s) {
   if (bytes == 0) return;
   if (bytes >= kMinStaged) {
-    Staging st;
+    StagingLease st;
     if (st.ok()) {
       const std::size_t chunks = (bytes + kChunk - 1) / kChunk;
       for (std::size_t c = 0; c < chunks; ++c) {

@@ -247,6 +247,8 @@ int main(int argc, char** argv) {
       const std::string check = cap > 0 ? ", " + compare_runs(ref, r, wmax) : std::string();
       char what[64];
       std::snprintf(what, sizeof what, cap > 0 ? "cuda, cap %.0f GB, %d windows" : "cuda, resident", cap, st.windows);
+      std::printf("# %s: %llu tiles, uploads %.2f s, kernels %.2f s, call %.2f s\n", what,
+                  static_cast<unsigned long long>(st.tiles), st.upload_s, st.kernel_s, st.total_s);
       std::printf("| %s | %zu | %llu | %.2f (device %.2f) | %.2f (kernels %.2f) | %.2f (graph %.2f) | %.2f | "
                   "NNN sum %.10e%s |\n",
                   what, p.size(), static_cast<unsigned long long>(g.num_edges()), tg, dev_s, tq, st.kernel_s,

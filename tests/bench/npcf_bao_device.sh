@@ -6,6 +6,7 @@
 #   mkdir -p .device-libs/all && cp BUILD/bin/{libalmagest_cuda.so,npcf_gpu_selftest,bench_npcf_gpu,bench_npcf_bao} \
 #     .device-libs/all/ && strip --strip-unneeded .device-libs/all/*
 # Results go to $OUT. Usage: BAO_ARGS="--scale 0.5 --cap-gb 4" tests/bench/npcf_bao_device.sh
+# BAO2_ARGS (and BAO2_ENV, e.g. ALMAGEST_NPCF3_DENSE_Q=1) add a second BAO run.
 set -u
 B=.device-libs/all
 OUT=${OUT:-/tmp/npcf-bao-out}
@@ -34,4 +35,9 @@ if [ -n "${BAO_ARGS:-}" ]; then
   echo "bench_npcf_bao rc=$?"
   cat "$OUT/bao.txt"
   grep -E "Maximum resident|Elapsed|error|what" "$OUT/bao.err" | head -n 8
+fi
+if [ -n "${BAO2_ARGS:-}" ]; then
+  env ${BAO2_ENV:-} timeout ${BAO_S:-300} $B/bench_npcf_bao $BAO2_ARGS > "$OUT/bao2.txt" 2>&1
+  echo "bench_npcf_bao (2: ${BAO2_ENV:-}) rc=$?"
+  cat "$OUT/bao2.txt"
 fi
