@@ -112,6 +112,43 @@ class TestMpiRun : public QObject {
   QTemporaryDir tmp_{temp_dir_template("mpi-run")};
   fs::path root() const { return fs::path(tmp_.path().toStdString()); }
 
+  /// Runs `job` (output = "out<K>.h5") under 1, 2 and 3 ranks in `d`; every dataset of every
+  /// statistic's output (`stats`, file suffixes) must be byte-identical to one process's, and so
+  /// must the graph_edges attribute (the whole graph's, not a rank's part of it).
+  void compare_split(const fs::path& d, const std::string& job, const std::vector<std::string>& stats) {
+    std::map<std::string, std::map<int, std::map<std::string, std::string>>> got;
+    for (int k : {1, 2, 3}) {
+      const std::string tag = std::to_string(k);
+      write_text(d / ("job" + tag + ".toml"), job + "output = \"out" + tag + ".h5\"\n");
+      const QStringList args{"run", q(d / ("job" + tag + ".toml"))};
+      const CliRun r = k == 1 ? run_cli(args) : mpirun(k, args);
+      QVERIFY2(r.code == 0, qPrintable(r.err + r.out));
+      if (k > 1) QVERIFY2(r.out.contains(QString("split over %1 ranks").arg(k)), qPrintable(r.out));
+      for (const auto& st : stats) {
+        // One statistic writes out<K>.h5, several out<K>_<stat>.h5.
+        auto file = [&](const std::string& t) { return d / ("out" + t + (stats.size() > 1 ? "_" + st : "") + ".h5"); };
+        const fs::path out = file(tag);
+        got[st][k] = datasets(out);
+        QVERIFY2(!got[st][k].empty(), out.c_str());
+        const long long e = graph_edges(out, "/npcf/" + st), e1 = graph_edges(file("1"), "/npcf/" + st);
+        QVERIFY2(e == e1 && e > 1000, qPrintable(QString("%1 ranks: graph_edges %2, one process %3").arg(k).arg(e).arg(e1)));
+      }
+      // The summary line of the whole graph, too (not rank 0's part of it).
+      if (k == 1) one_summary_ = r.out;
+      else {
+        const QRegularExpression edges("(\\d+) graph edges");
+        const auto a = edges.match(r.out), b = edges.match(one_summary_);
+        QVERIFY2(a.hasMatch() && b.hasMatch() && a.captured(1) == b.captured(1), qPrintable(r.out + one_summary_));
+      }
+    }
+    for (const auto& st : stats)
+      for (int k : {2, 3}) {
+        QCOMPARE(got[st][k].size(), got[st][1].size());
+        for (const auto& [name, bytes] : got[st][1]) QVERIFY2(got[st][k][name] == bytes, (st + ": " + name).c_str());
+      }
+  }
+  QString one_summary_;
+
 private slots:
   void initTestCase() { QVERIFY(tmp_.isValid()); }
 
@@ -120,31 +157,22 @@ private slots:
     fs::create_directories(d);
     write_catalogue(d / "gal.txt", 11, 1200);
     write_catalogue(d / "ran.txt", 12, 2400);
-    // One job file per run (the rank count in the output names).
-    std::map<int, std::map<std::string, std::string>> three, four;
-    for (int k : {1, 2, 3}) {
-      const std::string tag = std::to_string(k);
-      write_text(d / ("job" + tag + ".toml"),
-                 "data = \"gal.txt\"\nrandoms = \"ran.txt\"\nrmin = 2\nrmax = 16\nnbins = 4\n"
-                 "stat = \"3pcf,4pcf-parity\"\nthreads = 2\noutput = \"out" + tag + ".h5\"\n");
-      const QStringList args{"run", q(d / ("job" + tag + ".toml"))};
-      const CliRun r = k == 1 ? run_cli(args) : mpirun(k, args);
-      QVERIFY2(r.code == 0, qPrintable(r.err + r.out));
-      if (k > 1) QVERIFY2(r.out.contains(QString("split over %1 ranks").arg(k)), qPrintable(r.out));
-      three[k] = datasets(d / ("out" + tag + "_3pcf.h5"));
-      four[k] = datasets(d / ("out" + tag + "_4pcf-parity.h5"));
-      QVERIFY(!three[k].empty());
-      QVERIFY(!four[k].empty());
-      QCOMPARE(graph_edges(d / ("out" + tag + "_3pcf.h5"), "/npcf/3pcf"),
-               graph_edges(d / ("out1_3pcf.h5"), "/npcf/3pcf"));
-    }
-    QVERIFY(graph_edges(d / "out1_3pcf.h5", "/npcf/3pcf") > 1000);
-    for (int k : {2, 3}) {
-      QCOMPARE(three[k].size(), three[1].size());
-      for (const auto& [name, bytes] : three[1]) QVERIFY2(three[k][name] == bytes, name.c_str());
-      QCOMPARE(four[k].size(), four[1].size());
-      for (const auto& [name, bytes] : four[1]) QVERIFY2(four[k][name] == bytes, name.c_str());
-    }
+    compare_split(d,
+                  "data = \"gal.txt\"\nrandoms = \"ran.txt\"\nrmin = 2\nrmax = 16\nnbins = 4\n"
+                  "stat = \"3pcf,4pcf-parity\"\nthreads = 2\n",
+                  {"3pcf", "4pcf-parity"});
+  }
+
+  void splitPeriodicJobWithAnalyticRandoms() {
+    // No randoms: the 3pCF runs an internal 2pCF pass first, with its own chunks; every rank
+    // must build the lists of that pass's chunks too (partition.cpp probes every pass).
+    const fs::path d = root() / "split-periodic";
+    fs::create_directories(d);
+    write_catalogue(d / "gal.txt", 13, 8000);
+    compare_split(d,
+                  "data = \"gal.txt\"\nperiodic = true\nbox = 100\nrmin = 1\nrmax = 6\nnbins = 4\nnmu = 2\n"
+                  "stat = \"3pcf\"\nthreads = 2\n",
+                  {"3pcf"});
   }
 
   void stoppedBatchResumesUnderAnotherRankCount() {

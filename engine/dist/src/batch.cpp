@@ -47,20 +47,17 @@ public:
            Failure& failure)
       : plan_(plan), obs_(obs), hooks_(hooks), s_(s), failure_(failure) {}
 
-  /// Handles every waiting event; returns the number of "done" messages among them.
-  int drain() {
-    int done = 0;
+  /// Handles every waiting event. The "done" messages among them are counted for wait_done
+  /// (a rank with nothing left may say so while rank 0 still runs a member and drains).
+  void drain() {
     std::string msg;
     int from = 0;
-    while (wire::try_receive(wire::kTagEvent, msg, &from)) done += handle(from, json::parse(msg));
-    return done;
+    while (wire::try_receive(wire::kTagEvent, msg, &from)) done_ += handle(from, json::parse(msg));
   }
-  /// Blocks until `n` ranks said they are done (handling every event meanwhile).
+  /// Blocks until `n` ranks said they are done with this step (handling every event meanwhile).
   void wait_done(int n) {
-    while (n > 0) {
-      n -= drain();
-      if (n > 0) std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    }
+    for (drain(); done_ < n; drain()) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    done_ -= n;
   }
   void own() {
     if (hooks_.from_rank) hooks_.from_rank(0);
@@ -112,6 +109,7 @@ private:
   const DistHooks& hooks_;
   jobs::BatchSummary& s_;
   Failure& failure_;
+  int done_ = 0;
 };
 
 /// Ranks > 0: sends the events of its members to rank 0.

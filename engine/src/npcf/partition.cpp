@@ -113,6 +113,11 @@ Graph build_partition_graph(const PointSet& points, const NpcfConfig& config, co
     } reset{part};
     const JobContext quiet(ctx.token());
     std::vector<Statistic> done;
+    // The passes NpcfPlan::execute runs for each statistic, with the same configurations (the
+    // chunk counts depend on them): the internal 2pCF of a 4pCF, the internal 3pCF of a 4pCF
+    // with analytic randoms, the internal 2pCF of a 3pCF with analytic randoms.
+    const bool randoms = points.has_randoms();
+    auto pass = [&](int p) { pass_power.push_back(p); };
     for (Statistic s : part.statistics) {
       if (std::find(done.begin(), done.end(), s) != done.end()) continue;
       done.push_back(s);
@@ -123,14 +128,37 @@ Graph build_partition_graph(const PointSet& points, const NpcfConfig& config, co
       if (is_four_point(s)) {
         NpcfConfig c2 = c;
         c2.statistic = Statistic::TwoPoint;
+        c2.nmu = 1;
+        c2.multipoles = c.nmu > 1 || c.periodic;
         count_2pcf_cpu(probe, points, c2, quiet);
+        pass(1);
+        if (!randoms) {
+          NpcfConfig c3 = c;
+          c3.statistic = Statistic::ThreePoint;
+          c3.nmu = 1;
+          c3.multipoles = false;
+          count_3pcf_cpu(probe, points, c3, false, quiet);
+          pass(2);
+        }
         count_4pcf_cpu(probe, points, c, s == Statistic::FourPointParity, quiet);
+        pass(3);
       } else if (s == Statistic::TwoPoint) {
         count_2pcf_cpu(probe, points, c, quiet);
+        pass(1);
       } else {
+        if (!randoms) {
+          NpcfConfig c2 = c;
+          c2.statistic = Statistic::TwoPoint;
+          c2.nmu = 1;
+          c2.multipoles = false;
+          count_2pcf_cpu(probe, points, c2, quiet);
+          pass(1);
+        }
         count_3pcf_cpu(probe, points, c, s == Statistic::ThreePointEquilateral, quiet);
+        pass(2);
       }
-      for (std::size_t k = before; k < part.probed.size(); ++k) pass_power.push_back(k + 1 == part.probed.size() ? cost_power(s) : 1);
+      ALMAGEST_ASSERT(part.probed.size() == pass_power.size() && part.probed.size() > before,
+                      "partition: a counting pass was not probed");
     }
   }
   probe = Graph{};

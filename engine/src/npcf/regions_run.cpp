@@ -74,7 +74,7 @@ void run_region_job(const NpcfJob& job, const JobContext& ctx, bool dry_run, Out
     std::vector<std::string> inputs{g.data.path, g.randoms.path};
     NpcfPlan plan(job.config, std::move(points), ctx);
     out.graph_seconds += plan.graph_seconds();
-    out.graph_edges += plan.graph().num_edges();
+    out.graph_edges += plan.graph().whole_edge_count();
     out.backend = plan.backend_name();
     std::optional<NpcfResult> internal;  // the region's 2pCF for the 4pCF's disconnected term
     for (std::size_t si = 0; si < ns; ++si) {

@@ -371,7 +371,7 @@ NpcfOutcome run_npcf_job(const NpcfJob& job, const JobContext& ctx, const jobs::
   points.reset();
   out.graph_seconds = plan.graph_seconds();
   out.timings_s["graph"] = out.graph_seconds;
-  out.graph_edges = plan.graph().num_edges();
+  out.graph_edges = plan.graph().whole_edge_count();
   out.backend = plan.backend_name();
 
   const std::string config = job.config_json();
