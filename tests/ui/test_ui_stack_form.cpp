@@ -3,6 +3,8 @@
 // the form reaches the job (the candidates equal the job layer's `stack search --common-curve` on
 // the same file stack), and a bad value shows make_stack_job's message in the visible label.
 #include <QLineEdit>
+#include <QMessageBox>
+#include <QPushButton>
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -46,6 +48,7 @@ private slots:
   void oneEditorPerSearchField();
   void commonCurveReachesTheJob();
   void badValueShowsSchemaMessage();
+  void validationIsInlineRunGreyed();
 };
 
 void TestUiStackForm::oneEditorPerSearchField() {
@@ -145,6 +148,53 @@ void TestUiStackForm::badValueShowsSchemaMessage() {
   QTRY_VERIFY(!f->problems().isEmpty());
   QCOMPARE(f->problems(), expected);
   QVERIFY(w.checkSearchForm() == expected);
+}
+
+void TestUiStackForm::validationIsInlineRunGreyed() {
+  // Interactive errors on (as for a user): a bad value still opens no dialog. The problem shows
+  // under its field, Run (button and menu action) is greyed, and Run comes back once it is fixed.
+  StackWindow w;
+  w.setConfirmCloseDuringJob(false);
+  w.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&w));
+  {
+    QSignalSpy finished(&w, &StackWindow::jobFinished);
+    QVERIFY(w.newSyntheticStack(4, 24, 24, 11, 1, 10.0));
+    QCOMPARE(waitJob(w, finished), State::Completed);
+  }
+  w.setSearchSettings(almagest::ui::stackview::SearchSettings{});
+  QVERIFY(w.checkSearchForm().isEmpty());
+  SchemaForm* f = w.searchPanel()->form();
+  QPushButton* run = w.searchPanel()->runButton();
+  QAction* runAction = nullptr;
+  for (QAction* a : w.findChildren<QAction*>())
+    if (a->shortcut() == QKeySequence(QStringLiteral("Ctrl+R"))) runAction = a;
+  QVERIFY(runAction);
+  QTRY_VERIFY(run->isEnabled());
+  QVERIFY(runAction->isEnabled());
+  auto* vxEdit = qobject_cast<QLineEdit*>(f->editor(QStringLiteral("vx-range")));
+  if (!vxEdit) vxEdit = f->editor(QStringLiteral("vx-range"))->findChild<QLineEdit*>();
+  QVERIFY(vxEdit);
+  const QString original = vxEdit->text();
+  setText(f, "vx-range", QStringLiteral("abc"));
+  QTRY_VERIFY(!run->isEnabled());
+  QVERIFY(!runAction->isEnabled());
+  // The form drops the unparsable text, so the job layer names the pair: the message sits under
+  // one of the two range fields, not in a dialog.
+  auto inline_ = [f] {
+    return !f->fieldProblem(QStringLiteral("vx-range")).isEmpty() || !f->fieldProblem(QStringLiteral("vy-range")).isEmpty();
+  };
+  QVERIFY2(inline_(), qPrintable(f->problems()));
+  // Forcing a run (the shortcut path) is refused inline too: no message box appears.
+  QVERIFY(!w.runSearch());
+  QTest::qWait(50);
+  QVERIFY(w.findChildren<QMessageBox*>().isEmpty());
+  QVERIFY(inline_());
+  setText(f, "vx-range", original);
+  QTRY_VERIFY2(run->isEnabled(), qPrintable(f->problems()));
+  QVERIFY(runAction->isEnabled());
+  QVERIFY(!inline_());
+  QVERIFY(f->problems().isEmpty());
 }
 
 QTEST_MAIN(TestUiStackForm)

@@ -9,7 +9,10 @@
 #include <QMenu>
 #include <QStatusBar>
 
+#include <cmath>
+
 #include "almagest/core/atomic_file.hpp"
+#include "almagest/stack/observations.hpp"
 #include "panels/LogPanel.hpp"
 #include "stackview/CandidateModel.hpp"
 #include "stackview/StackWindow.hpp"
@@ -48,6 +51,12 @@ void StackWindow::buildVettingActions(QMenu* menu) {
     const QString path = QFileDialog::getSaveFileName(this, tr("Save vetting"), QDir(lastDir_).filePath(QStringLiteral("vetting.ecsv")),
                                                       tr("ECSV (*.ecsv);;All files (*)"));
     if (!path.isEmpty()) saveVetting(path);
+  });
+  menu->addAction(tr("E&xport real candidates (ADES / MPC)…"), this, [this] {
+    const QString path = QFileDialog::getSaveFileName(
+        this, tr("Export observations"), QDir(lastDir_).filePath(QStringLiteral("real.psv")),
+        tr("ADES PSV (*.psv);;MPC 80-column (*.mpc *.obs *.txt);;All files (*)"));
+    if (!path.isEmpty()) exportRealObservations(path);
   });
   menu->addAction(tr("&Load vetting…"), this, [this] {
     const QString path = QFileDialog::getOpenFileName(this, tr("Load vetting"), lastDir_, tr("ECSV (*.ecsv);;All files (*)"));
@@ -120,6 +129,68 @@ bool StackWindow::loadVetting(const QString& path) {
   log_->info(tr("Loaded %1: %2 of its %3 rows match a candidate of this search").arg(path).arg(matched).arg(rows.size()));
   if (matched < int(rows.size()))
     log_->warning(tr("%1 vetted rows match no candidate (another search or stack?)").arg(int(rows.size()) - matched));
+  return true;
+}
+
+bool StackWindow::exportRealObservations(const QString& path) {
+  namespace stk = almagest::stack;
+  if (!output_ || !stack_) {
+    reportError(tr("No result"), tr("Run a search and mark candidates real first."));
+    return false;
+  }
+  const stk::ExposureStack& st = stack_->stack;
+  if (!wcs_) {
+    reportError(tr("No WCS"), tr("The stack %1 has no world coordinate system: ADES and MPC rows need RA/Dec.")
+                                  .arg(stack_->label));
+    return false;
+  }
+  std::vector<stk::CandidateDetail> real;
+  try {
+    for (std::size_t i = 0; i < vetting_.size() && i < candidates().size(); ++i)
+      if (vetting_[i].verdict == Verdict::Real) real.push_back(describeOne(*output_, int(i), 0));
+  } catch (const std::exception& e) {
+    reportError(tr("Could not export"), QString::fromUtf8(e.what()));
+    return false;
+  }
+  if (real.empty()) {
+    reportError(tr("Nothing to export"), tr("No candidate is marked real (R)."));
+    return false;
+  }
+  // As the job layer writes them (stack/job_run.cpp): the station of the form, the pixel scale at
+  // the image centre and the mean PSF sigma for rmsRA / rmsDec.
+  stk::ObservationOptions opt;
+  opt.station = output_->job.station;
+  opt.reference_mjd = output_->plan->reference_mjd();
+  try {
+    const double cx = 0.5 * (st.width - 1), cy = 0.5 * (st.height - 1);
+    const auto [ra0, de0] = wcs_->pixel_to_sky(cx, cy);
+    const auto [ra1, de1] = wcs_->pixel_to_sky(cx + 1, cy);
+    opt.pixel_scale_arcsec = std::hypot((ra1 - ra0) * std::cos(de0 * 3.14159265358979323846 / 180.0), de1 - de0) * 3600.0;
+    double m2 = 0;
+    for (const stk::Psf& k : st.psf) {
+      double sum = 0, mm = 0;
+      const int r = k.size / 2;
+      for (int y = 0; y < k.size; ++y)
+        for (int x = 0; x < k.size; ++x) {
+          const double v = k.kernel[std::size_t(y) * std::size_t(k.size) + std::size_t(x)];
+          sum += v;
+          mm += v * double((x - r) * (x - r) + (y - r) * (y - r));
+        }
+      m2 += sum > 0 ? mm / sum / 2.0 : 1.0;
+    }
+    opt.psf_sigma_px = st.psf.empty() ? 1.0 : std::sqrt(m2 / double(st.psf.size()));
+    if (path.endsWith(QStringLiteral(".psv"), Qt::CaseInsensitive)) stk::write_ades_psv(path.toStdString(), real, opt);
+    else stk::write_mpc80(path.toStdString(), real, opt);
+  } catch (const std::exception& e) {
+    reportError(tr("Could not export"), QString::fromUtf8(e.what()));
+    return false;
+  }
+  lastDir_ = QFileInfo(path).absolutePath();
+  log_->info(tr("Exported %1 real candidates as %2 to %3")
+                 .arg(real.size())
+                 .arg(path.endsWith(QStringLiteral(".psv"), Qt::CaseInsensitive) ? tr("ADES PSV") : tr("MPC 80-column"))
+                 .arg(path));
+  emit saved(path);
   return true;
 }
 

@@ -25,6 +25,7 @@
 #include <QSortFilterProxyModel>
 #include <QSplitter>
 #include <QStatusBar>
+#include <QTabWidget>
 #include <QTableView>
 #include <QToolBar>
 #include <QVBoxLayout>
@@ -34,7 +35,9 @@
 
 #include "almagest/core/error.hpp"
 #include "panels/LogPanel.hpp"
+#include "panels/SchemaForm.hpp"
 #include "sky/AtomicImage.hpp"
+#include "stackview/CandidateCurves.hpp"
 #include "stackview/CandidateModel.hpp"
 #include "stackview/SearchPanel.hpp"
 #include "stackview/StackImageView.hpp"
@@ -198,7 +201,15 @@ void StackWindow::buildUi() {
   cutoutScroll_->setWidget(cutoutLabel_);
   cutoutScroll_->setWidgetResizable(false);
   cutoutScroll_->setMinimumSize(160, 100);
-  sv->addWidget(cutoutScroll_, 1);
+  // Cutouts and the per-exposure curves share the space beside the coadd.
+  curves_ = new CandidateCurves(stamps);
+  curves_->setObjectName(QStringLiteral("candidateCurves"));
+  detailTabs_ = new QTabWidget(stamps);
+  detailTabs_->setObjectName(QStringLiteral("candidateDetailTabs"));
+  detailTabs_->addTab(cutoutScroll_, tr("Cutouts"));
+  detailTabs_->addTab(curves_, tr("Curves"));
+  detailTabs_->setTabToolTip(1, tr("psi and phi along the track, the likelihood per exposure and the running Z"));
+  sv->addWidget(detailTabs_, 1);
 
   auto* results = new QSplitter(Qt::Horizontal, this);
   results->addWidget(table_);
@@ -312,6 +323,12 @@ void StackWindow::buildActions() {
   nextAction_->setIconText(tr("▶"));
   nextAction_->setToolTip(tr("Next exposure (Ctrl+Right)"));
   view->addAction(blinkAction_);
+  QAction* cubeAction = view->addAction(tr("Score &cube (3D)…"), this, [this] {
+    showScoreCube();
+    if (output_ && !cube_) computeScoreCube();
+  });
+  cubeAction->setShortcut(QKeySequence(QStringLiteral("Ctrl+3")));
+  cubeAction->setToolTip(tr("Z(x, y, v) of the last search as a VTK volume, slices and isosurface (Ctrl+3)"));
   view->addSeparator();
   buildVettingActions(menuBar()->addMenu(tr("V&et")));
   for (QDockWidget* dock : findChildren<QDockWidget*>()) view->addAction(dock->toggleViewAction());
@@ -393,8 +410,12 @@ bool StackWindow::runSearch(const QString& savePath) {
   try {
     job = makeSearchStackJob(panel_->values(), stack_.get(), savePath);
   } catch (const almagest::ConfigError& e) {
-    panel_->showProblems(QString::fromUtf8(e.what()));
-    reportError(tr("Invalid search settings"), QString::fromUtf8(e.what()));
+    // Inline, as every form (SchemaForm): the problem under its field, Run greyed; no dialog.
+    const QString why = QString::fromUtf8(e.what());
+    panel_->showProblems(why);
+    log_->error(tr("Invalid search settings: %1").arg(why));
+    statusBar()->showMessage(tr("Invalid search settings: see the form"), 8000);
+    updateActions();
     return false;
   }
   panel_->showProblems({});
@@ -467,6 +488,8 @@ void StackWindow::onJobFinished(JobRunner* runner, JobKind kind) {
         searched = true;
         savedPath = (*o)->savedPath;
       }
+    } else if (kind == JobKind::Cube) {
+      if (const auto* c = runner->resultAs<std::shared_ptr<const stk::ScoreCube>>()) showCube(*c);
     } else if (const auto* p = runner->resultAs<QString>()) {
       savedPath = *p;
     }
@@ -480,6 +503,7 @@ void StackWindow::onJobFinished(JobRunner* runner, JobKind kind) {
   if (state == JobRunner::State::Failed) {
     const QString title = kind == JobKind::Load     ? tr("Could not open the stack")
                           : kind == JobKind::Search ? tr("Search failed")
+                          : kind == JobKind::Cube   ? tr("Score cube failed")
                                                     : tr("Could not save");
     reportError(title, runner->errorMessage());
   }
@@ -498,6 +522,7 @@ void StackWindow::showStack(StackPtr s) {
   psiphiCache_ = {};
   output_.reset();
   detail_.reset();
+  showCube(nullptr);
   selected_ = -1;
   model_->clear();
   vetting_.clear();
@@ -527,6 +552,14 @@ void StackWindow::showStack(StackPtr s) {
     slider_->setValue(0);
   }
   exposure_ = 0;
+  wcs_.reset();
+  if (!st.wcs_header.empty()) {
+    try {
+      wcs_ = std::make_shared<stk::Wcs>(stk::Wcs::from_header(st.wcs_header, st.source));
+    } catch (const std::exception& e) {
+      log_->warning(tr("No RA/Dec readout: %1").arg(QString::fromUtf8(e.what())));
+    }
+  }
   widenGridForMovers();
   showExposure();
 }
@@ -536,6 +569,7 @@ void StackWindow::showSearch(SearchOutputPtr out) {
   if (output_->stack == stack_) psiphiCache_ = {stack_, output_->psiphiOnGpu, output_->psiphi};
   const stk::SearchResult& r = output_->result;
   detail_.reset();
+  showCube(nullptr);
   selected_ = -1;
   model_->setCandidates(r.candidates);
   vetting_.assign(r.candidates.size(), Vet{});
@@ -651,6 +685,7 @@ bool StackWindow::selectCandidate(int index) {
 }
 
 void StackWindow::showSelection() {
+  curves_->setDetail(detail_.get());
   if (!detail_ || !stack_) {
     exposureView_->setTrack({});
     exposureView_->setMarker({}, false);
@@ -748,6 +783,7 @@ QString StackWindow::checkSearchForm() {
     text = QString::fromUtf8(e.what());
   }
   panel_->showProblems(text);
+  updateActions();  // Run is greyed while the form has problems
   return text;
 }
 
@@ -757,10 +793,11 @@ void StackWindow::updateActions() {
   openAction_->setEnabled(!busy);
   openFolderAction_->setEnabled(!busy);
   syntheticAction_->setEnabled(!busy);
-  runAction_->setEnabled(!busy && haveStack);
+  const bool formOk = panel_->form()->problems().isEmpty();
+  runAction_->setEnabled(!busy && haveStack && formOk);
   cancelAction_->setEnabled(busy);
   cancelButton_->setEnabled(busy);
-  panel_->setRunEnabled(!busy && haveStack);
+  panel_->setRunEnabled(!busy && haveStack && formOk);
   panel_->setCancelEnabled(busy);
   panel_->setLocked(busy);
   saveCandidatesAction_->setEnabled(!busy && haveResult);

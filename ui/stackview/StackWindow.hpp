@@ -16,6 +16,8 @@
 // QPainter. Opened from the main window's Tools menu as a top-level window.
 #include <QImage>
 
+#include <array>
+
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -24,6 +26,8 @@
 #include "stackview/StackImages.hpp"
 #include "stackview/StackJobs.hpp"
 #include "stackview/Vetting.hpp"
+#include "almagest/stack/score_cube.hpp"
+#include "almagest/stack/wcs.hpp"
 
 class QAction;
 class QMenu;
@@ -40,13 +44,17 @@ class QSlider;
 class QSpinBox;
 class QSortFilterProxyModel;
 class QTableView;
+class QTabWidget;
+class QDockWidget;
 
 namespace almagest::ui {
 
 class LogPanel;
 
 namespace stackview {
+class CandidateCurves;
 class CandidateModel;
+class ScoreCubeView;
 class SearchPanel;
 class StackImageView;
 }  // namespace stackview
@@ -122,6 +130,31 @@ public:
   /// problem label (also done on every change). Returns the message ("" when fine).
   QString checkSearchForm();
 
+  // ---- score cube (StackCube.cpp) ------------------------------------------------------------
+  /// Which velocities the cube keeps: the whole bank, or the Cartesian bank's row (the selected
+  /// candidate's vy) or column (its vx).
+  enum class CubeVelocities { All, SelectedRow, SelectedColumn };
+  /// The cube request for `which` and an origin region of +-regionRadius pixels around the
+  /// selected candidate (0: the whole image). Throws ConfigError naming what is missing.
+  almagest::stack::ScoreCubeRequest cubeRequest(CubeVelocities which, int regionRadius) const;
+  /// Starts computing the score cube of the last search (a job); shown in the Score cube dock.
+  bool computeScoreCube(const almagest::stack::ScoreCubeRequest& request);
+  /// The same with the dock's choices (velocities, region radius).
+  bool computeScoreCube();
+  /// Creates (first time) and raises the Score cube dock; its VTK view needs an OpenGL context.
+  stackview::ScoreCubeView* showScoreCube();
+  stackview::ScoreCubeView* scoreCubeView() const noexcept { return cubeView_; }
+  const almagest::stack::ScoreCube* scoreCube() const noexcept { return cube_.get(); }
+  /// Cube positions (ix, iy, iv) of the candidates inside `cube`, and their candidate indices.
+  std::vector<std::array<int, 3>> candidatesInCube(const almagest::stack::ScoreCube& cube,
+                                                   std::vector<int>* indices = nullptr) const;
+  stackview::CandidateCurves* candidateCurves() const noexcept { return curves_; }
+  QTabWidget* detailTabs() const noexcept { return detailTabs_; }
+
+  /// Writes the candidates marked real as observation rows (ADES PSV for .psv, MPC 80-column
+  /// otherwise) at the stack's WCS; false with a message without a WCS or without real marks.
+  bool exportRealObservations(const QString& path);
+
   // ---- state --------------------------------------------------------------------------------
   stackview::StackPtr stack() const noexcept { return stack_; }
   int exposureCount() const noexcept { return stack_ ? stack_->n() : 0; }
@@ -157,12 +190,13 @@ signals:
   void searchFinished();
   void saved(const QString& path);
   void candidateSelected(int index);
+  void scoreCubeReady();
 
 protected:
   void closeEvent(QCloseEvent* event) override;
 
 private:
-  enum class JobKind { Load, Search, Save };
+  enum class JobKind { Load, Search, Save, Cube };
   void buildUi();
   void buildActions();
   bool startJob(JobKind kind, const QString& name, JobRunner::Job job);
@@ -188,6 +222,7 @@ private:
   void widenGridForMovers();
   void showVetting(int index);
   void refreshVettingRow(int index);
+  void showCube(std::shared_ptr<const almagest::stack::ScoreCube> cube);
 
   stackview::StackPtr stack_;
   stackview::PsiPhiCache psiphiCache_;
@@ -239,6 +274,15 @@ private:
   QTimer* blinkTimer_ = nullptr;
   std::vector<stackview::Vet> vetting_;
   QLineEdit* noteEdit_ = nullptr;
+
+  std::shared_ptr<const almagest::stack::ScoreCube> cube_;
+  std::shared_ptr<almagest::stack::Wcs> wcs_;  ///< of the shown stack, when its header has one
+  QDockWidget* cubeDock_ = nullptr;
+  stackview::ScoreCubeView* cubeView_ = nullptr;
+  QComboBox* cubeVelocities_ = nullptr;
+  QSpinBox* cubeRadius_ = nullptr;
+  stackview::CandidateCurves* curves_ = nullptr;
+  QTabWidget* detailTabs_ = nullptr;
 };
 
 }  // namespace almagest::ui

@@ -26,9 +26,19 @@ void StackWindow::onHoverExposure(int x, int y) {
   }
   const auto& st = stack_->stack;
   const std::size_t i = std::size_t(exposure_) * st.pixels() + std::size_t(y) * std::size_t(st.width) + std::size_t(x);
-  readout_->setText(tr("(%1, %2)  sci %3  var %4%5")
+  QString sky;
+  if (wcs_) {
+    try {
+      const auto [ra, dec] = wcs_->pixel_to_sky(x, y);
+      sky = tr("  RA %1°  Dec %2°").arg(ra, 0, 'f', 6).arg(dec, 0, 'f', 6);
+    } catch (const std::exception&) {
+      sky = tr("  RA/Dec: none here");
+    }
+  }
+  readout_->setText(tr("(%1, %2)%3  sci %4  var %5%6")
                         .arg(x)
                         .arg(y)
+                        .arg(sky)
                         .arg(st.sci[i], 0, 'g', 5)
                         .arg(st.var[i], 0, 'g', 5)
                         .arg(i < st.mask.size() && st.mask[i] ? tr("  masked") : QString()));
