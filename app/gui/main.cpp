@@ -59,7 +59,7 @@ int parseCommandLine(int argc, char** argv, Options& o) {
                                     QStringLiteral("file"));
   const QCommandLineOption showDemo(
       QStringLiteral("show-demo"),
-      QStringLiteral("Open one view of the demo report on screen (npcf, zeta, sky or stack), print "
+      QStringLiteral("Open one view of the demo report on screen (npcf, zeta, sky, sphere or stack), print "
                      "'ready' when it shows (scripted screenshots)."),
       QStringLiteral("view"));
   parser.addOptions({help, version, demo, screenshot, workspace, report, settings, showDemo});

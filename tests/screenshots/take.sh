@@ -32,7 +32,7 @@ openbox >"$work/openbox.log" 2>&1 &
 pids+=($!)
 sleep 1
 
-for view in npcf zeta sky stack; do
+for view in npcf zeta sky sphere stack stackcube stackcurves; do
   log="$work/$view.log"
   "$app" --settings "$work/settings.ini" --show-demo "$view" >"$log" 2>&1 &
   app_pid=$!

@@ -26,6 +26,7 @@
 #include "panels/LogPanel.hpp"
 #include "sky/SkyMapView.hpp"
 #include "sky/SkyMapWindow.hpp"
+#include "sky/SkySphereView.hpp"
 #include "sky/SpectrumChart.hpp"
 #include "stackview/StackImageView.hpp"
 #include "stackview/StackWindow.hpp"
@@ -261,14 +262,38 @@ bool showDemoView(MainWindow& w, const QString& view, QString* error) {
     ok = npcfSection(r, w, error, view == QLatin1String("zeta"));
   } else if (view == QLatin1String("sky")) {
     ok = skySection(r, w, error);
+  } else if (view == QLatin1String("sphere")) {
+    // The sky map's sphere tab with a 20 degree plane cut as the mask (SkyMapWindow).
+    ok = skySection(r, w, error);
+    if (auto* sky = ok ? qobject_cast<SkyMapWindow*>(w.toolWindows().value(0)) : nullptr) {
+      sky->setPlaneMask(20.0);
+      sky->showSphere()->lookAt(30.0, 25.0, 1.0);
+    }
   } else if (view == QLatin1String("stack")) {
     ok = stackSection(r, w, error);
     if (ok) {
       auto* st = qobject_cast<StackWindow*>(w.toolWindows().value(0));
       if (st) st->selectCandidate(0);
     }
+  } else if (view == QLatin1String("stackcube") || view == QLatin1String("stackcurves")) {
+    // The Moving objects window with its Score cube dock (the row of velocities through the
+    // strongest candidate: volume, isosurface at the threshold, candidates), or with the Curves
+    // tab of that candidate (psi/phi, likelihood and running Z per exposure).
+    ok = stackSection(r, w, error);
+    auto* st = ok ? qobject_cast<StackWindow*>(w.toolWindows().value(0)) : nullptr;
+    if (st) {
+      st->selectCandidate(0);
+      if (view == QLatin1String("stackcurves")) {
+        st->showCandidateCurves();
+      } else {
+        st->showScoreCube();
+        QString why;
+        ok = st->computeScoreCube() && waitForJob(st, 120000, &why);
+        if (!ok) *error = QStringLiteral("the score cube was not computed: ") + why;
+      }
+    }
   } else {
-    *error = QStringLiteral("unknown view '%1' (npcf, zeta, sky, stack)").arg(view);
+    *error = QStringLiteral("unknown view '%1' (npcf, zeta, sky, sphere, stack)").arg(view);
     return false;
   }
   if (ok) {

@@ -20,7 +20,8 @@ namespace almagest::ui::app {
 
 /// Opens one view of the demo on screen as the report draws it (`almagest --show-demo VIEW`, for
 /// the scripted screenshots): "npcf" (catalogue and xi), "zeta" (3pCF by configuration), "sky"
-/// (map and spectrum), "stack" (best-Z map, the first candidate's stamp). Returns once it shows.
+/// (map and spectrum), "sphere" (the same map on the sphere with a plane-cut mask), "stack"
+/// (best-Z map, the first candidate's stamp). Returns once it shows.
 bool showDemoView(MainWindow& window, const QString& view, QString* error);
 
 /// Writes the report into `dir` (created). Returns the path of index.html, or "" with `error`.

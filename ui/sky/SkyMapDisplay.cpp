@@ -19,10 +19,12 @@
 #include <QToolBar>
 
 #include <algorithm>
+#include <cmath>
 
 #include "panels/LogPanel.hpp"
 #include "sky/SkyMapView.hpp"
 #include "sky/SkyMapWindow.hpp"
+#include "sky/SkyProjection.hpp"
 #include "sky/SkySphereView.hpp"
 
 namespace almagest::ui {
@@ -277,6 +279,18 @@ bool SkyMapWindow::setMask(const std::vector<double>& maskValues, const QString&
   log_->info(tr("Mask %1: %2 of %3 pixels masked (drawn blended with magenta)").arg(source).arg(maskedCount()).arg(npix()));
   render();
   return true;
+}
+
+bool SkyMapWindow::setPlaneMask(double halfWidthDeg) {
+  if (!map_ || !(halfWidthDeg > 0.0 && halfWidthDeg <= 90.0)) return false;
+  std::vector<double> m(static_cast<std::size_t>(map_->npix()), 1.0);
+  const double zcut = std::sin(halfWidthDeg * 3.14159265358979323846 / 180.0);
+  for (std::int64_t p = 0; p < map_->npix(); ++p) {
+    double theta = 0, phi = 0;
+    sky::pix2angRing(map_->nside, p, theta, phi);
+    if (std::abs(std::cos(theta)) < zcut) m[static_cast<std::size_t>(p)] = 0.0;
+  }
+  return setMask(m, tr("plane cut |lat| < %1°").arg(halfWidthDeg));
 }
 
 void SkyMapWindow::clearMask() {

@@ -183,6 +183,8 @@ void SkyMapWindow::buildActions() {
   openMaskAction_ = file->addAction(tr("Open &mask…"), this, &SkyMapWindow::openMaskDialog);
   openMaskAction_->setToolTip(tr("A HEALPix mask map of the same nside: pixels where it is 0 or UNSEEN are drawn "
                                  "blended with magenta in the map and on the sphere"));
+  planeMaskAction_ = file->addAction(tr("Mask the plane |lat| < 20°"), this, [this] { setPlaneMask(20.0); });
+  planeMaskAction_->setToolTip(tr("Mask the band within 20° of the map's equator (the Galactic plane of a Galactic map)"));
   clearMaskAction_ = file->addAction(tr("Clear mask"), this, &SkyMapWindow::clearMask);
   QMenu* demoSizes = file->addMenu(tr("Open demo map with &nside"));
   demoSizes->setToolTipsVisible(true);
@@ -710,6 +712,7 @@ void SkyMapWindow::updateActions() {
   lmaxSpin_->setEnabled(map_ != nullptr);
   if (openMaskAction_) {
     openMaskAction_->setEnabled(!busy && map_ != nullptr);
+    planeMaskAction_->setEnabled(map_ != nullptr);
     clearMaskAction_->setEnabled(!mask_.empty());
     clSynthAction_->setEnabled(!busy);
   }

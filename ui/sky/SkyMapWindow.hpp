@@ -97,6 +97,9 @@ public:
   /// Uses `maskValues` (RING, 12 nside^2 of the shown map) as the mask; false (with the reason
   /// in the log and the status bar) when the sizes differ.
   bool setMask(const std::vector<double>& maskValues, const QString& source);
+  /// Masks the band |latitude| < halfWidthDeg of the map's own frame (the Galactic plane cut of
+  /// a Galactic map), as a mask map would. False without a map or for a width outside (0, 90].
+  bool setPlaneMask(double halfWidthDeg);
   void clearMask();
   void setMaskOpacity(double opacity);
   double maskOpacity() const noexcept { return maskOpacity_; }
@@ -203,6 +206,7 @@ private:
   double maskOpacity_ = sky::kDefaultMaskOpacity;
   QAction* openMaskAction_ = nullptr;
   QAction* clearMaskAction_ = nullptr;
+  QAction* planeMaskAction_ = nullptr;
   QAction* clSynthAction_ = nullptr;
   QLabel* mapInfo_ = nullptr;
 
