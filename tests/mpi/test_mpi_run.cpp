@@ -6,6 +6,8 @@
 // named, the other members' complete outputs kept and no temporary left.
 #include <hdf5.h>
 
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QProcess>
 #include <QRegularExpression>
 #include <QTest>
@@ -91,6 +93,80 @@ std::map<std::string, std::string> datasets(const fs::path& file) {
   return out;
 }
 
+/// Every attribute of every object ("object@name"), as raw bytes in its native type (strings as
+/// text). JSON text attributes lose the keys that differ between any two runs (the creation time
+/// and the timings of the provenance) and the output paths (each run writes its own files).
+std::map<std::string, std::string> attributes(const fs::path& file) {
+  std::map<std::string, std::string> out;
+  hid_t f = H5Fopen(file.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  if (f < 0) return out;
+  struct Ctx {
+    hid_t f;
+    std::map<std::string, std::string>* out;
+    std::string object;
+  } c{f, &out, {}};
+  H5Ovisit(
+      f, H5_INDEX_NAME, H5_ITER_NATIVE,
+      [](hid_t, const char* name, const H5O_info_t*, void* data) -> herr_t {
+        auto* c = static_cast<Ctx*>(data);
+        hid_t o = H5Oopen(c->f, name, H5P_DEFAULT);
+        c->object = std::string(name) == "." ? "/" : "/" + std::string(name);
+        H5Aiterate2(
+            o, H5_INDEX_NAME, H5_ITER_NATIVE, nullptr,
+            [](hid_t loc, const char* an, const H5A_info_t*, void* d) -> herr_t {
+              auto* c = static_cast<Ctx*>(d);
+              hid_t a = H5Aopen(loc, an, H5P_DEFAULT);
+              hid_t t = H5Aget_type(a);
+              hid_t s = H5Aget_space(a);
+              std::string v;
+              if (H5Tget_class(t) == H5T_STRING) {
+                if (H5Tis_variable_str(t)) {
+                  char* text = nullptr;
+                  hid_t mt = H5Tcopy(H5T_C_S1);
+                  H5Tset_size(mt, H5T_VARIABLE);
+                  H5Tset_cset(mt, H5Tget_cset(t));
+                  if (H5Aread(a, mt, &text) < 0) v = "(unreadable)";
+                  if (text) v = text;
+                  H5free_memory(text);
+                  H5Tclose(mt);
+                } else {
+                  v.assign(H5Tget_size(t), '\0');
+                  H5Aread(a, t, v.data());
+                }
+                const QJsonDocument j = QJsonDocument::fromJson(QByteArray::fromStdString(v));
+                if (j.isObject()) {
+                  QJsonObject o = j.object();
+                  o.remove("created_utc");
+                  o.remove("timings_s");
+                  o.remove("output");
+                  if (o.contains("config") && o["config"].isObject()) {
+                    QJsonObject cfg = o["config"].toObject();
+                    cfg.remove("output");
+                    o["config"] = cfg;
+                  }
+                  v = QJsonDocument(o).toJson(QJsonDocument::Compact).toStdString();
+                }
+              } else {
+                hid_t nt = H5Tget_native_type(t, H5T_DIR_ASCEND);
+                v.assign(static_cast<std::size_t>(H5Sget_simple_extent_npoints(s)) * H5Tget_size(nt), '\0');
+                H5Aread(a, nt, v.data());
+                H5Tclose(nt);
+              }
+              (*c->out)[(c->object == "/" ? "" : c->object) + "/@" + an] = v;
+              H5Sclose(s);
+              H5Tclose(t);
+              H5Aclose(a);
+              return 0;
+            },
+            c);
+        H5Oclose(o);
+        return 0;
+      },
+      &c);
+  H5Fclose(f);
+  return out;
+}
+
 long long graph_edges(const fs::path& file, const std::string& group) {
   long long v = -1;
   hid_t f = H5Fopen(file.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
@@ -130,6 +206,11 @@ class TestMpiRun : public QObject {
         const fs::path out = file(tag);
         got[st][k] = datasets(out);
         QVERIFY2(!got[st][k].empty(), out.c_str());
+        const auto attrs = attributes(out);
+        QVERIFY2(attrs.size() > 10, out.c_str());
+        QVERIFY2(attrs.count("/@provenance") && attrs.at("/@provenance").find("\"inputs\"") != std::string::npos, out.c_str());
+        for (const auto& [name, bytes] : attrs) QVERIFY2(bytes != "(unreadable)", name.c_str());
+        for (const auto& [name, bytes] : attrs) got[st][k]["attribute " + name] = bytes;
         const long long e = graph_edges(out, "/npcf/" + st), e1 = graph_edges(file("1"), "/npcf/" + st);
         QVERIFY2(e == e1 && e > 1000, qPrintable(QString("%1 ranks: graph_edges %2, one process %3").arg(k).arg(e).arg(e1)));
       }
