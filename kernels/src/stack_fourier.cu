@@ -262,24 +262,34 @@ __global__ void pytab_kernel(const float2* __restrict__ twy, const int* __restri
   py[(std::size_t(fy) * rows_y + j) * np + e] = __floats2half2_rn(tw.x, tw.y);
 }
 
-constexpr std::size_t kGemm2Smem = std::size_t(2 * 2 * kGI * kLd) * 2      // X stages (re, im)
-                                   + std::size_t(2 * 2 * kGJ * kLd) * 2    // Y (2 quantities, re, im)
-                                   + std::size_t(2 * kGJ * kKC) * 4        // PY stages
-                                   + std::size_t(2 * 2 * kKC) * 4;         // spectrum stages
+/// Shared memory of phase_gemm2_kernel<NQ>.
+constexpr std::size_t gemm2_smem(int nq) {
+  return std::size_t(2 * 2 * kGI * kLd) * 2        // X stages (re, im)
+         + std::size_t(nq * 2 * kGJ * kLd) * 2     // Y (its quantities, re, im)
+         + std::size_t(2 * kGJ * kKC) * 4          // PY stages
+         + std::size_t(2 * nq * kKC) * 4;          // spectrum stages
+}
 
-// One block per (frequency, 80-row tile of i, 80-row tile of j), warps as phase_gemm_kernel.
-__global__ void __launch_bounds__(kGemmThreads, 1)
+// One block per (frequency, 80-row tile of i, 80-row tile of j) and NQ = 2 quantities (warps as
+// phase_gemm_kernel), or per quantity with NQ = 1 (10 warps, two blocks per multiprocessor, so
+// that one block's operand generation overlaps the other's products; the two quantities of a
+// frequency are neighbouring blocks). TRANS: the products are written as [q][v][f], the layout
+// the inverse FFT reads, instead of [q][f][v] (no separate transpose).
+template <int NQ, bool TRANS>
+__global__ void __launch_bounds__(NQ * 320, NQ == 1 ? 2 : 1)
 phase_gemm2_kernel(const __half2* __restrict__ spech, const float* __restrict__ fscale,
                    const __half* __restrict__ xr_t, const __half* __restrict__ xi_t,
                    const __half2* __restrict__ py_t, int np, int nfx, int ny, int nf, int nvx, int rows_x,
                    int rows_y, int j0, int nj, float norm, float2* __restrict__ out) {
+  constexpr int kThr = NQ * 320;
   extern __shared__ __align__(128) unsigned char smem[];
   __half* Xs = reinterpret_cast<__half*>(smem);                  // [stage][re, im][kGI][kLd]
   __half* Ys = Xs + 2 * 2 * kGI * kLd;                           // [q][re, im][kGJ][kLd]
-  __half2* Ps = reinterpret_cast<__half2*>(Ys + 2 * 2 * kGJ * kLd);  // [stage][kGJ][kKC]
+  __half2* Ps = reinterpret_cast<__half2*>(Ys + NQ * 2 * kGJ * kLd);  // [stage][kGJ][kKC]
   __half2* Ss = Ps + 2 * kGJ * kKC;                              // [stage][q][kKC]
 
-  const int bl = blockIdx.x;
+  const int q1 = NQ == 1 ? int(blockIdx.x & 1) : 0;  // the block's quantity (NQ = 1)
+  const int bl = NQ == 1 ? int(blockIdx.x >> 1) : int(blockIdx.x);
   const int strip = bl / (kSW * ny);
   const int rr0 = bl - strip * kSW * ny;
   const int sw = min(kSW, nfx - strip * kSW);
@@ -287,25 +297,27 @@ phase_gemm2_kernel(const __half2* __restrict__ spech, const float* __restrict__ 
   const int f = fy * nfx + fx;
   const int ib = blockIdx.y * kGI, jb = blockIdx.z * kGJ;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  const int q = warp / 10, it = (warp % 10) / 2, jt0 = (warp % 2) * 3, njt = (warp % 2) ? 2 : 3;
+  const int qw = warp / 10, it = (warp % 10) / 2, jt0 = (warp % 2) * 3, njt = (warp % 2) ? 2 : 3;
+  const int q = NQ == 1 ? q1 : qw;  // the warp's quantity; its Y is Ys[qw]
   const __half* xr_b = xr_t + (std::size_t(fx) * rows_x + ib) * np;
   const __half* xi_b = xi_t + (std::size_t(fx) * rows_x + ib) * np;
   const __half2* py_b = py_t + (std::size_t(fy) * rows_y + j0 + jb) * np;
 
   auto issue = [&](int c, int st) {
     const int e0 = c * kKC;
-    for (int idx = threadIdx.x; idx < 2 * kGI * 8; idx += kGemmThreads) {
+    for (int idx = threadIdx.x; idx < 2 * kGI * 8; idx += kThr) {
       const int a = idx / (kGI * 8), r = (idx >> 3) % kGI, pc = idx & 7;
       const __half* src = (a ? xi_b : xr_b) + std::size_t(r) * np + e0 + pc * 8;
       __pipeline_memcpy_async(Xs + ((st * 2 + a) * kGI + r) * kLd + pc * 8, src, 16);
     }
-    for (int idx = threadIdx.x; idx < kGJ * 16; idx += kGemmThreads) {
+    for (int idx = threadIdx.x; idx < kGJ * 16; idx += kThr) {
       const int r = idx >> 4, pc = idx & 15;
       __pipeline_memcpy_async(Ps + (st * kGJ + r) * kKC + pc * 4, py_b + std::size_t(r) * np + e0 + pc * 4, 16);
     }
-    if (threadIdx.x < 32) {
+    if (threadIdx.x < NQ * 16) {
       const int qq = threadIdx.x >> 4, pc = threadIdx.x & 15;
-      __pipeline_memcpy_async(Ss + (st * 2 + qq) * kKC + pc * 4, spech + (std::size_t(qq) * nf + f) * np + e0 + pc * 4, 16);
+      const int qs = NQ == 1 ? q1 : qq;
+      __pipeline_memcpy_async(Ss + (st * NQ + qq) * kKC + pc * 4, spech + (std::size_t(qs) * nf + f) * np + e0 + pc * 4, 16);
     }
     __pipeline_commit();
   };
@@ -323,13 +335,13 @@ phase_gemm2_kernel(const __half2* __restrict__ spech, const float* __restrict__ 
     const int st = c & 1;
     __pipeline_wait_prior(0);
     __syncthreads();  // chunk c in shared memory for every thread's copies; the last products done
-    for (int idx = threadIdx.x; idx < kGJ * 16; idx += kGemmThreads) {
+    for (int idx = threadIdx.x; idx < kGJ * 16; idx += kThr) {
       const int j = idx >> 4, kq = (idx & 15) * 4;
       const uint4 pv = *reinterpret_cast<const uint4*>(Ps + (st * kGJ + j) * kKC + kq);
       const __half2* ph = reinterpret_cast<const __half2*>(&pv);
 #pragma unroll
-      for (int qq = 0; qq < 2; ++qq) {
-        const uint4 sv = *reinterpret_cast<const uint4*>(Ss + (st * 2 + qq) * kKC + kq);
+      for (int qq = 0; qq < NQ; ++qq) {
+        const uint4 sv = *reinterpret_cast<const uint4*>(Ss + (st * NQ + qq) * kKC + kq);
         const __half2* sp = reinterpret_cast<const __half2*>(&sv);
         __align__(8) __half hr[4], hi[4];
 #pragma unroll
@@ -348,8 +360,8 @@ phase_gemm2_kernel(const __half2* __restrict__ spech, const float* __restrict__ 
     if (warp_active) {
       const __half* Xr = Xs + (st * 2 + 0) * kGI * kLd;
       const __half* Xi = Xs + (st * 2 + 1) * kGI * kLd;
-      const __half* Yr = Ys + (q * 2 + 0) * kGJ * kLd;
-      const __half* Yi = Ys + (q * 2 + 1) * kGJ * kLd;
+      const __half* Yr = Ys + (qw * 2 + 0) * kGJ * kLd;
+      const __half* Yi = Ys + (qw * 2 + 1) * kGJ * kLd;
 #pragma unroll
       for (int ks = 0; ks < kKC; ks += 16) {
         wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> ar, ai, an;
@@ -377,7 +389,6 @@ phase_gemm2_kernel(const __half2* __restrict__ spech, const float* __restrict__ 
   float* scratch = reinterpret_cast<float*>(smem) + warp * 2 * 256;
   const int nvc = nvx * nj;
   const float sc = fscale[std::size_t(q) * nf + f] * norm;
-  float2* outq = out + (std::size_t(q) * nf + f) * nvc;
   if (warp_active) {
 #pragma unroll
     for (int t = 0; t < 3; ++t) {
@@ -389,28 +400,36 @@ phase_gemm2_kernel(const __half2* __restrict__ spech, const float* __restrict__ 
       for (int u = lane; u < 256; u += 32) {
         const int cc = u / 16, r = u % 16;
         const int gi = ib + it * 16 + r, jj = jb + jt * 16 + cc;
-        if (gi < nvx && jj < nj)
-          outq[std::size_t(jj) * nvx + gi] = make_float2(scratch[r * 16 + cc] * sc, scratch[256 + r * 16 + cc] * sc);
+        if (gi < nvx && jj < nj) {
+          const float2 val = make_float2(scratch[r * 16 + cc] * sc, scratch[256 + r * 16 + cc] * sc);
+          const std::size_t v = std::size_t(jj) * nvx + gi;
+          if (TRANS) out[(std::size_t(q) * nvc + v) * nf + f] = val;
+          else out[(std::size_t(q) * nf + f) * nvc + v] = val;
+        }
       }
       __syncwarp();
     }
   }
 }
 
+// vpt velocities per thread (blockIdx.y * vpt .. + vpt - 1 of the chunk's nvc): one digest
+// reduction per block of 256 x vpt trajectories.
 __global__ void score_kernel(const float* __restrict__ ra, const float* __restrict__ rb, int nx, int ny,
-                             int W, int H, int v0, float bfloor, ScanArgs A) {
-  const int vl = blockIdx.y;
+                             int W, int H, int v0, int nvc, int vpt, float bfloor, ScanArgs A) {
   const int pix = blockIdx.x * blockDim.x + threadIdx.x;
   ThreadDigest d;
   if (pix < W * H) {
     const int x = pix % W, y = pix / W;
-    const std::size_t i = (std::size_t(vl) * ny + y) * nx + x;
-    float a = ra[i], b = rb[i];
-    if (!(b >= bfloor)) {
-      a = 0.f;
-      b = 0.f;
+    const int vb = blockIdx.y * vpt, ve = min(nvc, vb + vpt);
+    for (int vl = vb; vl < ve; ++vl) {
+      const std::size_t i = (std::size_t(vl) * ny + y) * nx + x;
+      float a = ra[i], b = rb[i];
+      if (!(b >= bfloor)) {
+        a = 0.f;
+        b = 0.f;
+      }
+      finish(a, b, -1, x, y, v0 + vl, W, H, A, d, nullptr);
     }
-    finish(a, b, -1, x, y, v0 + vl, W, H, A, d, nullptr);
   }
   reduce_digest(d, A.partials);
 }
@@ -542,8 +561,20 @@ void FourierEngine::scan(const DevPlanes& P, int storage, const StackShifts& sh,
   // the free memory.
   const int rows_x = (sh.nvx + kGI - 1) / kGI * kGI, rows_y = sh.nvy + kGJ;
   const std::size_t table_bytes = (std::size_t(nfx) * rows_x * 2 * 2 + std::size_t(ny) * rows_y * 4) * std::size_t(np);
-  bool v2 = true;
-  if (const char* e = std::getenv("ALMAGEST_STACK_FOURIER_GEMM"); e && std::string(e) == "v1") v2 = false;
+  // Variants (ALMAGEST_STACK_FOURIER_GEMM; docs/benchmarks.md, issue 24): v2 (default: both
+  // quantities per block, then the separate transpose; 22.7 + 2.0 ms on the reference workload),
+  // v2t (v2 writing [q][v][f] itself: 25.3 ms), v3 (one quantity per block, two blocks per SM,
+  // [q][v][f]: 26.7 ms), v1 (phases generated per frequency: 44.9 + 2.0 ms).
+  bool v2 = true, trans = false;
+  int nq = 2;
+  if (const char* e = std::getenv("ALMAGEST_STACK_FOURIER_GEMM")) {
+    const std::string g(e);
+    if (g == "v1") v2 = false;
+    else if (g == "v2t") trans = true;
+    else if (g == "v3") nq = 1, trans = true;
+  }
+  int vpt = 8;
+  if (const char* e = std::getenv("ALMAGEST_STACK_FOURIER_VPT")) vpt = std::max(1, std::atoi(e));
   {
     std::size_t fr0 = 0, tot0 = 0;
     CUDA_CHECK(cudaMemGetInfo(&fr0, &tot0));
@@ -575,8 +606,11 @@ void FourierEngine::scan(const DevPlanes& P, int storage, const StackShifts& sh,
       I.tsxm = sxm;
       I.tsym = sym;
     }
-    CUDA_CHECK(cudaFuncSetAttribute(phase_gemm2_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kGemm2Smem)));
+    CUDA_CHECK(cudaFuncSetAttribute(phase_gemm2_kernel<2, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(gemm2_smem(2))));
+    CUDA_CHECK(cudaFuncSetAttribute(phase_gemm2_kernel<2, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(gemm2_smem(2))));
+    CUDA_CHECK(cudaFuncSetAttribute(phase_gemm2_kernel<1, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(gemm2_smem(1))));
   }
+  if (!v2) trans = false;
 
   // ---- velocity chunks over j
   std::size_t fr = 0, tot = 0;
@@ -617,11 +651,11 @@ void FourierEngine::scan(const DevPlanes& P, int storage, const StackShifts& sh,
     }
     const int njc = std::min(nj, sh.nvy - j0);
     const int nvc = sh.nvx * njc;
-    DeviceBuffer<float2> prod, prodT;
+    DeviceBuffer<float2> prod, prodT;  // prodT unused when the product is written transposed
     DeviceBuffer<float> rout;
     try {
       prod.allocate(2 * std::size_t(nf) * nvc);
-      prodT.allocate(2 * std::size_t(nf) * nvc);
+      if (!trans) prodT.allocate(2 * std::size_t(nf) * nvc);
       rout.allocate(2 * std::size_t(nvc) * nx * ny);
       if (impl_->inv.a != nx || impl_->inv.b != ny || impl_->inv.c != nvc) {
         impl_->inv.reset();
@@ -640,31 +674,43 @@ void FourierEngine::scan(const DevPlanes& P, int storage, const StackShifts& sh,
     }
     tic();
     dim3 g(unsigned(nf), unsigned((sh.nvx + kGI - 1) / kGI), unsigned((njc + kGJ - 1) / kGJ));
-    if (v2)
-      phase_gemm2_kernel<<<g, kGemmThreads, kGemm2Smem, s>>>(spech.data(), fscale.data(), impl_->xr.data(), impl_->xi.data(),
-                                                             impl_->py.data(), np, nfx, ny, nf, sh.nvx, rows_x, rows_y, j0, njc,
-                                                             float(norm), prod.data());
-    else
+    if (v2) {
+      const Impl& I = *impl_;
+      if (nq == 1) {
+        dim3 g1(2 * g.x, g.y, g.z);
+        phase_gemm2_kernel<1, true><<<g1, 320, gemm2_smem(1), s>>>(spech.data(), fscale.data(), I.xr.data(), I.xi.data(), I.py.data(),
+                                                                    np, nfx, ny, nf, sh.nvx, rows_x, rows_y, j0, njc, float(norm), prod.data());
+      } else if (trans) {
+        phase_gemm2_kernel<2, true><<<g, 640, gemm2_smem(2), s>>>(spech.data(), fscale.data(), I.xr.data(), I.xi.data(), I.py.data(),
+                                                                   np, nfx, ny, nf, sh.nvx, rows_x, rows_y, j0, njc, float(norm), prod.data());
+      } else {
+        phase_gemm2_kernel<2, false><<<g, 640, gemm2_smem(2), s>>>(spech.data(), fscale.data(), I.xr.data(), I.xi.data(), I.py.data(),
+                                                                    np, nfx, ny, nf, sh.nvx, rows_x, rows_y, j0, njc, float(norm), prod.data());
+      }
+    } else
       phase_gemm_kernel<<<g, kGemmThreads, smem, s>>>(spech.data(), fscale.data(), dtwx.data(), dtwy.data(), dsxi.data(),
                                                       dsyj.data(), n, np, nx, ny, nfx, nf, sh.nvx, j0, njc, float(norm), prod.data());
     CUDA_CHECK_LAUNCH();
     toc("phase_gemm");
-    tic();
-    transpose_c_kernel<<<dim3(unsigned((nvc + 31) / 32), unsigned((nf + 31) / 32), 2), dim3(32, 8), 0, s>>>(prod.data(), nf, nvc, prodT.data());
-    CUDA_CHECK_LAUNCH();
-    toc("transpose");
+    if (!trans) {
+      tic();
+      transpose_c_kernel<<<dim3(unsigned((nvc + 31) / 32), unsigned((nf + 31) / 32), 2), dim3(32, 8), 0, s>>>(prod.data(), nf, nvc, prodT.data());
+      CUDA_CHECK_LAUNCH();
+      toc("transpose");
+    }
+    float2* spectra = trans ? prod.data() : prodT.data();
     tic();
     CUFFT_CHECK(cufftSetStream(impl_->inv.h, s));
     for (int q = 0; q < 2; ++q)
-      CUFFT_CHECK(cufftExecC2R(impl_->inv.h, reinterpret_cast<cufftComplex*>(prodT.data() + std::size_t(q) * nf * nvc),
+      CUFFT_CHECK(cufftExecC2R(impl_->inv.h, reinterpret_cast<cufftComplex*>(spectra + std::size_t(q) * nf * nvc),
                                rout.data() + std::size_t(q) * nvc * nx * ny));
     toc("inverse_fft");
     tic();
-    dim3 gs(unsigned((n_org + 255) / 256), unsigned(nvc));
+    dim3 gs(unsigned((n_org + 255) / 256), unsigned((nvc + vpt - 1) / vpt));
     dpart.reserve(std::size_t(gs.x) * gs.y);
     A.partials = dpart.data();
     score_kernel<<<gs, 256, 0, s>>>(rout.data(), rout.data() + std::size_t(nvc) * nx * ny, nx, ny, W, H,
-                                    j0 * sh.nvx, bfloor, A);
+                                    j0 * sh.nvx, nvc, vpt, bfloor, A);
     CUDA_CHECK_LAUNCH();
     toc("score");
     hpart.resize(std::size_t(gs.x) * gs.y);

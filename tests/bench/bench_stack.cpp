@@ -99,9 +99,13 @@ int main(int argc, char** argv) {
   bench(Backend::GpuTiled, Encoding::Int8);
   bench(Backend::GpuFourier, Encoding::Fp32);
   bench(Backend::GpuGather, Encoding::Fp32);
-  // The earlier tensor-core product (phases generated per frequency) for comparison.
-  setenv("ALMAGEST_STACK_FOURIER_GEMM", "v1", 1);
-  bench(Backend::GpuFourier, Encoding::Fp32, " (v1 gemm)");
+  // The other tensor-core products for comparison (stack_fourier.cu): v2t the default product
+  // writing the transposed layout itself, v3 one quantity per block, v1 phases generated per
+  // frequency.
+  for (const char* g : {"v2t", "v3", "v1"}) {
+    setenv("ALMAGEST_STACK_FOURIER_GEMM", g, 1);
+    bench(Backend::GpuFourier, Encoding::Fp32, (std::string(" (") + g + " gemm)").c_str());
+  }
   unsetenv("ALMAGEST_STACK_FOURIER_GEMM");
   // Agreement
   const Row* tiled = &rows[0];
@@ -213,6 +217,35 @@ int main(int argc, char** argv) {
     std::printf("fractional gpu-tiled fp32 best of 2 %.4f s  %.3e samples/s  maxZ %.4f  count %llu (integer: maxZ %.4f count %llu)\n", ts.front(),
                 samples / ts.front(), d.max_z, (unsigned long long)d.count_above, rows[0].d.max_z,
                 (unsigned long long)rows[0].d.count_above);
+  }
+  // Post-processing stages on the tiled scan's hits: what the static-source share and the
+  // stamps cost (each switched off in turn).
+  {
+    SearchConfig cfg;
+    cfg.bank = bank;
+    cfg.curve_dx = syn.curve_dx;
+    cfg.curve_dy = syn.curve_dy;
+    cfg.backend = Backend::GpuTiled;
+    cfg.false_alarms = 1.0;
+    cfg.cluster.enabled = false;
+    const auto plan = make_plan(cfg, p.mjd, p.width, p.height, JobContext{});
+    const SearchResult base = plan.execute(encode(p, Encoding::Fp32), JobContext{});
+    for (int variant = 0; variant < 3; ++variant) {
+      FilterConfig fc;
+      fc.min_obs = cfg.min_obs;
+      if (variant == 1) fc.stationary_ratio = 0;
+      if (variant == 2) fc.stamp_filter = false;
+      std::vector<double> ts;
+      for (int k = 0; k < 6; ++k) {
+        SearchResult f = base;
+        const auto ta = std::chrono::steady_clock::now();
+        filter_candidates(f, plan, p, &syn.stack, fc, JobContext{});
+        if (k > 0) ts.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - ta).count());
+      }
+      std::sort(ts.begin(), ts.end());
+      std::printf("post-processing stages: %-28s median %.4f s\n", variant == 0 ? "all (job defaults)" : variant == 1 ? "without the static-source share" : "without stamps",
+                  ts[ts.size() / 2]);
+    }
   }
   std::printf("targets: exact tiled <= 0.45 s per scan (%s: %.4f s); tensor-core <= 0.03 s (issue 24; %s: %.4f s)\n",
               rows[0].med <= 0.45 ? "met" : "missed", rows[0].med, rows[3].med <= 0.03 ? "met" : "missed", rows[3].med);

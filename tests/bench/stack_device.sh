@@ -30,6 +30,11 @@ echo "cores: $(nproc); $(grep -m1 'model name' /proc/cpuinfo); date $(date -u +%
 timeout ${SELFTEST_S:-60} $B/almagest-cli selftest --quick --only 2pcf --sht-nside 0 > "$OUT/selftest.txt" 2>&1
 echo "selftest rc=$?"; grep -i -E "stack|FAIL|passed|summary" "$OUT/selftest.txt" | tail -n 14
 timeout ${CHECK_S:-100} $B/bench_stack_check > "$OUT/stack_check.txt" 2>&1
-echo "bench_stack_check rc=$?"; grep -v '^PASS' "$OUT/stack_check.txt" | tail -n 20; grep -c '^PASS' "$OUT/stack_check.txt"
+echo "bench_stack_check rc=$?"; grep -v '^PASS' "$OUT/stack_check.txt" | tail -n 20; grep -c '^PASS' "$OUT/stack_check.txt"; grep -i 'PASS  gpu-fourier' "$OUT/stack_check.txt"
+if [ -n "${CHECK2_GEMM:-}" ]; then
+  # the Fourier checks again with another tensor-core product
+  ALMAGEST_STACK_FOURIER_GEMM=$CHECK2_GEMM timeout ${CHECK_S:-100} $B/bench_stack_check > "$OUT/stack_check_$CHECK2_GEMM.txt" 2>&1
+  echo "bench_stack_check ($CHECK2_GEMM) rc=$?"; grep -i -E "fourier|FAILED|PASSED" "$OUT/stack_check_$CHECK2_GEMM.txt" | tail -n 12
+fi
 timeout ${BENCH_S:-120} $B/bench_stack > "$OUT/bench_stack.txt" 2>&1
 echo "bench_stack rc=$?"; cat "$OUT/bench_stack.txt"

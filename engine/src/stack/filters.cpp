@@ -47,6 +47,10 @@ bool stronger(const Candidate& a, const Candidate& b) {
   return a.v < b.v;
 }
 
+/// Exposures read ahead (software prefetch) where a loop over exposures touches one pixel or
+/// row per plane: every step is a new page, so the loops are bound by memory latency.
+constexpr int kAhead = 8;
+
 struct Work {
   Candidate c;
   std::vector<float> a, b;           ///< the curve
@@ -310,28 +314,45 @@ void filter_candidates(SearchResult& r, const SearchPlan& plan, const PsiPhi& p,
   };
   // The share of a candidate's A that static sources explain: at each kept exposure, the flux
   // of a source fixed at the sampled pixel (static coadd sum psi / sum phi there) times b_e.
+  // The coadd is computed only at the pixels the tested candidates' tracks visit (memoised; a
+  // full pass over the planes would cost more than the rest of the filters on large stacks),
+  // each pixel's sums over exposures in order, as a full pass would give them.
   std::vector<double> static_flux;
+  std::vector<std::uint8_t> static_done;
   if (cfg.stationary_ratio > 0) {
     static_flux.assign(p.pixels(), 0.0);
-    // One row per task, exposures in order, the row's pixels contiguous (the same sums per pixel
-    // as a loop over exposures pixel by pixel, without a plane-sized stride per step).
-    parallel::parallel_for(std::size_t(p.height), sc.threads, ctx, "static coadd", [&](std::size_t y) {
-      std::vector<double> A(std::size_t(p.width), 0.0), B(std::size_t(p.width), 0.0);
-      for (int e = 0; e < n; ++e) {
-        const std::size_t i0 = std::size_t(e) * p.pixels() + y * std::size_t(p.width);
-        const float* ps = p.psi.data() + i0;
-        const float* ph = p.phi.data() + i0;
-        for (int x = 0; x < p.width; ++x) {
-          A[std::size_t(x)] += ps[x];
-          B[std::size_t(x)] += ph[x];
-        }
-      }
-      for (int x = 0; x < p.width; ++x)
-        static_flux[y * std::size_t(p.width) + std::size_t(x)] = B[std::size_t(x)] > 0 ? A[std::size_t(x)] / B[std::size_t(x)] : 0.0;
-    });
+    static_done.assign(p.pixels(), 0);
   }
   auto static_share = [&](const Work& w) {
     if (static_flux.empty() || !(w.c.a > 0)) return 0.0;
+    std::vector<std::size_t> need;
+    for (int e = 0; e < n; ++e) {
+      if (!w.keep[e]) continue;
+      const std::size_t k = std::size_t(w.c.v) * n + e;
+      const std::int64_t qx = std::int64_t(w.c.x) + s.sx[k], qy = std::int64_t(w.c.y) + s.sy[k];
+      if (qx < 0 || qx >= p.width || qy < 0 || qy >= p.height) continue;
+      const std::size_t q = std::size_t(qy) * p.width + std::size_t(qx);
+      if (!static_done[q]) {
+        static_done[q] = 1;
+        need.push_back(q);
+      }
+    }
+    auto coadd = [&](std::size_t t) {
+      const std::size_t q = need[t];
+      double A = 0, B = 0;
+      for (int e = 0; e < n; ++e) {
+        const std::size_t i = std::size_t(e) * p.pixels() + q;
+        if (e + kAhead < n) {
+          __builtin_prefetch(p.psi.data() + i + kAhead * p.pixels());
+          __builtin_prefetch(p.phi.data() + i + kAhead * p.pixels());
+        }
+        A += p.psi[i];
+        B += p.phi[i];
+      }
+      static_flux[q] = B > 0 ? A / B : 0.0;
+    };
+    if (need.size() >= 16) parallel::parallel_for(need.size(), sc.threads, ctx, "static sources", coadd);
+    else for (std::size_t t = 0; t < need.size(); ++t) coadd(t);
     double explained = 0;
     for (int e = 0; e < n; ++e) {
       if (!w.keep[e]) continue;
@@ -360,24 +381,56 @@ void filter_candidates(SearchResult& r, const SearchPlan& plan, const PsiPhi& p,
     const std::size_t np = p.pixels();
     std::vector<std::vector<float>> pix(std::size_t(side) * side);
     std::vector<double> sum(pix.size(), 0.0), wsum(pix.size(), 0.0), wval(pix.size(), 0.0);
-    for (int e = 0; e < n; ++e) {
-      if (!w.keep[e]) continue;
-      const std::size_t ke = std::size_t(w.c.v) * n + e;
-      const std::int64_t x = std::int64_t(w.c.x) + s.sx[ke], y = std::int64_t(w.c.y) + s.sy[ke];
-      for (int v = -Rs; v <= Rs; ++v)
+    // One task per stamp row (each stamp pixel's values and sums in exposure order, as a
+    // single loop would give them): the reads are the cost, one cache line per row and exposure.
+    auto stamp_row = [&](std::size_t row) {
+      const int v = int(row) - Rs;
+      // The row's accumulators stay local to the task (neighbouring rows share cache lines).
+      std::vector<std::vector<float>> rpix(static_cast<std::size_t>(side));
+      for (auto& r : rpix) r.reserve(std::size_t(n));
+      std::vector<double> rsum(static_cast<std::size_t>(side), 0.0), rwsum(rsum), rwval(rsum);
+      for (int e = 0; e < n; ++e) {
+        // Each exposure's row is a new page: prefetch a few exposures ahead (latency bound).
+        if (e + kAhead < n) {
+          const std::size_t ka = std::size_t(w.c.v) * n + e + kAhead;
+          const std::int64_t ya = std::int64_t(w.c.y) + s.sy[ka] + v, xa = std::int64_t(w.c.x) + s.sx[ka] - Rs;
+          if (ya >= 0 && ya < H) {
+            const std::size_t ia = std::size_t(e + kAhead) * np + std::size_t(ya) * W + std::size_t(std::clamp<std::int64_t>(xa, 0, W - 1));
+            const std::size_t ib = std::size_t(e + kAhead) * np + std::size_t(ya) * W + std::size_t(std::clamp<std::int64_t>(xa + 2 * Rs, 0, W - 1));
+            __builtin_prefetch(stack->sci.data() + ia);
+            __builtin_prefetch(stack->sci.data() + ib);
+            __builtin_prefetch(stack->var.data() + ia);
+            __builtin_prefetch(stack->var.data() + ib);
+            __builtin_prefetch(stack->mask.data() + ia);
+          }
+        }
+        if (!w.keep[e]) continue;
+        const std::size_t ke = std::size_t(w.c.v) * n + e;
+        const std::int64_t x = std::int64_t(w.c.x) + s.sx[ke], yy = std::int64_t(w.c.y) + s.sy[ke] + v;
+        if (yy < 0 || yy >= H) continue;
         for (int u = -Rs; u <= Rs; ++u) {
-          const std::int64_t xx = x + u, yy = y + v;
-          if (xx < 0 || xx >= W || yy < 0 || yy >= H) continue;
+          const std::int64_t xx = x + u;
+          if (xx < 0 || xx >= W) continue;
           const std::size_t i = std::size_t(e) * np + std::size_t(yy) * W + std::size_t(xx);
           const float sv = stack->sci[i], vv = stack->var[i];
           if (stack->mask[i] || !std::isfinite(sv) || !(vv > 0)) continue;
-          const std::size_t q = std::size_t(v + Rs) * side + std::size_t(u + Rs);
-          pix[q].push_back(sv);
-          sum[q] += sv;
-          wsum[q] += 1.0 / vv;
-          wval[q] += sv / vv;
+          const std::size_t c = std::size_t(u + Rs);
+          rpix[c].push_back(sv);
+          rsum[c] += sv;
+          rwsum[c] += 1.0 / vv;
+          rwval[c] += sv / vv;
         }
-    }
+      }
+      for (std::size_t c = 0; c < std::size_t(side); ++c) {
+        const std::size_t q = row * side + c;
+        pix[q] = std::move(rpix[c]);
+        sum[q] = rsum[c];
+        wsum[q] = rwsum[c];
+        wval[q] = rwval[c];
+      }
+    };
+    if (std::size_t(n) * side * side >= 4096) parallel::parallel_for(std::size_t(side), sc.threads, ctx, "stamps", stamp_row);
+    else for (std::size_t row = 0; row < std::size_t(side); ++row) stamp_row(row);
     std::vector<double> weighted(pix.size(), 0.0);
     double fm = 0, fmed = 0;
     for (std::size_t q = 0; q < pix.size(); ++q) {
