@@ -263,10 +263,11 @@ bool showDemoView(MainWindow& w, const QString& view, QString* error) {
   } else if (view == QLatin1String("sky")) {
     ok = skySection(r, w, error);
   } else if (view == QLatin1String("sphere")) {
-    // The sky map's sphere tab with a 20 degree plane cut as the mask (SkyMapWindow).
+    // The sky map's sphere tab with a 20 degree plane cut as the mask and the graticule.
     ok = skySection(r, w, error);
     if (auto* sky = ok ? qobject_cast<SkyMapWindow*>(w.toolWindows().value(0)) : nullptr) {
       sky->setPlaneMask(20.0);
+      sky->setGraticule(true);
       sky->showSphere()->lookAt(30.0, 25.0, 1.0);
     }
   } else if (view == QLatin1String("stack")) {

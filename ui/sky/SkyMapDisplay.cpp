@@ -199,7 +199,10 @@ void SkyMapWindow::render() {
   }
   scale_ = sky::ScaleMap(scaling_, vals, lo_, hi_);
   image_ = sky::colourise(*lookup, size.width(), size.height(), vals, scale_, cmap_, mask_, maskOpacity_);
-  if (sphere_) sphere_->setMap(map_, column_, scale_, cmap_, mask_, maskOpacity_);
+  if (sphere_) {
+    sphere_->setMap(map_, column_, scale_, cmap_, mask_, maskOpacity_);
+    sphere_->setGraticule(graticuleOn_, frame_, map_->coordsys, stepDeg_);
+  }
   view_->setMap(map_, column_, image_, lo_, hi_, columnLabel(column_));
   if (graticuleOn_) {
     const sky::Graticule g = sky::graticule(viewSpec_, frame_, map_->coordsys, stepDeg_);
@@ -223,7 +226,10 @@ SkySphereView* SkyMapWindow::showSphere() {
     sphere_->setObjectName(QStringLiteral("skySphere"));
     spherePage_->layout()->addWidget(sphere_);
     connect(sphere_, &SkySphereView::hovered, readout_, &QLabel::setText);
-    if (map_) sphere_->setMap(map_, column_, scale_, cmap_, mask_, maskOpacity_);
+    if (map_) {
+      sphere_->setMap(map_, column_, scale_, cmap_, mask_, maskOpacity_);
+      sphere_->setGraticule(graticuleOn_, frame_, map_->coordsys, stepDeg_);
+    }
   }
   if (tabs_->currentIndex() != 1) tabs_->setCurrentIndex(1);
   return sphere_;

@@ -10,6 +10,7 @@
 #include <QVBoxLayout>
 
 #include <vtkActor.h>
+#include <vtkPolyLine.h>
 #include <vtkCamera.h>
 #include <vtkCellArray.h>
 #include <vtkCellData.h>
@@ -24,6 +25,7 @@
 #include <vtkUnsignedCharArray.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <numbers>
 
@@ -66,6 +68,15 @@ struct SkySphereView::Impl {
   vtkNew<vtkUnsignedCharArray> colours;
   vtkNew<vtkPolyDataMapper> mapper;
   vtkNew<vtkActor> actor;
+  vtkNew<vtkPolyData> gridPoly;
+  vtkNew<vtkPolyDataMapper> gridMapper;
+  vtkNew<vtkActor> gridActor;
+  struct GridLine {
+    bool meridian = false;
+    double valueDeg = 0;
+    std::vector<std::array<double, 3>> pts;  ///< unit vectors (unmirrored, map frame)
+  };
+  std::vector<GridLine> grid;
 
   sky::SkyMapPtr map;
   int column = 0;
@@ -111,8 +122,16 @@ SkySphereView::SkySphereView(QWidget* parent) : QWidget(parent), d_(std::make_un
   // Flat, unlit colours: a pixel is drawn in exactly the colour the 2D view gives it.
   d_->actor->GetProperty()->LightingOff();
   d_->actor->VisibilityOff();
+  d_->gridMapper->SetInputData(d_->gridPoly);
+  d_->gridMapper->ScalarVisibilityOff();
+  d_->gridActor->SetMapper(d_->gridMapper);
+  d_->gridActor->GetProperty()->LightingOff();
+  d_->gridActor->GetProperty()->SetColor(0.08, 0.08, 0.08);
+  d_->gridActor->GetProperty()->SetLineWidth(1.0);
+  d_->gridActor->VisibilityOff();
   vtkRenderer* r = view_->renderer();
   r->AddActor(d_->actor);
+  r->AddActor(d_->gridActor);
   r->SetBackground(0.13, 0.13, 0.15);
   lookAt(0.0, 0.0, 1.0);
   clear();
@@ -206,6 +225,60 @@ void SkySphereView::setMap(sky::SkyMapPtr map, int column, const sky::ScaleMap& 
   text += tr(" Drag to rotate, wheel to zoom.");
   caption_->setText(text);
   view_->requestRender();
+}
+
+void SkySphereView::setGraticule(bool on, sky::Frame frame, const std::string& coordsys, double stepDeg) {
+  d_->grid.clear();
+  if (on) {
+    if (!sky::frameSupported(frame, coordsys)) frame = sky::Frame::Native;
+    stepDeg = std::clamp(stepDeg, 1.0, 90.0);
+    auto add = [&](bool meridian, double value) {
+      Impl::GridLine line;
+      line.meridian = meridian;
+      line.valueDeg = value;
+      const int n = meridian ? 180 : 360;  // 1 degree samples
+      for (int k = 0; k <= n; ++k) {
+        const double lat = std::clamp(meridian ? -90.0 + 180.0 * k / n : value, -89.999, 89.999);
+        const double lon = meridian ? value : 360.0 * k / n;
+        double theta = (90.0 - lat) * kDeg, phi = lon * kDeg;
+        sky::frameToMap(frame, coordsys, theta, phi);
+        const double st = std::sin(theta);
+        line.pts.push_back({st * std::cos(phi), st * std::sin(phi), std::cos(theta)});
+      }
+      d_->grid.push_back(std::move(line));
+    };
+    for (double lon = 0; lon < 360.0 - 1e-9; lon += stepDeg) add(true, lon);
+    for (double lat = -90.0 + stepDeg; lat < 90.0 - 1e-9; lat += stepDeg) add(false, lat);
+  }
+  // Just above the pixels (1.003), longitude mirrored as the map.
+  vtkNew<vtkPoints> points;
+  vtkNew<vtkCellArray> lines;
+  for (const auto& line : d_->grid) {
+    vtkNew<vtkPolyLine> pl;
+    for (const auto& p : line.pts) {
+      const vtkIdType id = points->InsertNextPoint(1.003 * p[0], -1.003 * p[1], 1.003 * p[2]);
+      pl->GetPointIds()->InsertNextId(id);
+    }
+    lines->InsertNextCell(pl);
+  }
+  d_->gridPoly->SetPoints(points);
+  d_->gridPoly->SetLines(lines);
+  d_->gridActor->SetVisibility(!d_->grid.empty());
+  view_->requestRender();
+}
+
+int SkySphereView::graticuleLineCount() const { return static_cast<int>(d_->grid.size()); }
+
+double SkySphereView::graticuleDistance(double theta, double phi, bool meridian, double valueDeg) const {
+  const double st = std::sin(theta);
+  const double v[3] = {st * std::cos(phi), st * std::sin(phi), std::cos(theta)};
+  double best = 1e9;
+  for (const auto& line : d_->grid) {
+    if (line.meridian != meridian || std::abs(line.valueDeg - valueDeg) > 1e-9) continue;
+    for (const auto& p : line.pts)
+      best = std::min(best, std::acos(std::clamp(p[0] * v[0] + p[1] * v[1] + p[2] * v[2], -1.0, 1.0)));
+  }
+  return best;
 }
 
 void SkySphereView::rebuildGeometry(int nd) {

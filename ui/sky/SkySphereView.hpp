@@ -22,6 +22,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "sky/SkyJobs.hpp"
@@ -47,6 +48,16 @@ public:
   void setMap(sky::SkyMapPtr map, int column, const sky::ScaleMap& scale, sky::ColourMap cmap,
               std::vector<std::uint8_t> masked = {}, double maskOpacity = sky::kDefaultMaskOpacity);
   void clear();
+  /// Graticule lines on the sphere (as the 2D graticule: meridians and parallels every stepDeg
+  /// of `frame`, converted into the map's frame through its COORDSYS; Native when unknown), drawn
+  /// just above the surface. Off: none.
+  void setGraticule(bool on, sky::Frame frame = sky::Frame::Native, const std::string& coordsys = {},
+                    double stepDeg = 30.0);
+  /// Graticule lines drawn (0 when off).
+  int graticuleLineCount() const;
+  /// Angle (radians) from direction (theta, phi) to the nearest sample of the graticule line
+  /// (meridian or parallel) of value valueDeg; a large value when there is no such line.
+  double graticuleDistance(double theta, double phi, bool meridian, double valueDeg) const;
 
   /// The display nside of a map of `nside` (see the header comment).
   static int displayNsideFor(int nside);
