@@ -10,7 +10,8 @@
 # and removes the packages again (ALMAGEST_PACKAGE_KEEP=1 keeps them installed).
 #
 # Needs root (apt). Environment: ALMAGEST_PACKAGE_BUILD_DIR (default build-package), passed to
-# packaging/build.sh with tests off; ALMAGEST_PACKAGE_CUDA=ON builds the CUDA module package too
+# packaging/build.sh with tests off (with ALMAGEST_PACKAGE_REUSE=1 an already configured GUI build
+# there is packaged as it is: what CI does with the suite's build); ALMAGEST_PACKAGE_CUDA=ON builds the CUDA module package too
 # (it is built and its metadata checked, but never installed here).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -19,8 +20,17 @@ cuda="${ALMAGEST_PACKAGE_CUDA:-OFF}"
 start=$SECONDS
 fail() { echo "check-package: FAILED: $*" >&2; exit 1; }
 
-ALMAGEST_BUILD_DIR="$build" ALMAGEST_BUILD_TYPE=Release "$here/packaging/build.sh" \
-  -DALMAGEST_BUILD_TESTS=OFF -DALMAGEST_WITH_GUI=ON -DALMAGEST_WITH_CUDA="$cuda"
+if [ -f "$build/CMakeCache.txt" ] && [ "${ALMAGEST_PACKAGE_REUSE:-0}" = 1 ]; then
+  # CI (packaging/test.sh): package the suite's own build instead of building a second time; the
+  # packages hold only the cli/app/cuda components, so a tests-on build packages the same files.
+  grep -q '^ALMAGEST_WITH_GUI:BOOL=ON' "$build/CMakeCache.txt" || fail "$build was configured without the GUI"
+  if grep -q '^ALMAGEST_WITH_CUDA:BOOL=ON' "$build/CMakeCache.txt"; then cuda=ON; else cuda=OFF; fi
+  cmake --build "$build" -j "${ALMAGEST_JOBS:-$(nproc)}" --target almagest almagest-cli
+  if [ "$cuda" = ON ]; then cmake --build "$build" -j "${ALMAGEST_JOBS:-$(nproc)}" --target almagest_cuda; fi
+else
+  ALMAGEST_BUILD_DIR="$build" ALMAGEST_BUILD_TYPE=Release "$here/packaging/build.sh" \
+    -DALMAGEST_BUILD_TESTS=OFF -DALMAGEST_WITH_GUI=ON -DALMAGEST_WITH_CUDA="$cuda"
+fi
 rm -f "$build"/*.deb
 (cd "$build" && cpack -G DEB)
 echo "check-package: packages built in $((SECONDS - start)) s"

@@ -21,6 +21,21 @@ suite_rc=0
 (cd "$ALMAGEST_BUILD_DIR" && ctest --output-on-failure -j "$jobs" --timeout 900) || suite_rc=$?
 echo "test.sh: build and suite: $((SECONDS - start)) s (ctest exit $suite_rc)"
 
+# The package check (docs/packaging.md): the suite's build packaged with cpack -G DEB, the app and
+# the CLI installed with apt (never the CUDA module), the installed CLI's info and demo run, the
+# packages removed. Needs root (CI runs as root); ALMAGEST_TEST_PACKAGE=0 skips it.
+pkg_rc=0
+if [ "${ALMAGEST_TEST_PACKAGE:-1}" != 0 ]; then
+  pkg_start=$SECONDS
+  if [ "$(id -u)" = 0 ] && grep -q '^ALMAGEST_WITH_GUI:BOOL=ON' "$ALMAGEST_BUILD_DIR/CMakeCache.txt"; then
+    ALMAGEST_PACKAGE_REUSE=1 ALMAGEST_PACKAGE_BUILD_DIR="$ALMAGEST_BUILD_DIR" \
+      bash "$here/packaging/check-package.sh" || pkg_rc=$?
+    echo "test.sh: package check: $((SECONDS - pkg_start)) s (exit $pkg_rc)"
+  else
+    echo "test.sh: package check skipped (needs root and a GUI build)"
+  fi
+fi
+
 asan_rc=0
 if [ "${ALMAGEST_TEST_SANITIZE:-1}" != 0 ]; then
   asan_start=$SECONDS
@@ -41,4 +56,4 @@ if [ "${ALMAGEST_TEST_SANITIZE:-1}" != 0 ]; then
 fi
 
 echo "test.sh: total $((SECONDS - start)) s"
-if [ "$suite_rc" != 0 ] || [ "$asan_rc" != 0 ]; then exit 1; fi
+if [ "$suite_rc" != 0 ] || [ "$pkg_rc" != 0 ] || [ "$asan_rc" != 0 ]; then exit 1; fi
