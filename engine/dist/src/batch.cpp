@@ -275,9 +275,9 @@ void run_pool(const jobs::RunPlan& plan, const Step& step, const CancelToken& ca
   MPI_Win_free(&win);
 }
 
-bool is_npcf_split(const jobs::Batch& b) {
-  if (b.is_batch || b.engine != "npcf" || b.members.size() != 1 || !b.members[0].job) return false;
-  return split_npcf_possible(*b.members[0].job);
+bool is_split(const jobs::Batch& b) {
+  if (b.is_batch || b.members.size() != 1 || !b.members[0].job) return false;
+  return split_possible(*b.members[0].job);
 }
 
 }  // namespace
@@ -311,7 +311,7 @@ jobs::BatchSummary run_plan_distributed(const jobs::RunPlan& plan, const CancelT
   std::vector<Step> steps;
   for (std::size_t bi = 0; bi < plan.batches.size(); ++bi) {
     const auto& b = plan.batches[bi];
-    if (is_npcf_split(b) && !options.dry_run && size() > 1) {
+    if (is_split(b) && !options.dry_run && size() > 1) {
       steps.push_back({true, {{bi, 0}}});
       continue;
     }

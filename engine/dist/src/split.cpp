@@ -12,6 +12,7 @@
 #include "almagest/core/error.hpp"
 #include "almagest/dist/mpi.hpp"
 #include "almagest/npcf/partition.hpp"
+#include "almagest/stack/row_partition.hpp"
 #include "wire.hpp"
 
 namespace almagest::dist {
@@ -59,7 +60,10 @@ void send_bytes(const std::vector<std::uint8_t>& b, int dest, int tag) {
 
 }  // namespace
 
-bool split_npcf_possible(const jobs::Job& job) {
+bool split_possible(const jobs::Job& job) {
+  // N-point jobs by hub ranges; stack searches by origin row bands (not in dense mode).
+  if (job.engine() == "stack" && job.operation() != "search") return false;
+  if (job.engine() != "npcf" && job.engine() != "stack") return false;
   const schema::Values v = job.values();
   try {
     const ResolvedBackend rb = resolve_backend(parse_backend(text_value(v, "backend").empty() ? "cpu" : text_value(v, "backend")));
@@ -115,13 +119,19 @@ void run_split(const jobs::RunPlan& plan, std::size_t batch, const CancelToken& 
     return;
   }
 
+  const bool stack = m.job->engine() == "stack";
   npcf::HubPartition part;
   part.rank = me;
   part.ranks = K;
-  try {
-    part.statistics = statistics_of(*m.job);
-  } catch (...) {
-    fail(std::current_exception());
+  stack::RowPartition rows;
+  rows.rank = me;
+  rows.ranks = K;
+  if (!stack) {
+    try {
+      part.statistics = statistics_of(*m.job);
+    } catch (...) {
+      fail(std::current_exception());
+    }
   }
   part.all_degrees = [K](const std::vector<std::uint32_t>& mine, std::uint64_t) {
     std::vector<int> counts(static_cast<std::size_t>(K)), displs(static_cast<std::size_t>(K));
@@ -141,10 +151,23 @@ void run_split(const jobs::RunPlan& plan, std::size_t batch, const CancelToken& 
     send_bytes(bytes, me == K - 1 ? 0 : me + 1, wire::kTagChain);
     if (me == 0) bytes = receive_bytes(K - 1, wire::kTagChain);
   };
+  // Stack: every band's rows to rank 0, in rank order (point to point: a band's hits may pass
+  // 2 GiB in total over the ranks, not in one message).
+  rows.gather = [me, K](const std::vector<std::uint8_t>& mine) {
+    std::vector<std::vector<std::uint8_t>> all;
+    if (me != 0) {
+      send_bytes(mine, 0, wire::kTagChain);
+      return all;
+    }
+    all.push_back(mine);
+    for (int r = 1; r < K; ++r) all.push_back(receive_bytes(r, wire::kTagChain));
+    return all;
+  };
 
   std::unique_ptr<jobs::Outcome> outcome;
   try {
     npcf::PartitionScope scope(part);
+    stack::RowPartitionScope row_scope(rows);
     JobContext ctx = me == 0 ? JobContext(
                                    cancel, [&](double d, double t, std::string_view st) { observer.progress(b, m, d, t, st); },
                                    [&](LogLevel l, std::string_view x) { observer.log(b, m, l, x); })
@@ -160,6 +183,27 @@ void run_split(const jobs::RunPlan& plan, std::size_t batch, const CancelToken& 
   report.busy_s += secs;
   ++report.computed;
 
+  if (stack) {
+    // Per-rank rows, hits and seconds for the summary and the log.
+    double mine[4] = {static_cast<double>(rows.row0), static_cast<double>(rows.row1), static_cast<double>(rows.hits), secs};
+    std::vector<double> all(4 * static_cast<std::size_t>(K));
+    MPI_Gather(mine, 4, MPI_DOUBLE, all.data(), 4, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    if (me != 0) return;
+    double hits = 0;
+    std::string bands;
+    for (int r = 0; r < K; ++r) {
+      const double* a = all.data() + 4 * static_cast<std::size_t>(r);
+      hits += a[2];
+      outcome->timings_s["rank" + std::to_string(r)] = a[3];
+      bands += (r ? ", " : "") + std::to_string(static_cast<long long>(a[0])) + "-" + std::to_string(static_cast<long long>(a[1]));
+    }
+    char line[160];
+    std::snprintf(line, sizeof line, "; %.0f hits merged on rank 0", hits);
+    outcome->summary.push_back("split over " + std::to_string(K) + " ranks by origin row bands (rows " + bands + ")" + line);
+    ++s.written;
+    observer.member_finished(b, m, *outcome, secs);
+    return;
+  }
   // Per-rank work for the summary and the log: graph part, cost-model share, seconds.
   double mine[4] = {static_cast<double>(part.built_hubs), static_cast<double>(part.built_edges), part.counted_cost, secs};
   std::vector<double> all(4 * static_cast<std::size_t>(K));

@@ -1,11 +1,13 @@
 #pragma once
-// Internal: one plain N-point job split over every rank by hub ranges (npcf/partition.hpp).
+// Internal: one plain N-point job split over every rank by hub ranges (npcf/partition.hpp), or
+// one stack search by origin row bands (stack/row_partition.hpp).
 #include "almagest/dist/batch.hpp"
 
 namespace almagest::dist {
 
-/// The job can be split: CPU backend (explicit, or Auto without a usable GPU).
-bool split_npcf_possible(const jobs::Job& job);
+/// The job can be split: an N-point job or a stack search, CPU backend (explicit, or Auto
+/// without a usable GPU).
+bool split_possible(const jobs::Job& job);
 
 /// Collective. Rank 0 decides resume (the one-process rule), reports to `observer` and writes;
 /// every rank counts its hub range. A failure on any rank ends every rank (abort_all) with the

@@ -3,7 +3,12 @@
 // every GPU gather, hence bit-identical sums).
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <string>
+#include <tuple>
 
+#include "almagest/core/error.hpp"
+#include "almagest/stack/row_partition.hpp"
 #include "core/parallel.hpp"
 #include "search_internal.hpp"
 
@@ -90,7 +95,12 @@ CpuScan scan_cpu(const PsiPhi& p, const ShiftTable& s, float threshold, bool top
     std::uint64_t total = 0;
   };
   std::vector<Row> rows(H);
-  parallel::parallel_for(std::size_t(H), threads, ctx, "search (cpu)", [&](std::size_t yi) {
+  // A search split by origin row bands (stack/row_partition.hpp): this process's rows only.
+  RowPartition* part = active_row_partition();
+  int band0 = 0, band1 = H;
+  if (part) std::tie(band0, band1) = row_band(H, part->rank, part->ranks);
+  parallel::parallel_for(std::size_t(band1 - band0), threads, ctx, "search (cpu)", [&](std::size_t k) {
+    const std::size_t yi = std::size_t(band0) + k;
     const int y = static_cast<int>(yi);
     Row& row = rows[yi];
     row.d.max_z = 0;
@@ -169,6 +179,58 @@ CpuScan scan_cpu(const PsiPhi& p, const ShiftTable& s, float threshold, bool top
       for (int x = 0; x < W; ++x)
         for (int k = 0; k < nbest[x]; ++k) row.hits.push_back(best[std::size_t(x) * top_k + k]);
   });
+  if (part) {
+    // The band's rows go to process 0, which merges every band's rows in row order below; the
+    // other processes end with no rows (no hits).
+    part->row0 = band0;
+    part->row1 = band1;
+    part->height = H;
+    part->hits = 0;
+    std::vector<std::uint8_t> bytes;
+    auto put = [&bytes](const void* p, std::size_t n) {
+      const auto* b = static_cast<const std::uint8_t*>(p);
+      bytes.insert(bytes.end(), b, b + n);
+    };
+    for (int y = band0; y < band1; ++y) {
+      const Row& r = rows[std::size_t(y)];
+      const std::uint64_t nh = r.hits.size();
+      part->hits += r.total;
+      put(&r.d.sum_a, sizeof r.d.sum_a);
+      put(&r.d.sum_b, sizeof r.d.sum_b);
+      put(&r.d.max_z, sizeof r.d.max_z);
+      put(&r.d.count_above, sizeof r.d.count_above);
+      put(&r.total, sizeof r.total);
+      put(&nh, sizeof nh);
+      if (nh) put(r.hits.data(), nh * sizeof(RawHit));
+    }
+    std::vector<std::vector<std::uint8_t>> all =
+        part->ranks > 1 && part->gather ? part->gather(bytes) : std::vector<std::vector<std::uint8_t>>{bytes};
+    rows.assign(all.empty() ? 0 : std::size_t(H), Row{});
+    for (std::size_t rk = 0; rk < all.size(); ++rk) {
+      const auto [r0, r1] = row_band(H, static_cast<int>(rk), part->ranks);
+      const std::vector<std::uint8_t>& in = all[rk];
+      std::size_t at = 0;
+      auto get = [&](void* p, std::size_t n) {
+        if (in.size() - at < n) throw Error("stack row bands: the rows received from process " + std::to_string(rk) + " are truncated");
+        std::memcpy(p, in.data() + at, n);
+        at += n;
+      };
+      for (int y = r0; y < r1; ++y) {
+        Row& r = rows[std::size_t(y)];
+        std::uint64_t nh = 0;
+        get(&r.d.sum_a, sizeof r.d.sum_a);
+        get(&r.d.sum_b, sizeof r.d.sum_b);
+        get(&r.d.max_z, sizeof r.d.max_z);
+        get(&r.d.count_above, sizeof r.d.count_above);
+        get(&r.total, sizeof r.total);
+        get(&nh, sizeof nh);
+        if (nh > (in.size() - at) / sizeof(RawHit)) throw Error("stack row bands: the rows received from process " + std::to_string(rk) + " are truncated");
+        r.hits.resize(nh);
+        if (nh) get(r.hits.data(), nh * sizeof(RawHit));
+      }
+      if (at != in.size()) throw Error("stack row bands: process " + std::to_string(rk) + " sent rows of the wrong size");
+    }
+  }
   // Merge rows in order: deterministic for any thread count.
   for (auto& r : rows) {
     out.digest.sum_a += r.d.sum_a;
