@@ -143,8 +143,12 @@ jobs::PlanReport plan_report(const NpcfJob& job, const PointSet& points, const G
   }();
   const double m = e.mean_neighbours;
   if (rb.cuda()) {
-    // Device: points and the graph resident (edges, bins, pixels), plus per-window scratch.
-    p.device_bytes = 32.0 * n + e.bytes;
+    // Device: points and the graph resident (edges, bins, pixels), plus per-window scratch; a
+    // 3pCF also keeps a packed (x, y, z, w) copy of every point for the dense-neighbourhood kernel
+    // (kernels/src/npcf_count.cu, 32 more bytes a point).
+    const bool dense3 = std::find(job.statistics.begin(), job.statistics.end(),
+                                  Statistic::ThreePoint) != job.statistics.end();
+    p.device_bytes = (dense3 ? 64.0 : 32.0) * n + e.bytes;
     p.tiling = "graph resident on the device when it fits 85% of its free memory, else edge "
                "windows (docs/npcf-cuda.md)";
     p.notes.push_back("estimated time: CPU model only (device rates are in docs/benchmarks.md)");
