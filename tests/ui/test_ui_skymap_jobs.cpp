@@ -351,6 +351,8 @@ void TestUiSkyMapJobs::validationIsInline() {
   QCOMPARE(w.synthesisProblem(), QStringLiteral("C_l file: no file chosen"));
   QVERIFY(!w.openSynthesisFromClFile(QStringLiteral("cl.txt"), 0, 1));
   QCOMPARE(w.synthesisProblem(), QStringLiteral("nside: must be in 1..8192, got 0"));
+  QVERIFY(!w.openDemoMap(9000));
+  QCOMPARE(w.synthesisProblem(), QStringLiteral("nside: must be in 1..8192, got 9000"));
   QVERIFY(!w.isBusy());
   QVERIFY(noDialog(w));
 }

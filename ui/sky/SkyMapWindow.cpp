@@ -321,9 +321,12 @@ bool SkyMapWindow::openMap(const QString& path, int column) {
 
 bool SkyMapWindow::openDemoMap(int nside, std::uint64_t seed) {
   if (nside < 1 || nside > 8192) {
-    reportError(tr("Demo map"), tr("nside must be in 1..8192, got %1.").arg(nside));
+    synthesisProblem_ = tr("nside: must be in 1..8192, got %1").arg(nside);
+    log_->warning(tr("Demo map not started: %1").arg(synthesisProblem_));
+    statusBar()->showMessage(synthesisProblem_, 10000);
     return false;
   }
+  synthesisProblem_.clear();
   return openSynthesisedMap(nside, sky::demoCl(3 * nside - 1), seed);
 }
 
