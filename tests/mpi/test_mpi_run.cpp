@@ -362,6 +362,33 @@ private slots:
         "[job.batch]\ninput = \"maps/m*.fits\"\n");
   }
 
+  void badInputInSplitJobFailsCleanly() {
+    // Every rank reads the catalogue of a split job: the ranks agree on the failure (no abort),
+    // rank 0 reports it once with the one-process message and exit code, nothing is written.
+    const fs::path d = root() / "bad-split";
+    fs::create_directories(d);
+    write_catalogue(d / "gal.txt", 31, 400);
+    write_catalogue(d / "ran.txt", 32, 800);
+    std::string bad = slurp(d / "gal.txt");
+    std::size_t at = 0;
+    for (int l = 0; l < 8; ++l) at = bad.find('\n', at) + 1;
+    bad.insert(at, "1.0 2.0 nan?x 1.0\n");
+    write_text(d / "gal.txt", bad);
+    write_text(d / "job.toml", "data = \"gal.txt\"\nrandoms = \"ran.txt\"\nrmin = 2\nrmax = 12\nnbins = 3\nstat = \"3pcf\"\n"
+                               "output = \"out.h5\"\n");
+    const CliRun one = run_cli({"run", q(d / "job.toml")});
+    QCOMPARE(one.code, 3);
+    QVERIFY2(one.err.contains("gal.txt: line 9, column 3"), qPrintable(one.err));
+    for (int k : {2, 3}) {
+      const CliRun r = mpirun(k, {"run", q(d / "job.toml")});
+      QVERIFY2(r.code == one.code, qPrintable(r.err));
+      QCOMPARE(r.err.count("almagest-cli: error:"), 1);
+      QVERIFY2(r.err.contains("rank 0: ") && r.err.contains("gal.txt: line 9, column 3"), qPrintable(r.err));
+      QVERIFY2(!r.err.contains("MPI_ABORT"), qPrintable(r.err));
+      for (const auto& name : listing(d)) QVERIFY2(name != "out.h5" && name[0] != '.', name.c_str());
+    }
+  }
+
   void stoppedBatchResumesUnderAnotherRankCount() {
     auto make = [&](const char* name) {
       const fs::path d = root() / name;

@@ -52,6 +52,11 @@ std::vector<std::uint8_t> receive_bytes(int source, int tag) {
   return out;
 }
 
+/// A failing rank's exception, to rank 0 (run_split's agreements).
+constexpr int kTagSplitError = 104;
+
+std::vector<std::uint8_t> to_bytes(const std::string& s) { return {s.begin(), s.end()}; }
+
 void send_bytes(const std::vector<std::uint8_t>& b, int dest, int tag) {
   // A running total is far below 2 GiB (the counting tables of one statistic).
   if (b.size() > static_cast<std::size_t>(INT32_MAX)) throw Error("running total too large for one MPI message");
@@ -82,27 +87,42 @@ void run_split(const jobs::RunPlan& plan, std::size_t batch, const CancelToken& 
   const jobs::Member& m = b.members[0];
   const auto t0 = Clock::now();
 
-  // A failure here ends every rank: the others may be waiting for this rank's data.
-  auto fail = [&](std::exception_ptr e) {
+  // A failure inside an exchange (another rank waits for this rank's bytes) ends every rank:
+  // this rank prints its message and aborts all with the front end's exit code.
+  auto abort_with = [&](std::exception_ptr e) {
     std::string message;
     const int code = hooks.exit_code ? hooks.exit_code(e, message) : 1;
     if (hooks.print_error) hooks.print_error("rank " + std::to_string(me) + ": " + m.label, message);
     remove_temp_files_now();
     abort_all(code);
   };
+  // Rank 0 reports a failure as one process does (the member failed: its exception, rethrown by
+  // run_plan_distributed, gives the message and the exit code); the other ranks return.
+  auto report_failure = [&](int who, std::exception_ptr e) {
+    if (me != 0) return;
+    if (hooks.from_rank) hooks.from_rank(who);
+    observer.member_failed(b, m, e);
+    if (hooks.from_rank) hooks.from_rank(0);
+  };
 
   // Resume: rank 0 decides with the one-process rule; every rank follows.
   int skip = 0;
+  std::exception_ptr resume_error;
   if (me == 0) {
     observer.member_started(b, m);
     try {
       skip = options.resume && jobs::stale_reason(*m.job, hashes).empty() ? 1 : 0;
     } catch (...) {
-      fail(std::current_exception());
+      resume_error = std::current_exception();
+      skip = -1;
     }
   }
   MPI_Bcast(&skip, 1, MPI_INT, 0, MPI_COMM_WORLD);
   ++s.members;
+  if (skip < 0) {
+    report_failure(0, resume_error);
+    return;
+  }
   if (skip) {
     ++report.skipped;
     if (me == 0) {
@@ -130,10 +150,29 @@ void run_split(const jobs::RunPlan& plan, std::size_t batch, const CancelToken& 
     try {
       part.statistics = statistics_of(*m.job);
     } catch (...) {
-      fail(std::current_exception());
+      report_failure(0, std::current_exception());  // the same on every rank
+      return;
     }
   }
-  part.all_degrees = [K](const std::vector<std::uint32_t>& mine, std::uint64_t) {
+
+  // Failures outside the exchanges end the job cleanly: every exchange, and the end of the run,
+  // starts with an agreement (MPI_Allreduce, MIN of "the rank that failed, else K"); a rank that
+  // failed joins the next agreement with its rank, so every rank learns who failed at the same
+  // step; the first failing rank sends its exception to rank 0, which reports it as one process.
+  struct OtherRankFailed {};
+  int first_failed = K;
+  bool in_exchange = false;
+  auto agree = [&](int mine) {
+    int first = K;
+    MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    return first;
+  };
+  auto check = [&] {
+    first_failed = agree(K);
+    if (first_failed < K) throw OtherRankFailed{};
+  };
+  part.all_degrees = [K, &check](const std::vector<std::uint32_t>& mine, std::uint64_t) {
+    check();
     std::vector<int> counts(static_cast<std::size_t>(K)), displs(static_cast<std::size_t>(K));
     int n = static_cast<int>(mine.size());
     MPI_Allgather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, MPI_COMM_WORLD);
@@ -146,14 +185,27 @@ void run_split(const jobs::RunPlan& plan, std::size_t batch, const CancelToken& 
     MPI_Allgatherv(mine.data(), n, MPI_UINT32_T, all.data(), counts.data(), displs.data(), MPI_UINT32_T, MPI_COMM_WORLD);
     return all;  // slices in rank order are hubs in order
   };
-  part.receive_prefix = [me](std::vector<std::uint8_t>& bytes) { bytes = receive_bytes(me - 1, wire::kTagChain); };
-  part.pass_total = [me, K](std::vector<std::uint8_t>& bytes) {
+  // One agreement per counting pass on every rank: rank > 0 before it receives the running
+  // total, rank 0 before it passes its own on; from the receive to the send a rank is inside
+  // the exchange (the next rank waits for it).
+  part.receive_prefix = [me, &check, &in_exchange](std::vector<std::uint8_t>& bytes) {
+    check();
+    bytes = receive_bytes(me - 1, wire::kTagChain);
+    in_exchange = true;
+  };
+  part.pass_total = [me, K, &check, &in_exchange](std::vector<std::uint8_t>& bytes) {
+    if (me == 0) {
+      check();
+      in_exchange = true;
+    }
     send_bytes(bytes, me == K - 1 ? 0 : me + 1, wire::kTagChain);
     if (me == 0) bytes = receive_bytes(K - 1, wire::kTagChain);
+    in_exchange = false;
   };
   // Stack: every band's rows to rank 0, in rank order (point to point: a band's hits may pass
   // 2 GiB in total over the ranks, not in one message).
-  rows.gather = [me, K](const std::vector<std::uint8_t>& mine) {
+  rows.gather = [me, K, &check](const std::vector<std::uint8_t>& mine) {
+    check();
     std::vector<std::vector<std::uint8_t>> all;
     if (me != 0) {
       send_bytes(mine, 0, wire::kTagChain);
@@ -165,6 +217,7 @@ void run_split(const jobs::RunPlan& plan, std::size_t batch, const CancelToken& 
   };
 
   std::unique_ptr<jobs::Outcome> outcome;
+  std::exception_ptr own_error;
   try {
     npcf::PartitionScope scope(part);
     stack::RowPartitionScope row_scope(rows);
@@ -176,8 +229,29 @@ void run_split(const jobs::RunPlan& plan, std::size_t batch, const CancelToken& 
     jobs::RunOptions ro;
     ro.write = me == 0;
     outcome = m.job->run(ctx, ro);
+  } catch (const OtherRankFailed&) {
+    // first_failed is known: below.
   } catch (...) {
-    fail(std::current_exception());
+    // (An agreement this rank took part in already named the failing rank when engine code
+    // turned OtherRankFailed into another exception: no second agreement then.)
+    if (first_failed == K) {
+      if (in_exchange) abort_with(std::current_exception());
+      own_error = std::current_exception();
+      first_failed = agree(me);
+    }
+  }
+  if (!own_error && first_failed == K) first_failed = agree(K);  // the end of the run
+  if (first_failed < K) {
+    // Nothing is left half-written: rank 0 writes only at the end of a run that succeeded here,
+    // and a member's OutputSet removes its temporaries when the run throws.
+    std::exception_ptr e = own_error;
+    if (me == first_failed && me != 0) send_bytes(to_bytes(wire::exception_to_json(own_error).dump()), 0, kTagSplitError);
+    if (me == 0 && first_failed != 0) {
+      const std::vector<std::uint8_t> bytes = receive_bytes(first_failed, kTagSplitError);
+      e = wire::exception_from_json(nlohmann::json::parse(std::string(bytes.begin(), bytes.end())));
+    }
+    report_failure(first_failed, e);
+    return;
   }
   const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
   report.busy_s += secs;
