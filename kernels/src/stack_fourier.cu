@@ -564,7 +564,9 @@ void FourierEngine::scan(const DevPlanes& P, int storage, const StackShifts& sh,
   // Variants (ALMAGEST_STACK_FOURIER_GEMM; docs/benchmarks.md, issue 24): v2 (default: both
   // quantities per block, then the separate transpose; 22.7 + 2.0 ms on the reference workload),
   // v2t (v2 writing [q][v][f] itself: 25.3 ms), v3 (one quantity per block, two blocks per SM,
-  // [q][v][f]: 26.7 ms), v1 (phases generated per frequency: 44.9 + 2.0 ms).
+  // [q][v][f]: 26.7 ms), v1 (phases generated per frequency: 44.9 + 2.0 ms). Also measured and
+  // dropped: the last row and column of 16k + 1 grids on the CUDA cores beside 16k x 16k tensor
+  // tiles (no padding to 80): 40.4 ms, the CUDA-core edge is the slower part.
   bool v2 = true, trans = false;
   int nq = 2;
   if (const char* e = std::getenv("ALMAGEST_STACK_FOURIER_GEMM")) {
