@@ -1,12 +1,12 @@
 // Delete-one jackknife against brute force: for every region m and every bin, the engine's
-// realisation equals an O(N^2) / O(N^3) loop written here over the pairs / triangles with no member
-// in region m (normalised weights of the full catalogue, no renormalisation); mean, sigma and the
-// covariance from the brute-force realisations; internal angular regions are equal-count; the
-// text files beside a gramsci result; refusals (periodic box, labels out of range).
+// realisation equals an O(N^2) / O(N^3) loop over the pairs / triangles with no member in region m
+// (tests/common/npcf_region_brute.hpp: normalised weights of the full catalogue, no
+// renormalisation); mean, sigma and the covariance from the brute-force realisations; internal
+// angular regions are equal-count; the text files beside a gramsci result; refusals (periodic
+// box, labels out of range).
 #include <QtTest>
 
 #include <QTemporaryDir>
-#include <array>
 #include <cmath>
 #include <fstream>
 #include <map>
@@ -19,90 +19,22 @@
 #include "almagest/npcf/configurations.hpp"
 #include "almagest/npcf/jackknife.hpp"
 #include "almagest/npcf/job.hpp"
+#include "npcf_region_brute.hpp"
 #include "npcf_testdata.hpp"
+#include "test_tmp.hpp"
 
 using namespace almagest;
 using namespace almagest::npcf;
 
 namespace {
 
-std::string tmp_root() {
-  const char* env = std::getenv("ALMAGEST_TEST_TMP");
-  return env ? env : QDir::tempPath().toStdString();
-}
-
-void write_catalogue(const std::string& path, const io::Catalogue& c) {
-  std::ofstream out(path);
-  out.precision(17);
-  for (std::size_t i = 0; i < c.x.size(); ++i)
-    out << c.x[i] << ' ' << c.y[i] << ' ' << c.z[i] << ' ' << c.w[i] << '\n';
-}
+using test::tmp_root;
 
 void write_labels(const std::string& path, const std::vector<int>& l) {
   std::ofstream out(path);
   out << "# region labels\n";
   for (int v : l) out << v << '\n';
 }
-
-struct Brute {
-  std::vector<double> n, r;  // per row
-};
-
-/// Pairs (2pCF) or triangles (3pCF) with no member in region m (m = 0: all), signed normalised
-/// weights of the full catalogue: data w/sum(w_d), randoms -w/sum(w_r).
-Brute brute(const io::Catalogue& d, const io::Catalogue& rn, const std::vector<int>& labels, int m,
-            const Binning& b, int order) {
-  std::vector<std::array<double, 3>> x;
-  std::vector<double> w;
-  double sd = 0, sr = 0;
-  for (double v : d.w) sd += v;
-  for (double v : rn.w) sr += v;
-  for (std::size_t i = 0; i < d.x.size(); ++i) {
-    x.push_back({d.x[i], d.y[i], d.z[i]});
-    w.push_back(d.w[i] / sd);
-  }
-  for (std::size_t i = 0; i < rn.x.size(); ++i) {
-    x.push_back({rn.x[i], rn.y[i], rn.z[i]});
-    w.push_back(-rn.w[i] / sr);
-  }
-  const std::size_t N = x.size(), nd = d.x.size();
-  auto bin = [&](std::size_t i, std::size_t j) {
-    double s = 0;
-    for (int a = 0; a < 3; ++a) s += (x[i][a] - x[j][a]) * (x[i][a] - x[j][a]);
-    if (!(s > b.rmin * b.rmin && s < b.rmax * b.rmax)) return -1;
-    return b.bin_of(std::sqrt(s));
-  };
-  Brute out;
-  const TriangleTable tt(b.nbins);
-  const std::size_t rows = order == 2 ? static_cast<std::size_t>(b.nbins) : tt.rows();
-  out.n.assign(rows, 0.0);
-  out.r.assign(rows, 0.0);
-  for (std::size_t i = 0; i < N; ++i) {
-    if (labels[i] == m) continue;
-    for (std::size_t j = i + 1; j < N; ++j) {
-      if (labels[j] == m) continue;
-      const int bij = bin(i, j);
-      if (bij < 0) continue;
-      if (order == 2) {
-        out.n[bij] += w[i] * w[j];
-        if (i >= nd) out.r[bij] += w[i] * w[j];
-        continue;
-      }
-      for (std::size_t k = j + 1; k < N; ++k) {
-        if (labels[k] == m) continue;
-        const int bik = bin(i, k), bjk = bin(j, k);
-        if (bik < 0 || bjk < 0) continue;
-        const std::uint32_t row = tt.row(bij, bik, bjk);
-        const double p = w[i] * w[j] * w[k];
-        out.n[row] += p;
-        if (i >= nd) out.r[row] -= p;  // all-random sums made positive: (-1)^3
-      }
-    }
-  }
-  return out;
-}
-
-bool close(double a, double b, double scale) { return std::fabs(a - b) <= 1e-11 * (scale + std::fabs(b)); }
 
 }  // namespace
 
@@ -135,8 +67,8 @@ private slots:
       }
     const int nreg = 6;
     const std::string dp = dir.filePath("d.txt").toStdString(), rp = dir.filePath("r.txt").toStdString();
-    write_catalogue(dp, d);
-    write_catalogue(rp, rn);
+    test::write_xyzw(dp, d);
+    test::write_xyzw(rp, rn);
     std::vector<int> labels;
     test::Rng rng(5);
     for (std::size_t i = 0; i < d.x.size() + rn.x.size(); ++i)
@@ -171,19 +103,19 @@ private slots:
     const std::size_t rows = r.rows();
     QCOMPARE(jk.n.size(), rows * nreg);
     // The full result first, then every realisation, every bin.
-    const Brute full = brute(d, rn, labels, 0, job.config.bins, order);
+    const test::NormalisedCounts full = test::normalised_brute(d, rn, job.config.bins, order, labels, 0);
     double scale = 0;
     for (double x : full.n) scale = std::max(scale, std::fabs(x));
-    for (std::size_t k = 0; k < rows; ++k) QVERIFY(close(r.n[k], full.n[k], scale));
+    for (std::size_t k = 0; k < rows; ++k) QVERIFY(test::close_to_brute(r.n[k], full.n[k], scale));
     std::vector<std::vector<double>> est(nreg);
     int nonzero = 0;
     for (int m = 1; m <= nreg; ++m) {
-      const Brute b = brute(d, rn, labels, m, job.config.bins, order);
+      const test::NormalisedCounts b = test::normalised_brute(d, rn, job.config.bins, order, labels, m);
       for (std::size_t k = 0; k < rows; ++k) {
         const std::size_t at = static_cast<std::size_t>(m - 1) * rows + k;
-        QVERIFY2(close(jk.n[at], b.n[k], scale),
+        QVERIFY2(test::close_to_brute(jk.n[at], b.n[k], scale),
                  qPrintable(QString("region %1 row %2: n %3 vs brute %4").arg(m).arg(k).arg(jk.n[at]).arg(b.n[k])));
-        QVERIFY2(close(jk.r[at], b.r[k], scale),
+        QVERIFY2(test::close_to_brute(jk.r[at], b.r[k], scale),
                  qPrintable(QString("region %1 row %2: r %3 vs brute %4").arg(m).arg(k).arg(jk.r[at]).arg(b.r[k])));
         est[m - 1].push_back(b.r[k] != 0 ? b.n[k] / b.r[k] : 0.0);
         nonzero += b.n[k] != full.n[k];
@@ -218,8 +150,8 @@ private slots:
     for (auto* c : {&d, &rn})
       for (auto& x : c->x) x += 80.0;
     const std::string dp = dir.filePath("d.txt").toStdString(), rp = dir.filePath("r.txt").toStdString();
-    write_catalogue(dp, d);
-    write_catalogue(rp, rn);
+    test::write_xyzw(dp, d);
+    test::write_xyzw(rp, rn);
     const std::string out = dir.filePath("xi.txt").toStdString();
     schema::Values v{{"stat", std::string("2pcf")}, {"data", dp}, {"randoms", rp}, {"rmin", 1.0},
                      {"rmax", 20.0}, {"nbins", std::int64_t{5}}, {"jackknife", std::int64_t{4}},

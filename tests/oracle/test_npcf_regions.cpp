@@ -1,16 +1,14 @@
 // Several sky regions in one job against brute force: two regions (each its own data and randoms,
-// weighted, different sizes and summed weights) counted by O(N^2) / O(N^3) loops written here,
-// each normalised within its region, combined as sum_g S_g^k X_g / (sum S)^k (k = 2 pairs,
-// 3 triangles); the engine's combined counts and estimators equal it, and each region's own result
-// equals a one-region job on that region's catalogues. The 4pCF's combined zeta_disc equals the
-// one rebuilt here from the combined internal pair counts (S^2). Files: HDF5 region groups, text
-// files per region; refusals.
+// weighted, different sizes and summed weights) counted by O(N^2) / O(N^3) loops
+// (tests/common/npcf_region_brute.hpp), each normalised within its region, combined as
+// sum_g S_g^k X_g / (sum S)^k (k = 2 pairs, 3 triangles); the engine's combined counts and
+// estimators equal it, and each region's own result equals a one-region job on that region's
+// catalogues. The 4pCF's combined zeta_disc equals the one rebuilt here from the combined internal
+// pair counts (S^2). Files: HDF5 region groups, text files per region; refusals.
 #include <QtTest>
 
 #include <QTemporaryDir>
-#include <array>
 #include <cmath>
-#include <fstream>
 #include <string>
 #include <vector>
 
@@ -19,85 +17,22 @@
 #include "almagest/jobs/job.hpp"
 #include "almagest/npcf/configurations.hpp"
 #include "almagest/npcf/job.hpp"
+#include "npcf_region_brute.hpp"
 #include "npcf_testdata.hpp"
+#include "test_tmp.hpp"
 
 using namespace almagest;
 using namespace almagest::npcf;
 
 namespace {
 
-std::string tmp_root() {
-  const char* env = std::getenv("ALMAGEST_TEST_TMP");
-  return env ? env : QDir::tempPath().toStdString();
-}
-
-void write_catalogue(const std::string& path, const io::Catalogue& c) {
-  std::ofstream out(path);
-  out.precision(17);
-  for (std::size_t i = 0; i < c.x.size(); ++i)
-    out << c.x[i] << ' ' << c.y[i] << ' ' << c.z[i] << ' ' << c.w[i] << '\n';
-}
-
-struct Brute {
-  std::vector<double> n, r;  // per row
-};
-
-/// One region's normalised counts: data w/sum(w_d), randoms -w/sum(w_r), pairs or triangles with
-/// every side in (rmin, rmax).
-Brute brute(const io::Catalogue& d, const io::Catalogue& rn, const Binning& b, int order) {
-  std::vector<std::array<double, 3>> x;
-  std::vector<double> w;
-  double sd = 0, sr = 0;
-  for (double v : d.w) sd += v;
-  for (double v : rn.w) sr += v;
-  for (std::size_t i = 0; i < d.x.size(); ++i) {
-    x.push_back({d.x[i], d.y[i], d.z[i]});
-    w.push_back(d.w[i] / sd);
-  }
-  for (std::size_t i = 0; i < rn.x.size(); ++i) {
-    x.push_back({rn.x[i], rn.y[i], rn.z[i]});
-    w.push_back(-rn.w[i] / sr);
-  }
-  const std::size_t N = x.size(), nd = d.x.size();
-  auto bin = [&](std::size_t i, std::size_t j) {
-    double s = 0;
-    for (int a = 0; a < 3; ++a) s += (x[i][a] - x[j][a]) * (x[i][a] - x[j][a]);
-    if (!(s > b.rmin * b.rmin && s < b.rmax * b.rmax)) return -1;
-    return b.bin_of(std::sqrt(s));
-  };
-  Brute out;
-  const TriangleTable tt(b.nbins);
-  const std::size_t rows = order == 2 ? static_cast<std::size_t>(b.nbins) : tt.rows();
-  out.n.assign(rows, 0.0);
-  out.r.assign(rows, 0.0);
-  for (std::size_t i = 0; i < N; ++i)
-    for (std::size_t j = i + 1; j < N; ++j) {
-      const int bij = bin(i, j);
-      if (bij < 0) continue;
-      if (order == 2) {
-        out.n[bij] += w[i] * w[j];
-        if (i >= nd) out.r[bij] += w[i] * w[j];
-        continue;
-      }
-      for (std::size_t k = j + 1; k < N; ++k) {
-        const int bik = bin(i, k), bjk = bin(j, k);
-        if (bik < 0 || bjk < 0) continue;
-        const std::uint32_t row = tt.row(bij, bik, bjk);
-        const double p = w[i] * w[j] * w[k];
-        out.n[row] += p;
-        if (i >= nd) out.r[row] -= p;  // all-random sums made positive: (-1)^3
-      }
-    }
-  return out;
-}
+using test::tmp_root;
 
 double wsum(const io::Catalogue& c) {
   double s = 0;
   for (double v : c.w) s += v;
   return s;
 }
-
-bool close(double a, double b, double scale) { return std::fabs(a - b) <= 1e-11 * (scale + std::fabs(b)); }
 
 struct Fixture {
   QTemporaryDir dir{QString::fromStdString(tmp_root() + "/npcf_regions_XXXXXX")};
@@ -113,8 +48,8 @@ struct Fixture {
         for (auto& v : c->x) v += 200.0 * g;
       dp[g] = dir.filePath(QString("d%1.txt").arg(g)).toStdString();
       rp[g] = dir.filePath(QString("r%1.txt").arg(g)).toStdString();
-      write_catalogue(dp[g], d[g]);
-      write_catalogue(rp[g], rn[g]);
+      test::write_xyzw(dp[g], d[g]);
+      test::write_xyzw(rp[g], rn[g]);
     }
   }
   schema::Values values(const std::string& stat, const std::string& out) const {
@@ -152,7 +87,8 @@ private slots:
     QCOMPARE(o.region_results.size(), std::size_t(2));
     const NpcfResult& c = o.results[0];
     const Binning& bins = c.config.bins;
-    const Brute b0 = brute(fx.d[0], fx.rn[0], bins, order), b1 = brute(fx.d[1], fx.rn[1], bins, order);
+    const test::NormalisedCounts b0 = test::normalised_brute(fx.d[0], fx.rn[0], bins, order),
+                                 b1 = test::normalised_brute(fx.d[1], fx.rn[1], bins, order);
     const double s0 = wsum(fx.d[0]), s1 = wsum(fx.d[1]);
     const double f0 = std::pow(s0 / (s0 + s1), order), f1 = std::pow(s1 / (s0 + s1), order);
     QVERIFY(std::fabs(f0 - f1) > 0.05);  // the weights matter
@@ -161,15 +97,15 @@ private slots:
     int nonzero = 0;
     for (std::size_t k = 0; k < c.rows(); ++k) {
       const double n = f0 * b0.n[k] + f1 * b1.n[k], r = f0 * b0.r[k] + f1 * b1.r[k];
-      QVERIFY2(close(c.n[k], n, scale), qPrintable(QString("row %1: n %2 vs %3").arg(k).arg(c.n[k]).arg(n)));
-      QVERIFY2(close(c.r[k], r, scale), qPrintable(QString("row %1: r %2 vs %3").arg(k).arg(c.r[k]).arg(r)));
+      QVERIFY2(test::close_to_brute(c.n[k], n, scale), qPrintable(QString("row %1: n %2 vs %3").arg(k).arg(c.n[k]).arg(n)));
+      QVERIFY2(test::close_to_brute(c.r[k], r, scale), qPrintable(QString("row %1: r %2 vs %3").arg(k).arg(c.r[k]).arg(r)));
       const double est = r != 0 ? n / r : 0.0;
       QVERIFY(std::fabs(c.estimator[k] - est) <= 1e-9 * (1 + std::fabs(est)));
       // Not the plain average of the two regions' estimators (the combination is of counts).
       nonzero += r != 0;
       // Each region's own counts are its brute force.
-      QVERIFY(close(o.region_results[0][0].n[k], b0.n[k], scale));
-      QVERIFY(close(o.region_results[1][0].r[k], b1.r[k], scale));
+      QVERIFY(test::close_to_brute(o.region_results[0][0].n[k], b0.n[k], scale));
+      QVERIFY(test::close_to_brute(o.region_results[1][0].r[k], b1.r[k], scale));
     }
     QVERIFY(nonzero > 0);
     QCOMPARE(c.ndata, std::uint64_t(fx.d[0].x.size() + fx.d[1].x.size()));
@@ -207,7 +143,8 @@ private slots:
     const double s0 = wsum(fx.d[0]), s1 = wsum(fx.d[1]);
     const double t = s0 + s1;
     // Internal xi from the combined pair counts (S^2), by brute force.
-    const Brute p0 = brute(fx.d[0], fx.rn[0], c.config.bins, 2), p1 = brute(fx.d[1], fx.rn[1], c.config.bins, 2);
+    const test::NormalisedCounts p0 = test::normalised_brute(fx.d[0], fx.rn[0], c.config.bins, 2),
+                                 p1 = test::normalised_brute(fx.d[1], fx.rn[1], c.config.bins, 2);
     std::vector<double> xi(3);
     for (int b = 0; b < 3; ++b) {
       const double n = s0 * s0 / (t * t) * p0.n[b] + s1 * s1 / (t * t) * p1.n[b];

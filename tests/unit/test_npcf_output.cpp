@@ -16,16 +16,14 @@
 #include "almagest/npcf/plan.hpp"
 #include "almagest/npcf/read_gramsci.hpp"
 #include "almagest/npcf/synthetic.hpp"
+#include "test_tmp.hpp"
 
 using namespace almagest;
 using namespace almagest::npcf;
 
 namespace {
 
-std::string tmp_root() {
-  const char* env = std::getenv("ALMAGEST_TEST_TMP");
-  return env ? env : QDir::tempPath().toStdString();
-}
+using test::tmp_root;
 
 PointSet catalogue(std::size_t n, std::uint64_t seed) {
   const auto cats = synthetic::benchmark_catalogues(n, seed, 200.0);
