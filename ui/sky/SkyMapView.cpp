@@ -22,8 +22,8 @@ QString number(double v) { return QString::number(v, 'g', 6); }
 SkyMapView::SkyMapView(QWidget* parent) : QWidget(parent) {
   setMouseTracking(true);
   setAttribute(Qt::WA_OpaquePaintEvent, false);
-  setToolTip(tr("Mollweide projection (centre: longitude 0, longitude increasing to the left). "
-                "Move the mouse over the map to read direction, pixel and value."));
+  setToolTip(tr("The map in the display toolbar's projection (the sky seen from inside: longitude increasing "
+                "to the left). Move the mouse over the map to read direction, pixel and value."));
 }
 
 void SkyMapView::setMap(sky::SkyMapPtr map, int column, const QImage& image, double min, double max,
