@@ -32,6 +32,7 @@
 #include <QJsonArray>
 
 #include <algorithm>
+#include <chrono>
 #include <limits>
 
 #include "npcf/ConfigurationGeometry.hpp"
@@ -51,9 +52,18 @@ constexpr double kBackgroundBottom[3] = {0.015, 0.020, 0.050};
 constexpr double kBackgroundTop[3] = {0.090, 0.115, 0.200};
 
 struct Cloud {
-  vtkNew<vtkPolyData> poly, lodPoly;
-  vtkNew<vtkPolyDataMapper> mapper, lodMapper;
-  vtkNew<vtkActor> actor, lodActor;  // the LOD actor shares the property
+  static constexpr int kLevels = PointCloudScene::kLodLevels;
+  vtkNew<vtkPolyData> poly;
+  vtkNew<vtkPolyDataMapper> mapper;
+  vtkNew<vtkActor> actor;
+  // Level-of-detail subsamples, finest first (PointCloudScene::kLodPoints[l] points at most),
+  // drawn as flat points of the same colour (no sphere shading) while the camera moves.
+  vtkNew<vtkPolyData> lodPoly[kLevels];
+  vtkNew<vtkPolyDataMapper> lodMapper[kLevels];
+  vtkNew<vtkActor> lodActor[kLevels];
+  vtkNew<vtkProperty> lodProperty;
+  std::size_t lodShown[kLevels] = {};
+  double lodShare = 1.0;  // of kLodPoints: randoms (uniform, a backdrop) get a third of the data's
   std::size_t shown = 0;
   std::size_t total = 0;
   std::size_t stride = 1;
@@ -63,12 +73,24 @@ struct Cloud {
     mapper->SetInputData(poly);
     mapper->ScalarVisibilityOff();
     actor->SetMapper(mapper);
-    lodMapper->SetInputData(lodPoly);
-    lodMapper->ScalarVisibilityOff();
-    lodActor->SetMapper(lodMapper);
-    lodActor->SetProperty(actor->GetProperty());
-    lodActor->SetVisibility(false);
-    lodActor->PickableOff();
+    lodProperty->SetLighting(false);
+    for (int l = 0; l < kLevels; ++l) {
+      lodMapper[l]->SetInputData(lodPoly[l]);
+      lodMapper[l]->ScalarVisibilityOff();
+      lodActor[l]->SetMapper(lodMapper[l]);
+      lodActor[l]->SetProperty(lodProperty);
+      lodActor[l]->SetVisibility(false);
+      lodActor[l]->PickableOff();
+    }
+  }
+
+  // The LOD property follows the full one: colour, and a point size a little smaller than the
+  // full one's (flat squares cover more than shaded spheres).
+  void syncLodProperty() {
+    vtkProperty* p = actor->GetProperty();
+    lodProperty->SetColor(p->GetColor());
+    lodProperty->SetPointSize(std::max(1.0f, std::min(3.0f, p->GetPointSize() - 1.0f)));
+    lodProperty->SetOpacity(p->GetOpacity());
   }
 
   static void fill(vtkPolyData* poly, const almagest::io::Catalogue* cat, std::size_t stride, std::size_t& n) {
@@ -95,14 +117,16 @@ struct Cloud {
   }
 
   // Copies every k-th point so that at most `maxPoints` are drawn (one vertex cell per point),
-  // and every k'-th for the level of detail.
+  // and every k_l-th for each level of detail.
   void set(const almagest::io::Catalogue* cat, std::size_t maxPoints) {
     total = cat ? cat->size() : 0;
     stride = total > 0 ? (total + maxPoints - 1) / maxPoints : 1;
     fill(poly, cat, stride, shown);
-    std::size_t lodShown = 0;
-    const std::size_t lodStride = total > 0 ? std::max(stride, (total + PointCloudScene::kLodPoints - 1) / PointCloudScene::kLodPoints) : 1;
-    fill(lodPoly, lodStride > stride ? cat : nullptr, lodStride, lodShown);
+    for (int l = 0; l < kLevels; ++l) {
+      const std::size_t cap = std::max<std::size_t>(1000, static_cast<std::size_t>(PointCloudScene::kLodPoints[l] * lodShare));
+      const std::size_t lodStride = total > 0 ? std::max(stride, (total + cap - 1) / cap) : 1;
+      fill(lodPoly[l], lodStride > stride ? cat : nullptr, lodStride, lodShown[l]);
+    }
     wmin = 1;
     wmax = 1;
     if (cat && !cat->w.empty()) {
@@ -113,11 +137,13 @@ struct Cloud {
     actor->SetVisibility(shown > 0);
   }
 
-  bool hasLod() const { return lodPoly->GetNumberOfPoints() > 0; }
-  void setLod(bool on, bool visible) {
-    const bool lod = on && hasLod();
+  bool hasLod() const { return lodShown[0] > 0; }
+  /// Points drawn now at `level` (the full cloud where the level has no subsample).
+  std::size_t drawnAt(int level) const { return lodShown[level] > 0 ? lodShown[level] : shown; }
+  void setLod(bool on, int level, bool visible) {
+    const bool lod = on && lodShown[level] > 0;
     actor->SetVisibility(visible && shown > 0 && !lod);
-    lodActor->SetVisibility(visible && shown > 0 && lod);
+    for (int l = 0; l < kLevels; ++l) lodActor[l]->SetVisibility(visible && shown > 0 && lod && l == level);
   }
 
   void bounds(double b[6]) const {
@@ -151,6 +177,10 @@ struct PointCloudScene::Impl {
   vtkNew<vtkTextActor> title, dataCaption, randomCaption, extent, status;
   bool randomsVisible = true;
   bool lod = false;
+  bool adaptive = true;
+  int lodLevel = 1;  // adapted to the frame time while interacting (see the renderer observer)
+  vtkNew<vtkCallbackCommand> frameObserver;
+  std::chrono::steady_clock::time_point frameStart;
   ColourBy colourBy = ColourBy::Sample;
   bool clipped = false;
   std::array<double, 6> clipBox{0, 0, 0, 0, 0, 0};
@@ -166,8 +196,23 @@ struct PointCloudScene::Impl {
   vtkInteractorObserver* observedStyle = nullptr;
 
   void applyLod() {
-    data.setLod(lod, true);
-    randoms.setLod(lod, randomsVisible);
+    data.syncLodProperty();
+    randoms.syncLodProperty();
+    data.setLod(lod, lodLevel, true);
+    randoms.setLod(lod, lodLevel, randomsVisible);
+  }
+
+  // After each frame rendered while the camera moves: a frame slower than the budget selects a
+  // coarser level for the next one, a fast one a finer level (as vtkLODActor does).
+  void adaptLod(double seconds) {
+    if (!lod || !adaptive) return;
+    int next = lodLevel;
+    if (seconds > PointCloudScene::kFrameBudget && lodLevel + 1 < PointCloudScene::kLodLevels) ++next;
+    else if (seconds < PointCloudScene::kFrameBudget / 3 && lodLevel > 0) --next;
+    if (next != lodLevel) {
+      lodLevel = next;
+      applyLod();
+    }
   }
 
   void applyColours() {
@@ -177,7 +222,8 @@ struct PointCloudScene::Impl {
     if (!(hi > lo)) hi = lo + 1;
     weightLut->SetTableRange(lo, hi);
     for (Cloud* c : {&data, &randoms})
-      for (vtkPolyDataMapper* m : {c->mapper.Get(), c->lodMapper.Get()}) {
+      for (int l = -1; l < Cloud::kLevels; ++l) {
+        vtkPolyDataMapper* m = l < 0 ? c->mapper.Get() : c->lodMapper[l].Get();
         m->SetScalarVisibility(byWeight);
         m->SetLookupTable(weightLut);
         m->SetScalarRange(lo, hi);
@@ -240,6 +286,7 @@ struct PointCloudScene::Impl {
 
 PointCloudScene::PointCloudScene(VtkView* view) : d_(std::make_unique<Impl>()) {
   d_->view = view;
+  d_->randoms.lodShare = 1.0 / 3.0;
   vtkRenderer* ren = view->renderer();
   ren->GradientBackgroundOn();
   ren->SetBackground(kBackgroundBottom[0], kBackgroundBottom[1], kBackgroundBottom[2]);
@@ -341,8 +388,25 @@ PointCloudScene::PointCloudScene(VtkView* view) : d_(std::make_unique<Impl>()) {
       style->AddObserver(vtkCommand::EndInteractionEvent, d_->interactionObserver);
       d_->observedStyle = style;
     }
-  ren->AddActor(d_->randoms.lodActor);
-  ren->AddActor(d_->data.lodActor);
+  for (int l = 0; l < kLodLevels; ++l) {
+    ren->AddActor(d_->randoms.lodActor[l]);
+    ren->AddActor(d_->data.lodActor[l]);
+  }
+  // The wall time of every frame rendered while interacting (until the software rasteriser has
+  // finished it: WaitForCompletion), for the adaptive level of detail.
+  d_->frameObserver->SetClientData(d_.get());
+  d_->frameObserver->SetCallback([](vtkObject*, unsigned long event, void* client, void*) {
+    auto* d = static_cast<Impl*>(client);
+    if (!d->lod) return;
+    if (event == vtkCommand::StartEvent) {
+      d->frameStart = std::chrono::steady_clock::now();
+      return;
+    }
+    d->view->renderWindow()->WaitForCompletion();
+    d->adaptLod(std::chrono::duration<double>(std::chrono::steady_clock::now() - d->frameStart).count());
+  });
+  ren->AddObserver(vtkCommand::StartEvent, d_->frameObserver);
+  ren->AddObserver(vtkCommand::EndEvent, d_->frameObserver);
   ren->AddActor(d_->randoms.actor);
   ren->AddActor(d_->data.actor);
   ren->AddActor(d_->outlineActor);
@@ -363,9 +427,12 @@ PointCloudScene::PointCloudScene(VtkView* view) : d_(std::make_unique<Impl>()) {
 PointCloudScene::~PointCloudScene() {
   vtkRenderer* ren = d_->view->renderer();
   if (d_->observedStyle) d_->observedStyle->RemoveObserver(d_->interactionObserver);
-  for (vtkActor* a : {d_->spokeActor.Get(), d_->tupleActor.Get(), d_->hubActor.Get(), d_->randoms.lodActor.Get(),
-                      d_->data.lodActor.Get()})
-    ren->RemoveActor(a);
+  ren->RemoveObserver(d_->frameObserver);
+  for (vtkActor* a : {d_->spokeActor.Get(), d_->tupleActor.Get(), d_->hubActor.Get()}) ren->RemoveActor(a);
+  for (int l = 0; l < kLodLevels; ++l) {
+    ren->RemoveActor(d_->randoms.lodActor[l]);
+    ren->RemoveActor(d_->data.lodActor[l]);
+  }
   ren->RemoveActor(d_->randoms.actor);
   ren->RemoveActor(d_->data.actor);
   ren->RemoveActor(d_->outlineActor);
@@ -435,6 +502,20 @@ void PointCloudScene::endInteraction() {
 }
 
 bool PointCloudScene::lodActive() const noexcept { return d_->lod && (d_->data.hasLod() || d_->randoms.hasLod()); }
+
+int PointCloudScene::lodLevel() const noexcept { return d_->lodLevel; }
+
+void PointCloudScene::setLodLevel(int level, bool adaptive) {
+  d_->lodLevel = std::clamp(level, 0, kLodLevels - 1);
+  d_->adaptive = adaptive;
+  d_->applyLod();
+  d_->view->requestRender();
+}
+
+std::size_t PointCloudScene::drawnPoints() const noexcept {
+  if (!lodActive()) return d_->data.shown + (d_->randomsVisible ? d_->randoms.shown : 0);
+  return d_->data.drawnAt(d_->lodLevel) + (d_->randomsVisible ? d_->randoms.drawnAt(d_->lodLevel) : 0);
+}
 
 void PointCloudScene::setColourBy(ColourBy c) {
   d_->colourBy = c;

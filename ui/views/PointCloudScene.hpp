@@ -6,9 +6,10 @@
 // outlive the call. No VTK types appear in this header.
 //
 // Level of detail: while the camera moves (an interaction of the trackball style, or
-// beginInteraction()), clouds above kLodPoints are drawn as an even subsample of kLodPoints
-// (a second actor sharing the properties), so 10^6 points stay interactive; at rest every shown
-// point is drawn. Also: colour by sample (data gold, randoms blue) or by weight, a clipping box,
+// beginInteraction()), clouds above kLodPoints[l] are drawn as an even subsample of that many
+// flat points (one of kLodLevels precomputed actors of the same colour, chosen from the last
+// frame's render time), so 10^6 points stay interactive on a software renderer; at rest every
+// shown point is drawn as before. Also: colour by sample (data gold, randoms blue) or by weight, a clipping box,
 // and the neighbour graph of one point (NeighbourGraph: spokes coloured by radial bin, the
 // matching triangles/tetrahedra through it in orange).
 #include <QString>
@@ -31,8 +32,12 @@ class PointCloudScene {
 public:
   /// Points drawn per catalogue at most; larger catalogues show every k-th point.
   static constexpr std::size_t kMaxShownPoints = 1200000;
-  /// Points per cloud drawn while the camera moves.
-  static constexpr std::size_t kLodPoints = 150000;
+  /// Levels of detail while the camera moves: at most kLodPoints[l] data points and a third as
+  /// many randoms (a uniform backdrop), drawn as flat points; the level is chosen from the last frame's render time (coarser above
+  /// kFrameBudget seconds, finer below a third of it), starting at level 1.
+  static constexpr int kLodLevels = 4;
+  static constexpr std::size_t kLodPoints[kLodLevels] = {120000, 40000, 12000, 4000};
+  static constexpr double kFrameBudget = 0.040;
   enum class ColourBy { Sample, Weight };
 
   /// Adds the scene's props to view->renderer(). `view` must outlive the scene.
@@ -58,6 +63,13 @@ public:
   void beginInteraction();
   void endInteraction();
   bool lodActive() const noexcept;
+  /// The level of detail in use while interacting (0 finest).
+  int lodLevel() const noexcept;
+  /// Sets the level; with `adaptive` false it stays there (benchmarks), else the frame time
+  /// moves it again.
+  void setLodLevel(int level, bool adaptive = true);
+  /// Points drawn in the next frame (both clouds, the level of detail's while interacting).
+  std::size_t drawnPoints() const noexcept;
 
   void setColourBy(ColourBy c);
   ColourBy colourBy() const noexcept;
