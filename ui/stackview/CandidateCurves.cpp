@@ -1,6 +1,7 @@
 #include "stackview/CandidateCurves.hpp"
 
 #include <QChart>
+#include <QFont>
 #include <QChartView>
 #include <QLegend>
 #include <QLegendMarker>
@@ -17,11 +18,26 @@ namespace almagest::ui::stackview {
 
 namespace {
 
-QValueAxis* axis(const QString& title) {
+QValueAxis* axis(const QString& title, int ticks) {
   auto* a = new QValueAxis;
   a->setTitleText(title);
   a->setLabelFormat(QStringLiteral("%.3g"));
+  a->setTickCount(ticks);
+  QFont f = a->labelsFont();
+  f.setPointSizeF(std::max(6.0, f.pointSizeF() * 0.85));
+  a->setLabelsFont(f);
+  a->setTitleFont(f);
   return a;
+}
+
+void compactLegend(QChart* c) {
+  c->legend()->setAlignment(Qt::AlignTop);
+  QFont f = c->legend()->font();
+  f.setPointSizeF(std::max(6.0, f.pointSizeF() * 0.85));
+  c->legend()->setFont(f);
+  c->legend()->setContentsMargins(0, 0, 0, 0);
+  c->setMargins(QMargins(0, 0, 0, 0));
+  c->setBackgroundRoundness(0);
 }
 
 /// Range of the series' y values with a 5% margin (a flat curve gets +-1).
@@ -47,7 +63,7 @@ CandidateCurves::CandidateCurves(QWidget* parent) : QWidget(parent) {
   layout->setSpacing(2);
 
   auto* c1 = new QChart;
-  c1->setTitle(tr("psi and phi along the track"));
+  c1->setToolTip(tr("psi and phi sampled along the predicted track (unobserved exposures left out)"));
   c1->setMargins(QMargins(2, 2, 2, 2));
   psi_ = new QLineSeries;
   psi_->setName(tr("psi_e"));
@@ -59,9 +75,12 @@ CandidateCurves::CandidateCurves(QWidget* parent) : QWidget(parent) {
   c1->addSeries(psi_);
   c1->addSeries(psiDots_);
   c1->addSeries(phi_);
-  tAxis1_ = axis(tr("t [days]"));
-  psiAxis_ = axis(tr("psi"));
-  phiAxis_ = axis(tr("phi"));
+  tAxis1_ = axis(tr("t [days]"), 5);
+  psiAxis_ = axis(tr("psi"), 3);
+  phiAxis_ = axis(tr("phi"), 3);
+  // The two charts share t: only the lower one labels it, the upper keeps its height for curves.
+  tAxis1_->setLabelsVisible(false);
+  tAxis1_->setTitleVisible(false);
   c1->addAxis(tAxis1_, Qt::AlignBottom);
   c1->addAxis(psiAxis_, Qt::AlignLeft);
   c1->addAxis(phiAxis_, Qt::AlignRight);
@@ -71,35 +90,36 @@ CandidateCurves::CandidateCurves(QWidget* parent) : QWidget(parent) {
   }
   phi_->attachAxis(tAxis1_);
   phi_->attachAxis(phiAxis_);
-  c1->legend()->setAlignment(Qt::AlignTop);
+  compactLegend(c1);
   c1->legend()->markers(psiDots_).value(0)->setVisible(false);
   samplesView_ = new QChartView(c1, this);
   samplesView_->setObjectName(QStringLiteral("curvesSamples"));
   samplesView_->setRenderHint(QPainter::Antialiasing);
-  samplesView_->setMinimumHeight(150);
+  samplesView_->setMinimumHeight(110);
 
   auto* c2 = new QChart;
-  c2->setTitle(tr("likelihood per exposure and running Z"));
+  c2->setToolTip(tr("Single-exposure likelihood psi/sqrt(phi) and the running Z of the exposures so far"));
   c2->setMargins(QMargins(2, 2, 2, 2));
   lik_ = new QLineSeries;
   lik_->setName(tr("L_e = psi_e / sqrt(phi_e)"));
   runZ_ = new QLineSeries;
-  runZ_->setName(tr("running Z"));
+  runZ_->setName(tr("running Z   (x: t [d])"));
   c2->addSeries(lik_);
   c2->addSeries(runZ_);
-  tAxis2_ = axis(tr("t [days]"));
-  lAxis_ = axis(tr("L, Z"));
+  tAxis2_ = axis(tr("t [days]"), 5);
+  lAxis_ = axis(tr("L, Z"), 4);
+  tAxis2_->setTitleVisible(false);  // the legend says "t [d]": the labels keep the room
   c2->addAxis(tAxis2_, Qt::AlignBottom);
   c2->addAxis(lAxis_, Qt::AlignLeft);
   for (auto* s : {lik_, runZ_}) {
     s->attachAxis(tAxis2_);
     s->attachAxis(lAxis_);
   }
-  c2->legend()->setAlignment(Qt::AlignTop);
+  compactLegend(c2);
   likelihoodView_ = new QChartView(c2, this);
   likelihoodView_->setObjectName(QStringLiteral("curvesLikelihood"));
   likelihoodView_->setRenderHint(QPainter::Antialiasing);
-  likelihoodView_->setMinimumHeight(150);
+  likelihoodView_->setMinimumHeight(110);
 
   layout->addWidget(samplesView_, 1);
   layout->addWidget(likelihoodView_, 1);

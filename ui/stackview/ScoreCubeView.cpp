@@ -14,6 +14,7 @@
 #include <vtkCubeAxesActor.h>
 #include <vtkFloatArray.h>
 #include <vtkFlyingEdges3D.h>
+#include <vtkGenericOpenGLRenderWindow.h>
 #include <vtkIdList.h>
 #include <vtkImageData.h>
 #include <vtkImageProperty.h>
@@ -56,6 +57,7 @@ struct ScoreCubeView::Impl {
   vtkSmartPointer<vtkCubeAxesActor> axes;
   vtkSmartPointer<vtkScalarBarActor> bar;
   vtkSmartPointer<vtkLookupTable> lut;
+  vtkSmartPointer<vtkRenderer> overlay;  ///< layer 1: the candidate markers, drawn over the surfaces
   float zMax = 1;
 };
 
@@ -86,8 +88,10 @@ ScoreCubeView::ScoreCubeView(QWidget* parent) : QWidget(parent), d_(std::make_un
   bar->addWidget(axisBox_);
   bar->addWidget(sliceSpin_);
   bar->addWidget(isoCheck_);
-  bar->addWidget(caption_, 1);
+  bar->addStretch(1);
   layout->addLayout(bar);
+  caption_->setContentsMargins(6, 0, 6, 0);
+  layout->addWidget(caption_);
   view_ = new VtkView(this);
   view_->setObjectName(QStringLiteral("cubeVtkView"));
   view_->setMinimumSize(320, 240);
@@ -95,6 +99,13 @@ ScoreCubeView::ScoreCubeView(QWidget* parent) : QWidget(parent), d_(std::make_un
                        "Drag rotates, wheel zooms"));
   layout->addWidget(view_, 1);
   view_->renderer()->SetBackground(0.06, 0.07, 0.10);
+  // Candidates sit inside their isosurface: their markers go on a layer above, same camera.
+  d_->overlay = vtkSmartPointer<vtkRenderer>::New();
+  d_->overlay->SetLayer(1);
+  d_->overlay->InteractiveOff();
+  d_->overlay->SetActiveCamera(view_->renderer()->GetActiveCamera());
+  view_->renderWindow()->SetNumberOfLayers(2);
+  view_->renderWindow()->AddRenderer(d_->overlay);
   connect(modeBox_, &QComboBox::currentIndexChanged, this, [this](int i) { setMode(i == 0 ? Mode::Volume : Mode::Slice); });
   connect(axisBox_, &QComboBox::currentIndexChanged, this,
           [this](int i) { setSlice(static_cast<SliceAxis>(i), sliceSpin_->value()); });
@@ -164,6 +175,7 @@ void ScoreCubeView::setIsosurfaceVisible(bool on) {
 void ScoreCubeView::rebuild() {
   vtkRenderer* ren = view_->renderer();
   ren->RemoveAllViewProps();
+  d_->overlay->RemoveAllViewProps();
   axisBox_->setEnabled(mode_ == Mode::Slice);
   sliceSpin_->setEnabled(mode_ == Mode::Slice);
   if (!cube_ || cube_->z.empty()) {
@@ -234,9 +246,9 @@ void ScoreCubeView::rebuild() {
     }
     vtkNew<vtkPiecewiseFunction> opacity;  // noise transparent, the threshold and above opaque
     opacity->AddPoint(std::min<double>(zMin, 0.0), 0.0);
-    opacity->AddPoint(0.5 * thr, 0.0);
-    opacity->AddPoint(thr, 0.25);
-    opacity->AddPoint(std::max<double>(d_->zMax, thr + 1e-3), 0.9);
+    opacity->AddPoint(0.4 * thr, 0.0);
+    opacity->AddPoint(thr, 0.12);
+    opacity->AddPoint(std::max<double>(d_->zMax, thr + 1e-3), 0.6);
     vtkNew<vtkVolumeProperty> prop;
     prop->SetColor(colour);
     prop->SetScalarOpacity(opacity);
@@ -271,7 +283,9 @@ void ScoreCubeView::rebuild() {
     d_->isoActor = vtkSmartPointer<vtkActor>::New();
     d_->isoActor->SetMapper(m);
     d_->isoActor->GetProperty()->SetColor(1.0, 0.55, 0.1);
-    d_->isoActor->GetProperty()->SetOpacity(mode_ == Mode::Volume ? 0.45 : 0.3);
+    // Opaque over the volume (the ray caster blends on top of translucent geometry and would hide
+    // it); translucent over a slice, which it cuts.
+    d_->isoActor->GetProperty()->SetOpacity(mode_ == Mode::Volume ? 1.0 : 0.35);
     ren->AddActor(d_->isoActor);
   }
 
@@ -291,9 +305,9 @@ void ScoreCubeView::rebuild() {
     d_->markers = vtkSmartPointer<vtkActor>::New();
     d_->markers->SetMapper(m);
     d_->markers->GetProperty()->SetColor(1.0, 1.0, 1.0);
-    d_->markers->GetProperty()->SetPointSize(11);
+    d_->markers->GetProperty()->SetPointSize(14);
     d_->markers->GetProperty()->RenderPointsAsSpheresOn();
-    ren->AddActor(d_->markers);
+    d_->overlay->AddActor(d_->markers);
   }
 
   d_->axes = vtkSmartPointer<vtkCubeAxesActor>::New();
@@ -303,7 +317,10 @@ void ScoreCubeView::rebuild() {
   d_->axes->SetYTitle("y - y0 [px]");
   d_->axes->SetZTitle("v plane");
   d_->axes->SetZAxisRange(0, c.nv() - 1);
-  d_->axes->SetFlyModeToStaticEdges();
+  d_->axes->SetFlyModeToClosestTriad();
+  d_->axes->XAxisMinorTickVisibilityOff();
+  d_->axes->YAxisMinorTickVisibilityOff();
+  d_->axes->ZAxisMinorTickVisibilityOff();
   for (int i = 0; i < 3; ++i) {
     d_->axes->GetTitleTextProperty(i)->SetColor(0.85, 0.85, 0.85);
     d_->axes->GetLabelTextProperty(i)->SetColor(0.75, 0.75, 0.75);
@@ -334,6 +351,7 @@ void ScoreCubeView::rebuild() {
     cam->SetViewUp(0, 0, 1);
   }
   ren->ResetCamera();
+  cam->Zoom(mode_ == Mode::Volume ? 0.8 : 0.95);
   ren->ResetCameraClippingRange();
 
   const QString where = mode_ == Mode::Volume ? tr("volume")

@@ -8,12 +8,15 @@
 #include <QLabel>
 #include <QPushButton>
 #include <QSpinBox>
+#include <QTabWidget>
+#include <QTimer>
 #include <QVBoxLayout>
 
 #include <cmath>
 
 #include "almagest/core/error.hpp"
 #include "panels/LogPanel.hpp"
+#include "stackview/CandidateCurves.hpp"
 #include "stackview/ScoreCubeView.hpp"
 #include "stackview/StackWindow.hpp"
 
@@ -49,8 +52,11 @@ stk::ScoreCubeRequest StackWindow::cubeRequest(CubeVelocities which, int regionR
 }
 
 bool StackWindow::computeScoreCube() {
-  const int which = cubeVelocities_ ? cubeVelocities_->currentIndex() : 0;
-  const int radius = cubeRadius_ ? cubeRadius_->value() : 0;
+  // The dock's choice (the row through the selected candidate by default: a 3D picture with v
+  // along one velocity axis); without a selection the whole bank and image.
+  int which = cubeVelocities_ ? cubeVelocities_->currentIndex() : 1;
+  if (selected_ < 0) which = 0;
+  const int radius = cubeRadius_ && selected_ >= 0 ? cubeRadius_->value() : 0;
   stk::ScoreCubeRequest q;
   try {
     q = cubeRequest(static_cast<CubeVelocities>(which), radius);
@@ -135,6 +141,7 @@ ScoreCubeView* StackWindow::showScoreCube() {
     cubeVelocities_ = new QComboBox(box);
     cubeVelocities_->setObjectName(QStringLiteral("cubeVelocities"));
     cubeVelocities_->addItems({tr("all velocities"), tr("row: selected vy"), tr("column: selected vx")});
+    cubeVelocities_->setCurrentIndex(1);
     cubeVelocities_->setToolTip(tr("Velocities kept along the cube's v axis: the whole bank, or the grid row "
                                    "(column) through the selected candidate"));
     cubeRadius_ = new QSpinBox(box);
@@ -163,11 +170,17 @@ ScoreCubeView* StackWindow::showScoreCube() {
     cubeDock_->setObjectName(QStringLiteral("stackCubeDock"));
     cubeDock_->setWidget(box);
     addDockWidget(Qt::RightDockWidgetArea, cubeDock_);
+    // Two fifths of the window once it is laid out (the dock's own hint is narrow).
+    QTimer::singleShot(0, this, [this] { resizeDocks({cubeDock_}, {std::max(420, width() * 2 / 5)}, Qt::Horizontal); });
     if (cube_) cubeView_->setCube(cube_, candidatesInCube(*cube_));
   }
   cubeDock_->show();
   cubeDock_->raise();
   return cubeView_;
+}
+
+void StackWindow::showCandidateCurves() {
+  detailTabs_->setCurrentWidget(curves_);
 }
 
 }  // namespace almagest::ui

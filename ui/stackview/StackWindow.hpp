@@ -150,6 +150,8 @@ public:
                                                    std::vector<int>* indices = nullptr) const;
   stackview::CandidateCurves* candidateCurves() const noexcept { return curves_; }
   QTabWidget* detailTabs() const noexcept { return detailTabs_; }
+  /// Raises the Curves tab of the candidate details.
+  void showCandidateCurves();
 
   /// Writes the candidates marked real as observation rows (ADES PSV for .psv, MPC 80-column
   /// otherwise) at the stack's WCS; false with a message without a WCS or without real marks.
