@@ -11,10 +11,8 @@
 // docs/benchmarks.md.
 #include <sys/resource.h>
 
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <ctime>
 #include <exception>
 #include <sstream>
 #include <string>
@@ -25,21 +23,15 @@
 #include "almagest/io/catalogue.hpp"
 #include "almagest/npcf/plan.hpp"
 #include "almagest/npcf/synthetic.hpp"
+#include "bench_common.hpp"
 
 using namespace almagest;
 using namespace almagest::npcf;
 
 namespace {
 
-double wall_now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-double cpu_now() {
-  timespec ts{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
-}
+using bench::cpu_now;
+using bench::wall_now;
 
 double peak_rss_mib() {
   rusage ru{};
@@ -83,33 +75,29 @@ int main(int argc, char** argv) {
   std::string write_dir;
   std::vector<Statistic> stats;
   try {
-    for (int i = 1; i < argc; ++i) {
-      const std::string a = argv[i];
-      auto value = [&]() -> std::string {
-        if (i + 1 >= argc) throw ConfigError(a, "needs a value");
-        return argv[++i];
-      };
-      if (a == "--n")
-        n = std::stoull(value());
-      else if (a == "--rmax")
-        rmax = std::stod(value());
-      else if (a == "--nbins")
-        nbins = std::stoi(value());
-      else if (a == "--threads")
-        threads = std::stoi(value());
-      else if (a == "--seed")
-        seed = std::stoull(value());
-      else if (a == "--box")
-        box = std::stod(value());
-      else if (a == "--exact")
+    bench::Args args(argc, argv);
+    while (args.next()) {
+      if (args.is("--n"))
+        n = args.count();
+      else if (args.is("--rmax"))
+        rmax = args.real();
+      else if (args.is("--nbins"))
+        nbins = args.integer();
+      else if (args.is("--threads"))
+        threads = args.integer();
+      else if (args.is("--seed"))
+        seed = args.count();
+      else if (args.is("--box"))
+        box = args.real();
+      else if (args.is("--exact"))
         exact = true;
-      else if (a == "--write-catalogues")
-        write_dir = value();
-      else if (a == "--stat") {
-        std::stringstream ss(value());
+      else if (args.is("--write-catalogues"))
+        write_dir = args.value();
+      else if (args.is("--stat")) {
+        std::stringstream ss(args.value());
         std::string s;
         while (std::getline(ss, s, ',')) stats.push_back(statistic_from_string(s));
-      } else if (a == "--help" || a == "-h") {
+      } else if (args.is("--help") || args.is("-h")) {
         usage();
         return 0;
       } else {

@@ -5,10 +5,8 @@
 // variant's query wall and CPU time per repetition, interleaved so that load drifts hit both.
 //   bench_npcf_jobcost [--n N] [--rmax R] [--nbins B] [--stat 4pcf] [--threads T] [--reps K]
 //                      [--files DIR]   (DIR/data.txt, DIR/randoms.txt: bench_npcf --write-catalogues)
-#include <ctime>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -17,21 +15,15 @@
 #include "almagest/io/catalogue.hpp"
 #include "almagest/npcf/plan.hpp"
 #include "almagest/npcf/synthetic.hpp"
+#include "bench_common.hpp"
 
 using namespace almagest;
 using namespace almagest::npcf;
 
 namespace {
 
-double wall_now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-double cpu_now() {
-  timespec ts{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
-}
+using bench::cpu_now;
+using bench::wall_now;
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -45,21 +37,21 @@ int main(int argc, char** argv) {
   double rmax = 71.0;
   int nbins = 5, threads = 2, reps = 3;
   std::string stat = "4pcf", files;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string a = argv[i], v = argv[i + 1];
-    if (a == "--n") n = std::stoul(v);
-    else if (a == "--rmax") rmax = std::stod(v);
-    else if (a == "--nbins") nbins = std::stoi(v);
-    else if (a == "--threads") threads = std::stoi(v);
-    else if (a == "--reps") reps = std::stoi(v);
-    else if (a == "--stat") stat = v;
-    else if (a == "--files") files = v;
-    else {
-      std::fprintf(stderr, "unknown option %s\n", a.c_str());
-      return 2;
-    }
-  }
   try {
+    bench::Args args(argc, argv);
+    while (args.next()) {
+      if (args.is("--n")) n = args.count();
+      else if (args.is("--rmax")) rmax = args.real();
+      else if (args.is("--nbins")) nbins = args.integer();
+      else if (args.is("--threads")) threads = args.integer();
+      else if (args.is("--reps")) reps = args.integer();
+      else if (args.is("--stat")) stat = args.value();
+      else if (args.is("--files")) files = args.value();
+      else {
+        std::fprintf(stderr, "unknown option %s\n", args.option().c_str());
+        return 2;
+      }
+    }
     const Statistic s = statistic_from_string(stat);
     NpcfConfig c;
     c.statistic = s;
