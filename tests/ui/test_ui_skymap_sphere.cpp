@@ -469,6 +469,16 @@ void TestUiSkyMapSphere::readoutNamesThePixelUnderTheMouse() {
   QTRY_VERIFY_WITH_TIMEOUT(readout->text().contains(QStringLiteral("pixel %1 ").arg(pix)), 2000);
   // Off the sphere (a corner of the view) there is no readout.
   QVERIFY(!s->probe(QPointF(2, 2), nullptr));
+  // The display toolbar's centre turns the sphere: the centre direction is drawn mid-view.
+  sky::ViewSpec g;
+  g.projection = sky::Projection::Gnomonic;
+  g.lonDeg = 200.0;
+  g.latDeg = -35.0;
+  w.setViewSpec(g);
+  QVERIFY(s->screenPosition((90 + 35.0) * kDeg, 200.0 * kDeg, &pos));
+  QVERIFY2(std::hypot(pos.x() - s->vtkView()->width() / 2.0, pos.y() - s->vtkView()->height() / 2.0) < 2.0,
+           qPrintable(QStringLiteral("(%1, %2)").arg(pos.x()).arg(pos.y())));
+  QVERIFY(std::abs(s->zoom() - 1.5) < 1e-9);  // the zoom is kept
 }
 
 int main(int argc, char** argv) {

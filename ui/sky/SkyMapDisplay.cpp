@@ -142,6 +142,8 @@ void SkyMapWindow::syncDisplayWidgets() {
 
 void SkyMapWindow::setViewSpec(const sky::ViewSpec& view) {
   viewSpec_ = view;
+  // The sphere turns to the same centre (its picture is then the orthographic view's).
+  if (sphere_) sphere_->lookAt(view.lonDeg, view.projection == sky::Projection::Mollweide ? 0.0 : view.latDeg, sphere_->zoom());
   render();
 }
 
@@ -226,6 +228,7 @@ SkySphereView* SkyMapWindow::showSphere() {
     sphere_->setObjectName(QStringLiteral("skySphere"));
     spherePage_->layout()->addWidget(sphere_);
     connect(sphere_, &SkySphereView::hovered, readout_, &QLabel::setText);
+    sphere_->lookAt(viewSpec_.lonDeg, viewSpec_.projection == sky::Projection::Mollweide ? 0.0 : viewSpec_.latDeg);
     if (map_) {
       sphere_->setMap(map_, column_, scale_, cmap_, mask_, maskOpacity_);
       sphere_->setGraticule(graticuleOn_, frame_, map_->coordsys, stepDeg_);
