@@ -228,6 +228,39 @@ void TestStackCube::demoCubePeaksAtInjectedMovers() {
     QCOMPARE(cube.at(pos[k][0], pos[k][1], pos[k][2]), static_cast<float>(searchZ));
   }
   qInfo("%zu candidates: cube value == search score", pos.size());
+
+  // The dock's subsets: the grid row (fixed vy) and column (fixed vx) through the selected
+  // candidate in a +-8 px region are the full cube's values at the same trajectories.
+  const auto full = std::make_shared<stk::ScoreCube>(cube);
+  QVERIFY(w.selectCandidate(0));
+  const stk::Candidate& c0 = r.candidates.front();
+  for (const auto which : {StackWindow::CubeVelocities::SelectedRow, StackWindow::CubeVelocities::SelectedColumn}) {
+    const stk::ScoreCubeRequest q = w.cubeRequest(which, 8);
+    QCOMPARE(q.velocities.size(), std::size_t(which == StackWindow::CubeVelocities::SelectedRow ? cfg.bank.nvx : cfg.bank.nvy));
+    QSignalSpy finished(&w, &StackWindow::jobFinished);
+    QVERIFY(w.computeScoreCube(q));
+    QCOMPARE(waitJob(w, finished), State::Completed);
+    const stk::ScoreCube& sub = *w.scoreCube();
+    QCOMPARE(sub.x0, std::max(0, c0.x - 8));
+    QCOMPARE(sub.y0, std::max(0, c0.y - 8));
+    QCOMPARE(sub.nx, std::min(96, c0.x + 9) - sub.x0);
+    for (int iv = 0; iv < sub.nv(); ++iv) {
+      const double fixed = which == StackWindow::CubeVelocities::SelectedRow ? sub.vy[std::size_t(iv)] : sub.vx[std::size_t(iv)];
+      QCOMPARE(fixed, which == StackWindow::CubeVelocities::SelectedRow ? c0.vy : c0.vx);
+      for (int iy = 0; iy < sub.ny; ++iy)
+        for (int ix = 0; ix < sub.nx; ++ix)
+          QCOMPARE(sub.at(ix, iy, iv), full->at(sub.x0 + ix, sub.y0 + iy, sub.velocities[std::size_t(iv)]));
+    }
+    std::vector<int> in;
+    const auto p = w.candidatesInCube(sub, &in);
+    QVERIFY(!in.empty() && in.front() == 0);
+    QCOMPARE(p.front()[0], c0.x - sub.x0);
+    QCOMPARE(p.front()[1], c0.y - sub.y0);
+    QCOMPARE(sub.velocities[std::size_t(p.front()[2])], c0.v);
+  }
+  // Without a selection a subset is refused, naming why.
+  QVERIFY(w.selectCandidate(-1));
+  QVERIFY_THROWS_EXCEPTION(almagest::ConfigError, w.cubeRequest(StackWindow::CubeVelocities::SelectedRow, 0));
 }
 
 void TestStackCube::isosurfaceEnclosesCandidatesAndFramesDraw() {
