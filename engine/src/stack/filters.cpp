@@ -323,9 +323,9 @@ void filter_candidates(SearchResult& r, const SearchPlan& plan, const PsiPhi& p,
     static_flux.assign(p.pixels(), 0.0);
     static_done.assign(p.pixels(), 0);
   }
-  auto static_share = [&](const Work& w) {
-    if (static_flux.empty() || !(w.c.a > 0)) return 0.0;
-    std::vector<std::size_t> need;
+  // Marks and lists the track pixels of w whose static flux is not computed yet.
+  auto static_need = [&](const Work& w, std::vector<std::size_t>& need) {
+    if (static_flux.empty() || !(w.c.a > 0)) return;
     for (int e = 0; e < n; ++e) {
       if (!w.keep[e]) continue;
       const std::size_t k = std::size_t(w.c.v) * n + e;
@@ -337,6 +337,8 @@ void filter_candidates(SearchResult& r, const SearchPlan& plan, const PsiPhi& p,
         need.push_back(q);
       }
     }
+  };
+  auto static_coadd = [&](const std::vector<std::size_t>& need) {
     auto coadd = [&](std::size_t t) {
       const std::size_t q = need[t];
       double A = 0, B = 0;
@@ -353,6 +355,10 @@ void filter_candidates(SearchResult& r, const SearchPlan& plan, const PsiPhi& p,
     };
     if (need.size() >= 16) parallel::parallel_for(need.size(), sc.threads, ctx, "static sources", coadd);
     else for (std::size_t t = 0; t < need.size(); ++t) coadd(t);
+  };
+  // The share; every pixel of w's track computed (static_need + static_coadd first).
+  auto static_share = [&](const Work& w) {
+    if (static_flux.empty() || !(w.c.a > 0)) return 0.0;
     double explained = 0;
     for (int e = 0; e < n; ++e) {
       if (!w.keep[e]) continue;
@@ -381,8 +387,8 @@ void filter_candidates(SearchResult& r, const SearchPlan& plan, const PsiPhi& p,
     const std::size_t np = p.pixels();
     std::vector<std::vector<float>> pix(std::size_t(side) * side);
     std::vector<double> sum(pix.size(), 0.0), wsum(pix.size(), 0.0), wval(pix.size(), 0.0);
-    // One task per stamp row (each stamp pixel's values and sums in exposure order, as a
-    // single loop would give them): the reads are the cost, one cache line per row and exposure.
+    // Row by row (each stamp pixel's values and sums in exposure order); the reads are the cost,
+    // one cache line per row and exposure. Candidates are tested in parallel batches (below).
     auto stamp_row = [&](std::size_t row) {
       const int v = int(row) - Rs;
       // The row's accumulators stay local to the task (neighbouring rows share cache lines).
@@ -429,8 +435,7 @@ void filter_candidates(SearchResult& r, const SearchPlan& plan, const PsiPhi& p,
         wval[q] = rwval[c];
       }
     };
-    if (std::size_t(n) * side * side >= 4096) parallel::parallel_for(std::size_t(side), sc.threads, ctx, "stamps", stamp_row);
-    else for (std::size_t row = 0; row < std::size_t(side); ++row) stamp_row(row);
+    for (std::size_t row = 0; row < std::size_t(side); ++row) stamp_row(row);
     std::vector<double> weighted(pix.size(), 0.0);
     double fm = 0, fmed = 0;
     for (std::size_t q = 0; q < pix.size(); ++q) {
@@ -454,6 +459,48 @@ void filter_candidates(SearchResult& r, const SearchPlan& plan, const PsiPhi& p,
   };
   std::vector<std::size_t> survivors;
   std::vector<std::vector<std::size_t>> members;
+  // Verdicts of the stationary and stamp tests (-1 unknown, 0 passes, 1 stationary, 2 stamps),
+  // each a pure function of its candidate, evaluated in batches: the candidate that needs one now
+  // and the next candidates that are no duplicate of the survivors or of it (the ones the loop
+  // will most likely test next), their static-source pixels in one parallel pass and their stamps
+  // in parallel, one candidate per task. The loop's decisions are those of testing one candidate
+  // at a time; the batch only saves starting threads for every test.
+  std::vector<std::int8_t> verdict(work.size(), -1);
+  const std::size_t batch_max = std::size_t(std::max(1, resolve_threads(sc.threads)));
+  auto evaluate_batch = [&](std::size_t i) {
+    std::vector<std::size_t> batch{i};
+    for (std::size_t j = i + 1; j < work.size() && batch.size() < batch_max && j < i + 4096; ++j) {
+      if (verdict[j] >= 0) continue;
+      bool dup = false;
+      if (cfg.dedup) {
+        dup = same_source(work[j], work[i]);
+        for (std::size_t k = 0; !dup && k < survivors.size(); ++k) dup = same_source(work[j], work[survivors[k]]);
+      }
+      if (!dup) batch.push_back(j);
+    }
+    std::vector<std::size_t> tested;
+    std::vector<std::size_t> need;
+    for (std::size_t b : batch) {
+      if (stationary(work[b].c)) {
+        verdict[b] = 1;
+        continue;
+      }
+      if (cfg.stationary_ratio > 0) static_need(work[b], need);
+      tested.push_back(b);
+    }
+    static_coadd(need);
+    std::vector<std::size_t> stamp_list;
+    for (std::size_t b : tested) {
+      if (cfg.stationary_ratio > 0 && static_share(work[b]) >= cfg.stationary_ratio) verdict[b] = 1;
+      else if (stamps) stamp_list.push_back(b);
+      else verdict[b] = 0;
+    }
+    std::vector<std::int8_t> ok(stamp_list.size(), 0);
+    auto one = [&](std::size_t t) { ok[t] = stamp_ok(work[stamp_list[t]]) ? 1 : 0; };
+    if (stamp_list.size() > 1) parallel::parallel_for(stamp_list.size(), sc.threads, ctx, "stamps", one);
+    else if (!stamp_list.empty()) one(0);
+    for (std::size_t t = 0; t < stamp_list.size(); ++t) verdict[stamp_list[t]] = ok[t] ? 0 : 2;
+  };
   for (std::size_t i = 0; i < work.size(); ++i) {
     if (i % 256 == 0) ctx.check_cancel();
     std::size_t into = survivors.size();
@@ -466,9 +513,12 @@ void filter_candidates(SearchResult& r, const SearchPlan& plan, const PsiPhi& p,
     if (into < survivors.size()) {
       members[into].push_back(i);
       ++rep.merged;
-    } else if (stationary(work[i].c) || (cfg.stationary_ratio > 0 && static_share(work[i]) >= cfg.stationary_ratio)) {
+      continue;
+    }
+    if (verdict[i] < 0) evaluate_batch(i);
+    if (verdict[i] == 1) {
       ++rep.stationary;
-    } else if (stamps && !stamp_ok(work[i])) {
+    } else if (verdict[i] == 2) {
       ++rep.stamps;
     } else {
       survivors.push_back(i);
