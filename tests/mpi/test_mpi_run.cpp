@@ -5,6 +5,7 @@
 // input in one member fails the run with the one-process exit code (3), the member and its rank
 // named, the other members' complete outputs kept and no temporary left.
 #include <hdf5.h>
+#include <signal.h>
 
 #include <QElapsedTimer>
 #include <QJsonDocument>
@@ -170,6 +171,26 @@ std::map<std::string, std::string> attributes(const fs::path& file) {
       },
       &c);
   H5Fclose(f);
+  return out;
+}
+
+/// The processes whose parent is `pid` (from /proc).
+std::vector<int> children_of(int pid) {
+  std::vector<int> out;
+  for (const auto& e : fs::directory_iterator("/proc")) {
+    const std::string name = e.path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream st(e.path() / "stat");
+    std::string line;
+    std::getline(st, line);
+    const auto close = line.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream rest(line.substr(close + 2));
+    char state = 0;
+    int ppid = 0;
+    rest >> state >> ppid;
+    if (ppid == pid) out.push_back(std::stoi(name));
+  }
   return out;
 }
 
@@ -424,7 +445,11 @@ private slots:
     t.start();
     while (written() < 1 && t.elapsed() < 60000 && p.state() != QProcess::NotRunning) QTest::qWait(20);
     QVERIFY2(p.state() != QProcess::NotRunning, "the batch ended before it could be killed");
-    p.terminate();  // SIGTERM
+    // SIGTERM to every rank at once, as a batch scheduler's cancel does (mpirun itself forwards
+    // a SIGTERM given to it only after a delay of seconds, when this batch may be done).
+    const auto ranks = children_of(static_cast<int>(p.processId()));
+    QCOMPARE(ranks.size(), std::size_t{2});
+    for (int pid : ranks) ::kill(pid, SIGTERM);
     QVERIFY(p.waitForFinished(30000));
     QVERIFY2(p.exitCode() != 0, qPrintable(QString::fromUtf8(p.readAllStandardError())));
     const std::size_t before = written();
