@@ -280,6 +280,7 @@ void TestStackCube::isosurfaceEnclosesCandidatesAndFramesDraw() {
   view->setMode(ScoreCubeView::Mode::Volume);
   view->setIsosurfaceVisible(true);
   QVERIFY(view->isosurfacePoints() > 0);
+  QCOMPARE(view->markersShown(), int(view->candidates().size()));
   const stk::ScoreCube& cube = *w.scoreCube();
   QCOMPARE(view->candidates().size(), w.candidates().size());
   for (const auto& c : view->candidates()) {
@@ -312,6 +313,17 @@ void TestStackCube::isosurfaceEnclosesCandidatesAndFramesDraw() {
   QVERIFY2(cv > 20, "the volume frame is blank");
   QVERIFY2(distinctColours(s1) > 20 && distinctColours(s3) > 20, "a slice frame is blank");
   QVERIFY(s1 != s2 && s1 != volume && s3 != s1);
+  // Markers: all candidates over the volume; on a slice only those it contains.
+  auto count = [&](int axis, int index) {
+    int n = 0;
+    for (const auto& c : view->candidates()) n += c[std::size_t(axis)] == index;
+    return n;
+  };
+  QCOMPARE(view->markersShown(), count(1, c0[1]));  // the x-v slice at the candidate's row
+  view->setSlice(ScoreCubeView::SliceAxis::XY, c0[2]);
+  QCOMPARE(view->markersShown(), count(2, c0[2]));
+  QVERIFY(view->markersShown() >= 1);
+  view->setSlice(ScoreCubeView::SliceAxis::XV, c0[1]);
   int cols = 0, rows = 0;
   const auto xv = view->sliceValues(&cols, &rows);
   QCOMPARE(cols, cube.nx);

@@ -179,6 +179,7 @@ void ScoreCubeView::rebuild() {
   axisBox_->setEnabled(mode_ == Mode::Slice);
   sliceSpin_->setEnabled(mode_ == Mode::Slice);
   if (!cube_ || cube_->z.empty()) {
+    markersShown_ = 0;
     d_->data = nullptr;
     d_->padded = nullptr;
     d_->iso = nullptr;
@@ -289,25 +290,32 @@ void ScoreCubeView::rebuild() {
     ren->AddActor(d_->isoActor);
   }
 
+  markersShown_ = 0;
   if (!candidates_.empty()) {
     vtkNew<vtkPoints> pts;
     vtkNew<vtkCellArray> verts;
     for (const auto& p : candidates_) {
+      // A slice shows the candidates on it (its plane, row or column), the volume all of them.
+      const int along = axis_ == SliceAxis::XY ? p[2] : axis_ == SliceAxis::XV ? p[1] : p[0];
+      if (mode_ == Mode::Slice && along != sliceIndex_) continue;
       const auto w = world(p[0], p[1], p[2]);
       const vtkIdType id = pts->InsertNextPoint(w[0], w[1], w[2]);
       verts->InsertNextCell(1, &id);
     }
-    vtkNew<vtkPolyData> poly;
-    poly->SetPoints(pts);
-    poly->SetVerts(verts);
-    vtkNew<vtkPolyDataMapper> m;
-    m->SetInputData(poly);
-    d_->markers = vtkSmartPointer<vtkActor>::New();
-    d_->markers->SetMapper(m);
-    d_->markers->GetProperty()->SetColor(1.0, 1.0, 1.0);
-    d_->markers->GetProperty()->SetPointSize(14);
-    d_->markers->GetProperty()->RenderPointsAsSpheresOn();
-    d_->overlay->AddActor(d_->markers);
+    markersShown_ = static_cast<int>(pts->GetNumberOfPoints());
+    if (markersShown_ > 0) {
+      vtkNew<vtkPolyData> poly;
+      poly->SetPoints(pts);
+      poly->SetVerts(verts);
+      vtkNew<vtkPolyDataMapper> m;
+      m->SetInputData(poly);
+      d_->markers = vtkSmartPointer<vtkActor>::New();
+      d_->markers->SetMapper(m);
+      d_->markers->GetProperty()->SetColor(1.0, 1.0, 1.0);
+      d_->markers->GetProperty()->SetPointSize(14);
+      d_->markers->GetProperty()->RenderPointsAsSpheresOn();
+      d_->overlay->AddActor(d_->markers);  // over the surfaces: candidates sit inside them
+    }
   }
 
   d_->axes = vtkSmartPointer<vtkCubeAxesActor>::New();

@@ -63,6 +63,8 @@ public:
   /// The slice shown as an image of Z values ([rows][cols] row-major, rows along the second
   /// axis of the slice), for tests; empty in volume mode.
   std::vector<float> sliceValues(int* cols, int* rows) const;
+  /// Candidate markers drawn: all in volume mode, those on the slice in slice mode.
+  int markersShown() const noexcept { return markersShown_; }
 
   VtkView* vtkView() const noexcept { return view_; }
 
@@ -81,6 +83,7 @@ private:
   int sliceIndex_ = 0;
   bool isoOn_ = true;
   double vScale_ = 1.0;
+  int markersShown_ = 0;
   VtkView* view_ = nullptr;
   QComboBox* modeBox_ = nullptr;
   QComboBox* axisBox_ = nullptr;
