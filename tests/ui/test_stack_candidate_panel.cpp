@@ -241,6 +241,14 @@ void TestStackCandidatePanel::wcsReadoutAndObservationExport() {
   }
 
   QVERIFY2(search(w, &why), qPrintable(why));
+  {  // the best-Z view's readout: the origin's RA/Dec too
+    emit w.bestZView()->hovered(10, 50);
+    const auto m = QRegularExpression(QStringLiteral("origin \\(10, 50\\)  RA ([0-9.]+)° +Dec (-?[0-9.]+)°")).match(readout->text());
+    QVERIFY2(m.hasMatch(), qPrintable(readout->text()));
+    double ra = 0, dec = 0;
+    tanSky(10, 50, 64, 64, ra, dec);
+    QVERIFY(std::fabs(m.captured(1).toDouble() - ra) <= 6e-7 && std::fabs(m.captured(2).toDouble() - dec) <= 6e-7);
+  }
   const auto cands = w.candidates();
   QVERIFY(cands.size() >= 2);
   // Nothing marked real yet: refused.

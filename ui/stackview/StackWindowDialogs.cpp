@@ -50,7 +50,19 @@ void StackWindow::onHoverBestZ(int x, int y) {
     readout_->clear();
     return;
   }
-  readout_->setText(tr("origin (%1, %2)  best Z %3").arg(x).arg(y).arg(z[std::size_t(y) * output_->result.width + x], 0, 'f', 2));
+  QString sky;
+  if (wcs_) {
+    try {
+      const auto [ra, dec] = wcs_->pixel_to_sky(x, y);
+      sky = tr("  RA %1°  Dec %2°").arg(ra, 0, 'f', 6).arg(dec, 0, 'f', 6);
+    } catch (const std::exception&) {
+    }
+  }
+  readout_->setText(tr("origin (%1, %2)%3  best Z %4")
+                        .arg(x)
+                        .arg(y)
+                        .arg(sky)
+                        .arg(z[std::size_t(y) * output_->result.width + x], 0, 'f', 2));
 }
 
 void StackWindow::onBestZClicked(QPointF p) {
