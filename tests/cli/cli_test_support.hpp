@@ -102,6 +102,24 @@ inline std::vector<std::string> listing(const std::filesystem::path& dir) {
   return names;
 }
 
+/// Why an interrupted run did not cancel cleanly, or an empty string: it must have been running
+/// when SIGINT came, exit normally with code 130 within 3 s saying "cancelled", and leave nothing
+/// in `out_dir`. Logs the latency (qInfo). Use: QVERIFY2(why.isEmpty(), qPrintable(why)).
+inline QString cancel_failure(const Interrupted& r, const std::filesystem::path& out_dir) {
+  if (!r.started) return "almagest-cli did not start";
+  if (!r.running) return "the job finished before it could be interrupted";
+  if (!r.finished) return "not cancelled within 15 s";
+  qInfo("cancel latency: %lld ms", static_cast<long long>(r.latency_ms));
+  if (!r.normal_exit) return "almagest-cli did not exit normally after SIGINT";
+  if (r.code != 130) return QString("exit code %1 after SIGINT, expected 130").arg(r.code);
+  if (!r.err.contains("cancelled")) return "stderr does not say 'cancelled': " + r.err;
+  if (r.latency_ms >= 3000) return QString("cancel latency %1 ms, expected < 3000").arg(r.latency_ms);
+  const std::vector<std::string> left = listing(out_dir);
+  if (!left.empty()) return "left behind in " + QString::fromStdString(out_dir.string()) + ": " +
+                            QString::fromStdString(left.front());
+  return {};
+}
+
 inline void write_text(const std::filesystem::path& p, const std::string& text) {
   std::ofstream out(p);
   out << text;

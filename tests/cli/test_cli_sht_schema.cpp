@@ -18,6 +18,7 @@
 #include "almagest/sht/healpix_io.hpp"
 #include "almagest/sht/job.hpp"
 #include "almagest/sht/plan.hpp"
+#include "sht_testdata.hpp"
 
 namespace fs = std::filesystem;
 using namespace almagest;
@@ -31,17 +32,7 @@ namespace {
 
 constexpr int kNside = 16, kLmax = 40;
 
-std::vector<Complex> random_alm(int lmax, bool spin2, std::uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<double> g(0.0, 1.0);
-  std::vector<Complex> a(alm_size(lmax));
-  for (auto& x : a) x = {g(rng), g(rng)};
-  for (int l = 0; l <= lmax; ++l) a[l] = {a[l].real(), 0.0};
-  if (spin2)
-    for (int m = 0; m <= 1; ++m)
-      for (int l = m; l < 2; ++l) a[alm_index(lmax, l, m)] = 0.0;
-  return a;
-}
+using test::random_alm;
 
 /// Whitespace collapsed to single spaces (help texts are word-wrapped and indented).
 QString squeeze(const QString& s) { return s.simplified(); }
