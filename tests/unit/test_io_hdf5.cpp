@@ -16,6 +16,7 @@
 
 #include "almagest/core/error.hpp"
 #include "almagest/io/hdf5_file.hpp"
+#include "expect_io_error.hpp"
 
 #if __has_include(<hdf5.h>)
 #include <hdf5.h>
@@ -44,23 +45,7 @@ std::vector<std::string> dir_entries(const std::string& dir) {
   return out;
 }
 
-/// Runs f, expects IoError whose message contains every string in `needles`.
-template <class F>
-bool throws_io_error(F&& f, const std::vector<std::string>& needles, std::string* message = nullptr) {
-  try {
-    f();
-  } catch (const IoError& e) {
-    std::string what = e.what();
-    if (message) *message = what;
-    for (const auto& n : needles)
-      if (what.find(n) == std::string::npos) {
-        qWarning("message '%s' lacks '%s'", what.c_str(), n.c_str());
-        return false;
-      }
-    return true;
-  }
-  return false;
-}
+using almagest::test::throws_io_error;
 
 }  // namespace
 

@@ -35,6 +35,7 @@
 #include "almagest/sht/healpix_io.hpp"
 #include "almagest/stack/candidates.hpp"
 #include "almagest/stack/stack_io.hpp"
+#include "expect_io_error.hpp"
 
 // Under AddressSanitizer: libhdf5 itself sizes a few metadata-cache buffers from header fields
 // (one seeded flip below asks H5C_protect for 38 PB); the real allocator returns NULL and libhdf5
@@ -88,27 +89,7 @@ private:
   int saved_ = -1;
 };
 
-/// Runs f; true when it throws IoError whose message holds every needle (else warns why).
-bool io_error(const std::function<void()>& f, const std::vector<std::string>& needles,
-              std::string* message = nullptr) {
-  try {
-    f();
-  } catch (const IoError& e) {
-    const std::string what = e.what();
-    if (message) *message = what;
-    for (const auto& n : needles)
-      if (what.find(n) == std::string::npos) {
-        qWarning("message '%s' lacks '%s'", what.c_str(), n.c_str());
-        return false;
-      }
-    return true;
-  } catch (const std::exception& e) {
-    qWarning("threw a non-IoError: %s", e.what());
-    return false;
-  }
-  qWarning("did not throw");
-  return false;
-}
+using almagest::test::throws_io_error;
 
 std::vector<char> slurp(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -220,7 +201,7 @@ private:
     std::string err;
     {
       StderrCapture cap(path("stderr.txt"));
-      ok = io_error(f, needles, &msg);
+      ok = throws_io_error(f, needles, &msg);
       err = cap.text();
     }
     const qint64 ms = t.elapsed();
@@ -256,7 +237,7 @@ private slots:
     // refused before any value reaches npix_of (which said "expected 0" before).
     const std::string f = kCorrupt + "ubsan_maph5_235.h5";
     std::string msg;
-    QVERIFY(io_error([&] { almagest::sht::read_map_hdf5(f); }, {f, "'nside'", "bit offset 16"}, &msg));
+    QVERIFY(throws_io_error([&] { almagest::sht::read_map_hdf5(f); }, {f, "'nside'", "bit offset 16"}, &msg));
     QVERIFY2(msg.find("expected 0") == std::string::npos, msg.c_str());
   }
 
@@ -287,7 +268,7 @@ private slots:
     bool ok = false;
     {
       StderrCapture cap(path("stderr_thread.txt"));
-      std::thread t([&] { ok = io_error([&] { almagest::sht::read_map_hdf5(f); }, {f}); });
+      std::thread t([&] { ok = throws_io_error([&] { almagest::sht::read_map_hdf5(f); }, {f}); });
       t.join();
       err = cap.text();
     }
@@ -307,8 +288,8 @@ private slots:
     });
     expect_clean_error(f, [&] { almagest::sht::read_map_hdf5(f); }, {"ordering", "not a string"});
     Hdf5Reader r(f);
-    QVERIFY(io_error([&] { r.read_attr_double("/map", "nside"); }, {f, "nside", "not numeric", "string"}));
-    QVERIFY(io_error([&] { r.read_attr_int64("/map", "nside"); }, {f, "not numeric"}));
+    QVERIFY(throws_io_error([&] { r.read_attr_double("/map", "nside"); }, {f, "nside", "not numeric", "string"}));
+    QVERIFY(throws_io_error([&] { r.read_attr_int64("/map", "nside"); }, {f, "not numeric"}));
   }
 
   void nsideOutOfRange_data() {
@@ -416,7 +397,7 @@ private slots:
     Hdf5Reader r(f);
     QCOMPARE(r.shape("/x"), almagest::io::Shape{std::uint64_t{1} << 40});
     expect_clean_error(f, [&] { r.read_double("/x"); }, {"/x", "1099511627776", "corrupt dimensions?"});
-    QVERIFY(io_error([&] { r.shape("/x", 2); }, {f, "expected 2 dimensions"}));
+    QVERIFY(throws_io_error([&] { r.shape("/x", 2); }, {f, "expected 2 dimensions"}));
   }
 
   void dimensionPatchedToMinusOne() {
@@ -485,7 +466,7 @@ private slots:
     const std::string cut = path("cube_cut.h5");
     for (std::size_t keep = 0; keep < bytes.size(); keep += 97) {
       spit(cut, std::vector<char>(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(keep)));
-      QVERIFY2(io_error([&] { almagest::stack::read_stack_hdf5(cut); }, {cut}),
+      QVERIFY2(throws_io_error([&] { almagest::stack::read_stack_hdf5(cut); }, {cut}),
                qPrintable(QString("kept %1 bytes").arg(keep)));
     }
   }
@@ -565,7 +546,7 @@ private slots:
       std::string msg;
       {
         StderrCapture cap(path("stderr_full.txt"));
-        QVERIFY2(io_error([&] { c.write(out); }, {out, "disk full?"}, &msg), c.name);
+        QVERIFY2(throws_io_error([&] { c.write(out); }, {out, "disk full?"}, &msg), c.name);
         const std::string err = cap.text();
         QVERIFY2(err.empty(), err.c_str());
       }
