@@ -71,6 +71,19 @@ bool io_error(const std::function<void()>& f, const std::string& file, const std
   return false;
 }
 
+/// Adds ORDERING = 'RING' to HDU 2 of a table written raw (testing::write_fits_table); the
+/// cfitsio status (0: done).
+int set_ring_ordering(const std::string& path) {
+  fitsfile* f = nullptr;
+  int st = 0, type = 0;
+  fits_open_diskfile(&f, path.c_str(), READWRITE, &st);
+  fits_movabs_hdu(f, 2, &type, &st);
+  char ring[] = "RING";
+  fits_update_key(f, TSTRING, "ORDERING", ring, nullptr, &st);
+  fits_close_file(f, &st);
+  return st;
+}
+
 /// A seeded full-sky map (RING, one column).
 sht::HealpixMap seeded_map(int nside, unsigned seed) {
   std::mt19937_64 rng(seed);
@@ -239,30 +252,13 @@ private slots:
     const std::string p = dir + "/map.fits";
     // Written raw (the engine's writer refuses non-finite maps).
     QCOMPARE(testing::write_fits_table(p, {"TEMPERATURE"}, m.columns[0], 'D', 1, 4), 0);
-    {
-      fitsfile* f = nullptr;
-      int st = 0, type = 0;
-      fits_open_diskfile(&f, p.c_str(), READWRITE, &st);
-      fits_movabs_hdu(f, 2, &type, &st);
-      char ring[] = "RING";
-      fits_update_key(f, TSTRING, "ORDERING", ring, nullptr, &st);
-      fits_close_file(f, &st);
-      QCOMPARE(st, 0);
-    }
+    QCOMPARE(set_ring_ordering(p), 0);
     const auto r = sht::read_healpix_map(p);
     QCOMPARE(r.columns[0][17], sht::kUnseen);  // NaN reads as UNSEEN (docs/cli.md)
     QCOMPARE(r.columns[0][18], m.columns[0][18]);
     m.columns[0][101] = std::numeric_limits<double>::infinity();
     QCOMPARE(testing::write_fits_table(p, {"TEMPERATURE"}, m.columns[0], 'E', 1, 4), 0);
-    {
-      fitsfile* f = nullptr;
-      int st = 0, type = 0;
-      fits_open_diskfile(&f, p.c_str(), READWRITE, &st);
-      fits_movabs_hdu(f, 2, &type, &st);
-      char ring[] = "RING";
-      fits_update_key(f, TSTRING, "ORDERING", ring, nullptr, &st);
-      fits_close_file(f, &st);
-    }
+    QCOMPARE(set_ring_ordering(p), 0);
     QVERIFY(io_error([&] { sht::read_healpix_map(p); }, p, "TEMPERATURE", {"pixel 101", "inf"}));
   }
 
