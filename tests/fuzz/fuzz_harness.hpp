@@ -165,6 +165,15 @@ inline std::filesystem::path test_tmp() {
   return p;
 }
 
+/// Path of a file in tests/fixtures/corrupt/ (earlier failing cases and hand-made files), for a
+/// campaign's extra files. A missing one stops the test (qFatal): read as a case, it would only
+/// give an IoError and pass unnoticed.
+inline std::string corrupt_fixture(const char* name) {
+  const std::string p = std::string(ALMAGEST_SOURCE_DIR "/tests/fixtures/corrupt/") + name;
+  if (!std::filesystem::is_regular_file(p)) qFatal("fixture %s is missing", p.c_str());
+  return p;
+}
+
 inline std::vector<unsigned char> slurp(const std::filesystem::path& p) {
   std::ifstream in(p, std::ios::binary);
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};

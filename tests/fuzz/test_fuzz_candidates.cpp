@@ -16,13 +16,10 @@
 
 using namespace almagest;
 using almagest::fuzz::Campaign;
+using almagest::fuzz::corrupt_fixture;
 using almagest::fuzz::run_campaign;
 
 namespace {
-
-std::string fixture(const char* name) {
-  return std::string(ALMAGEST_SOURCE_DIR "/tests/fixtures/corrupt/") + name;
-}
 
 stack::SearchResult small_result() {
   stack::SearchResult r;
@@ -74,7 +71,7 @@ private slots:
     run_campaign({"candidates-hdf5", ".h5",
                   [](const std::string& p) { stack::write_result_hdf5(p, small_result()); },
                   [](const std::string& p) { (void)stack::files::read_candidates(p); },
-                  {fixture("ubsan_candh5_139.h5")}});
+                  {corrupt_fixture("ubsan_candh5_139.h5")}});
   }
 };
 

@@ -22,13 +22,10 @@
 
 using namespace almagest;
 using almagest::fuzz::Campaign;
+using almagest::fuzz::corrupt_fixture;
 using almagest::fuzz::run_campaign;
 
 namespace {
-
-std::string fixture(const char* name) {
-  return std::string(ALMAGEST_SOURCE_DIR "/tests/fixtures/corrupt/") + name;
-}
 
 io::Catalogue small_catalogue() {
   std::mt19937_64 rng(7);
@@ -139,14 +136,14 @@ private slots:
                     w.commit();
                   },
                   [](const std::string& p) { read_catalogue(p, {}, {"w"}); },
-                  {fixture("oom_cath5_286.h5")}});
+                  {corrupt_fixture("oom_cath5_286.h5")}});
   }
 
   void map_fits() {
     run_campaign({"map-fits", ".fits",
                   [](const std::string& p) { sht::write_healpix_map(p, small_map()); },
                   [](const std::string& p) { (void)sht::read_healpix_map(p); },
-                  {fixture("map_cks.fits"), fixture("map_cks_bad.fits")}});
+                  {corrupt_fixture("map_cks.fits"), corrupt_fixture("map_cks_bad.fits")}});
   }
 
   void map_fits_nested_partial() {
@@ -174,8 +171,8 @@ private slots:
     run_campaign({"map-hdf5", ".h5",
                   [](const std::string& p) { sht::write_map_hdf5(p, small_map()); },
                   [](const std::string& p) { (void)sht::read_map_hdf5(p); },
-                  {fixture("crash_maph5_168.h5"), fixture("asan_hbo_maph5_246.h5"),
-                   fixture("ubsan_maph5_235.h5")}});
+                  {corrupt_fixture("crash_maph5_168.h5"), corrupt_fixture("asan_hbo_maph5_246.h5"),
+                   corrupt_fixture("ubsan_maph5_235.h5")}});
   }
 
   void alm_fits() {
@@ -186,7 +183,7 @@ private slots:
                     (void)sht::read_alm(p, 1, -1, &lmax);
                     (void)sht::read_alm(p, 3, 6);
                   },
-                  {fixture("oom_almfits_105.fits")}});
+                  {corrupt_fixture("oom_almfits_105.fits")}});
   }
 
   void alm_hdf5() {
@@ -210,7 +207,7 @@ private slots:
     run_campaign({"stack-hdf5", ".h5",
                   [](const std::string& p) { stack::write_stack_hdf5(p, small_stack()); },
                   [](const std::string& p) { stack::read_stack_hdf5(p).validate(); },
-                  {fixture("hang_stackh5_094.h5"), fixture("oom_stackh5_014.h5")}});
+                  {corrupt_fixture("hang_stackh5_094.h5"), corrupt_fixture("oom_stackh5_014.h5")}});
   }
 };
 
