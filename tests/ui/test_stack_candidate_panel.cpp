@@ -11,7 +11,10 @@
 //    save and a reload after a new search;
 //  - without a WCS or without real marks the export is refused with a message.
 // No VTK here: runs under Xvfb (ctest) or QT_QPA_PLATFORM=offscreen.
+#include <QAction>
+#include <QChartView>
 #include <QApplication>
+#include <QImage>
 #include <QLabel>
 #include <QSignalSpy>
 #include <QTabWidget>
@@ -22,6 +25,7 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -31,6 +35,7 @@
 #include "almagest/stack/search.hpp"
 #include "almagest/stack/stack_io.hpp"
 #include "almagest/stack/synthetic.hpp"
+#include "app/Export.hpp"
 #include "stackview/CandidateCurves.hpp"
 #include "stackview/StackImageView.hpp"
 #include "stackview/StackJobs.hpp"
@@ -203,6 +208,21 @@ void TestStackCandidatePanel::curvesEqualPlanesAlongTrack() {
           int(psi.size()), zRun, zUnclipped, A / std::sqrt(B));
     QVERIFY(std::fabs(zRun - A / std::sqrt(B)) <= 1e-9 * std::fabs(zRun));
     QVERIFY(std::fabs(zRun - zUnclipped) <= 1e-4 * std::fabs(zUnclipped));
+  }
+  // Each chart has the export entry in its context menu, and exports as drawn.
+  QTemporaryDir dir(testTmpRoot() + QStringLiteral("/stack_curves_XXXXXX"));
+  QVERIFY(dir.isValid());
+  for (QWidget* v : {static_cast<QWidget*>(w.candidateCurves()->samplesView()),
+                     static_cast<QWidget*>(w.candidateCurves()->likelihoodView())}) {
+    QVERIFY(v->findChild<QAction*>(QStringLiteral("exportAction")));
+    const QString png = dir.filePath(v->objectName() + QStringLiteral(".png"));
+    QString err;
+    QVERIFY2(almagest::ui::app::exportView(v, png, {QStringLiteral("curves"), QString()}, &err), qPrintable(err));
+    const QImage img(png);
+    std::set<QRgb> colours;
+    for (int y = 0; y < img.height(); y += 2)
+      for (int x = 0; x < img.width(); x += 2) colours.insert(img.pixel(x, y));
+    QVERIFY2(colours.size() > 10, qPrintable(png));
   }
   QVERIFY(w.selectCandidate(-1));
   QVERIFY(w.candidateCurves()->psiPoints().isEmpty());

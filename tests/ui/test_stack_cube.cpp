@@ -11,6 +11,8 @@
 //  - the volume and slice frames are not blank, and slices at different planes differ.
 // VTK: needs an OpenGL context (Xvfb under ctest).
 #include <QApplication>
+#include <QDir>
+#include <QFile>
 #include <QImage>
 #include <QOpenGLContext>
 #include <QSignalSpy>
@@ -21,6 +23,7 @@
 #include <set>
 
 #include "almagest/core/error.hpp"
+#include "app/Export.hpp"
 #include "almagest/stack/psiphi.hpp"
 #include "almagest/stack/score_cube.hpp"
 #include "almagest/stack/search.hpp"
@@ -311,6 +314,16 @@ void TestStackCube::isosurfaceEnclosesCandidatesAndFramesDraw() {
   qInfo("frames %dx%d: volume %d colours, x-y slices %d and %d, x-v slice %d", volume.width(), volume.height(), cv,
         distinctColours(s1), distinctColours(s2), distinctColours(s3));
   QVERIFY2(cv > 20, "the volume frame is blank");
+  {  // File > Export score cube view writes the rendered frame (app::exportView of the VtkView)
+    const QString png = QDir(qEnvironmentVariable("ALMAGEST_TEST_TMP", QDir::tempPath())).filePath(QStringLiteral("score_cube.png"));
+    QString err;
+    view->setMode(ScoreCubeView::Mode::Volume);
+    QTest::qWait(100);
+    QVERIFY2(almagest::ui::app::exportView(view->vtkView(), png, {QStringLiteral("score cube"), QString()}, &err), qPrintable(err));
+    QVERIFY2(distinctColours(QImage(png)) > 20, qPrintable(png));
+    QFile::remove(png);
+    view->setSlice(ScoreCubeView::SliceAxis::XV, c0[1]);
+  }
   QVERIFY2(distinctColours(s1) > 20 && distinctColours(s3) > 20, "a slice frame is blank");
   QVERIFY(s1 != s2 && s1 != volume && s3 != s1);
   // Markers: all candidates over the volume; on a slice only those it contains.

@@ -3,6 +3,7 @@
 #include "jobs/JobProgressBar.hpp"
 
 #include <QAction>
+#include <QChartView>
 #include <QCloseEvent>
 #include <QComboBox>
 #include <QDir>
@@ -34,9 +35,12 @@
 #include <cmath>
 
 #include "almagest/core/error.hpp"
+#include "app/Export.hpp"
 #include "panels/LogPanel.hpp"
 #include "panels/SchemaForm.hpp"
+#include "stackview/ScoreCubeView.hpp"
 #include "sky/AtomicImage.hpp"
+#include "views/VtkView.hpp"
 #include "stackview/CandidateCurves.hpp"
 #include "stackview/CandidateModel.hpp"
 #include "stackview/SearchPanel.hpp"
@@ -209,6 +213,10 @@ void StackWindow::buildUi() {
   detailTabs_->addTab(cutoutScroll_, tr("Cutouts"));
   detailTabs_->addTab(curves_, tr("Curves"));
   detailTabs_->setTabToolTip(1, tr("psi and phi along the track, the likelihood per exposure and the running Z"));
+  // Right-click on a chart: PNG / SVG / PDF with the search's provenance (app::Export).
+  for (auto [view, name] : {std::pair{static_cast<QWidget*>(curves_->samplesView()), QStringLiteral("psi_phi")},
+                            std::pair{static_cast<QWidget*>(curves_->likelihoodView()), QStringLiteral("likelihood")}})
+    app::installExportMenu(view, [this, name] { return app::ExportMeta{curvesTitle(name), searchProvenance()}; }, name);
   sv->addWidget(detailTabs_, 1);
 
   auto* results = new QSplitter(Qt::Horizontal, this);
@@ -298,6 +306,14 @@ void StackWindow::buildActions() {
                                                       QDir(lastDir_).filePath(QStringLiteral("exposure.png")),
                                                       tr("PNG (*.png);;All files (*)"));
     if (!path.isEmpty()) saveExposureImage(path);
+  });
+  file->addAction(tr("Export score &cube view…"), this, [this] {
+    if (!cubeView_ || !cube_) {
+      reportError(tr("No score cube"), tr("Compute the score cube first (View > Score cube)."));
+      return;
+    }
+    app::exportWithDialog(cubeView_->vtkView(), [this] { return app::ExportMeta{tr("score cube Z(x, y, v)"), searchProvenance()}; },
+                          QStringLiteral("score_cube"));
   });
   file->addSeparator();
   QAction* close = file->addAction(tr("&Close"), this, &QWidget::close);
@@ -765,6 +781,23 @@ const std::vector<stk::Candidate>& StackWindow::candidates() const {
 const std::vector<float>& StackWindow::bestZ() const {
   static const std::vector<float> empty;
   return output_ ? output_->bestZ : empty;
+}
+
+QString StackWindow::searchProvenance() const {
+  return output_ ? QString::fromStdString(output_->result.provenance.to_json()) : QString();
+}
+
+QString StackWindow::curvesTitle(const QString& which) const {
+  const stk::Candidate* c = detail_ ? &detail_->c : nullptr;
+  const QString what = which == QLatin1String("psi_phi") ? tr("psi and phi along the track") : tr("likelihood and running Z");
+  return c ? tr("%1 of candidate #%2 at (%3, %4), v (%5, %6) px/d")
+                 .arg(what)
+                 .arg(selected_ + 1)
+                 .arg(c->x)
+                 .arg(c->y)
+                 .arg(c->vx, 0, 'f', 3)
+                 .arg(c->vy, 0, 'f', 3)
+           : what;
 }
 
 void StackWindow::setSearchSettings(const SearchSettings& s) { panel_->setSettings(s); }

@@ -225,6 +225,8 @@ private:
   void showVetting(int index);
   void refreshVettingRow(int index);
   void showCube(std::shared_ptr<const almagest::stack::ScoreCube> cube);
+  QString searchProvenance() const;             ///< the last result's provenance JSON, or ""
+  QString curvesTitle(const QString& which) const;
 
   stackview::StackPtr stack_;
   stackview::PsiPhiCache psiphiCache_;
