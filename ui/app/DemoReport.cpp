@@ -294,7 +294,7 @@ bool showDemoView(MainWindow& w, const QString& view, QString* error) {
       }
     }
   } else {
-    *error = QStringLiteral("unknown view '%1' (npcf, zeta, sky, sphere, stack)").arg(view);
+    *error = QStringLiteral("unknown view '%1' (npcf, zeta, sky, sphere, stack, stackcube, stackcurves)").arg(view);
     return false;
   }
   if (ok) {
