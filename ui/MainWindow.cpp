@@ -554,11 +554,11 @@ void MainWindow::onJobFinished(JobRunner* runner) {
     case JobRunner::State::Completed: {
       const auto* out = runner->resultAs<NpcfOutputPtr>();
       result_ = out ? *out : nullptr;
+      cataloguePanel_->setResult(result_ ? &result_->result : nullptr);  // never the replaced one
       if (result_) {
         const npcf::NpcfResult& r = result_->result;
         chart_->setResult(r);
         if (auto* views = findChild<NpcfViews*>()) views->setResult(r);
-        cataloguePanel_->setResult(&result_->result);
         const QString summary =
             tr("%1: %2 rows in %3 (graph %4, %5 edges) on %6")
                 .arg(runner->name())

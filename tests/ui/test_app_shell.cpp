@@ -9,6 +9,7 @@
 #include <QFile>
 #include <QGuiApplication>
 #include <QImageReader>
+#include <QComboBox>
 #include <QLabel>
 #include <QLineEdit>
 #include <QLineSeries>
@@ -35,11 +36,16 @@
 #include "app/JobQueue.hpp"
 #include "app/ViewCamera.hpp"
 #include "app/Workspace.hpp"
+#include "npcf/CataloguePanel.hpp"
+#include "npcf/ConfigurationExplorer.hpp"
+#include "npcf/ConfigurationModel.hpp"
+#include "npcf/NpcfViews.hpp"
 #include "panels/JobPanel.hpp"
 #include "panels/SchemaForm.hpp"
 #include "sky/SkyMapWindow.hpp"
 #include "stackview/StackWindow.hpp"
 #include "views/CorrelationChart.hpp"
+#include "views/PointCloudScene.hpp"
 #include "views/VtkView.hpp"
 
 using namespace almagest::ui;
@@ -371,12 +377,32 @@ void TestAppShell::workspaceRestoresFilesSettingsAndSelections() {
     QVERIFY(w.runJob());
     QVERIFY(finished.wait(30000));
     QVERIFY(w.saveResult(h5, MainWindow::SaveFormat::Hdf5));
+    const QString txt = tmp_->filePath(QStringLiteral("xi.txt"));
+    QVERIFY(w.saveResult(txt, MainWindow::SaveFormat::Text));
     // Wait for the file's result (a new one), not the job's still shown: the read finishing later
     // would set the chart's plot back to its default after the setMode below.
     const auto computed = w.result();
-    QVERIFY(w.openResult(h5));
+    auto* views = w.findChild<NpcfViews*>();
+    QVERIFY(views);
+    // A `--format gramsci` text result opens as a result: chart and configuration table.
+    QVERIFY(w.openResult(txt));
     QTRY_VERIFY_WITH_TIMEOUT(w.result() && w.result() != computed && w.chart()->hasResult(), 10000);
+    const auto fromText = w.result();
+    QCOMPARE(fromText->result.rows(), computed->result.rows());
+    QCOMPARE(views->explorer()->model()->rowCount(), int(computed->result.rows()));
+    for (std::size_t i = 0; i < computed->result.rows(); ++i)  // e14.7: 8 significant digits
+      QVERIFY(std::abs(fromText->result.estimator[i] - computed->result.estimator[i]) <= 1e-6 * std::abs(computed->result.estimator[i]) + 1e-12);
+    // And the HDF5 file (exact).
+    QVERIFY(w.openResult(h5));
+    QTRY_VERIFY_WITH_TIMEOUT(w.result() && w.result() != fromText && w.chart()->hasResult(), 10000);
+    QCOMPARE(w.result()->result.estimator, computed->result.estimator);
+    QCOMPARE(views->explorer()->model()->rowCount(), int(computed->result.rows()));
     rows = w.result()->result.rows();
+    // Selections: rows of the configuration table, the neighbour graph's point and colouring.
+    views->explorer()->selectRows({1, 3});
+    QCOMPARE(views->explorer()->selectedRows(), (QList<int>{1, 3}));
+    QVERIFY(w.cataloguePanel()->showNeighbours(5));
+    w.cataloguePanel()->colourBox()->setCurrentIndex(1);
     w.chart()->setMode(CorrelationChart::Mode::R2Xi);
     QJsonObject cam = app::cameraState(w.vtkView());
     QJsonArray pos = cam[QStringLiteral("position")].toArray();
@@ -405,6 +431,11 @@ void TestAppShell::workspaceRestoresFilesSettingsAndSelections() {
   QTRY_VERIFY_WITH_TIMEOUT(w.result() != nullptr, 10000);
   QCOMPARE(w.result()->result.rows(), rows);
   QCOMPARE(w.chart()->mode(), CorrelationChart::Mode::R2Xi);
+  auto* views = w.findChild<NpcfViews*>();
+  QTRY_COMPARE_WITH_TIMEOUT(views->explorer()->selectedRows(), (QList<int>{1, 3}), 5000);
+  QCOMPARE(w.cataloguePanel()->point(), 5LL);
+  QCOMPARE(w.cataloguePanel()->colourBox()->currentIndex(), 1);
+  QCOMPARE(w.scene()->colourBy(), PointCloudScene::ColourBy::Weight);
   const QJsonObject cam = app::cameraState(w.vtkView());
   for (int i = 0; i < 3; ++i)
     QVERIFY(std::abs(cam[QStringLiteral("position")].toArray()[i].toDouble() - camera[QStringLiteral("position")].toArray()[i].toDouble()) < 1e-9);

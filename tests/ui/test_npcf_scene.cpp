@@ -2,16 +2,20 @@
 //  - configurations to scale (ConfigurationGeometry): reconstructed vertices reproduce the
 //    requested sides, the signed volume is the tetrahedron's and flips with the mirror;
 //  - ConfigurationView draws the selected row (frame not blank, edges in their bins' colours),
-//    and selection in the table reaches it;
+//    and selection in the table reaches it; the window's wiring (NpcfViews): table -> chart
+//    and 3D view, chart click -> table;
 //  - the neighbour graph of one point equals the engine's graph (build_graph), its triangles
 //    and tetrahedra through the point equal a brute-force count over the catalogue;
 //  - 10^6 points: frame time while rotating, at rest and with the level of detail (reported).
 #include <QElapsedTimer>
 #include <QImage>
+#include <QMainWindow>
+#include <QTableView>
 #include <QtTest>
 
 #include <array>
 #include <cmath>
+#include <numeric>
 #include <set>
 
 #include "almagest/npcf/configurations.hpp"
@@ -20,6 +24,9 @@
 #include "almagest/npcf/result.hpp"
 #include "almagest/npcf/synthetic.hpp"
 #include "npcf/ConfigurationExplorer.hpp"
+#include "npcf/ConfigurationModel.hpp"
+#include "npcf/NpcfViews.hpp"
+#include "views/CorrelationChart.hpp"
 #include "npcf/ConfigurationGeometry.hpp"
 #include "npcf/NeighbourGraph.hpp"
 #include "views/ConfigurationView.hpp"
@@ -156,6 +163,45 @@ private slots:
     other.restore_state(st);
     QCOMPARE(other.shownRow(), row);
     QVERIFY(other.mirrored());
+  }
+
+  void windowWiringSelectsInTableChartAnd3d() {
+    // The N-point window's own wiring (NpcfViews): rows selected in the table are ringed in the
+    // chart and drawn in the 3D configuration view; a click in the chart selects the row in the
+    // table and draws it.
+    const npcf::NpcfResult r = tetra(4);
+    QMainWindow w;
+    auto* chart = new CorrelationChart;
+    w.setCentralWidget(chart);
+    auto* views = new NpcfViews(&w, chart);
+    w.resize(1100, 700);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    chart->setResult(r);
+    views->setResult(r);
+    ConfigurationExplorer* ex = views->explorer();
+    QCOMPARE(ex->model()->rowCount(), int(r.rows()));
+    // Two rows selected in the (sorted) table, as a user selects them.
+    ex->table()->sortByColumn(ex->model()->section(ConfigurationModel::Column::Estimator), Qt::DescendingOrder);
+    QItemSelection sel(ex->table()->model()->index(2, 0), ex->table()->model()->index(3, 0));
+    ex->table()->selectionModel()->select(sel, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
+    QList<int> expected = ex->selectedRows();
+    QCOMPARE(expected.size(), 2);
+    // The rows are the result rows of the 3rd and 4th largest estimators (sorted here).
+    std::vector<int> order(r.rows());
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return r.estimator[a] > r.estimator[b]; });
+    QList<int> want{order[2], order[3]};
+    std::sort(want.begin(), want.end());
+    QCOMPARE(expected, want);
+    QCOMPARE(chart->selectedRows(), expected);
+    QVERIFY(expected.contains(views->configurationView()->shownRow()));
+    // A chart click selects in the table and draws the row.
+    emit chart->rowClicked(17);
+    QCOMPARE(ex->selectedRows(), (QList<int>{17}));
+    QCOMPARE(chart->selectedRows(), (QList<int>{17}));
+    QCOMPARE(views->configurationView()->shownRow(), 17);
+    for (int e = 0; e < 6; ++e) QCOMPARE(views->configurationView()->edgeBins()[e], int(r.bins[17 * 6 + e]));
   }
 
   void neighbourGraphEqualsTheEngines() {

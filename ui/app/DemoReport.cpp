@@ -301,9 +301,10 @@ bool showDemoView(MainWindow& w, const QString& view, QString* error) {
     for (QDockWidget* d : w.findChildren<QDockWidget*>()) d->show();  // the window as a user has it
     // But not the N-point docks that have nothing to show for this result (a parity test needs
     // realisations, the 3D configuration a selected row; a 2pCF has no configurations): empty
-    // panels would squeeze the chart until its title and key are cut.
+    // panels would squeeze the chart until its title and key are cut. The Catalogue dock (the 3D
+    // view's controls) has no figure of its own either.
     const bool zeta = view == QLatin1String("zeta");
-    for (const char* name : {"ParityDock", "ConfigurationViewDock", "ConfigurationsDock"})
+    for (const char* name : {"ParityDock", "ConfigurationViewDock", "ConfigurationsDock", "CatalogueDock"})
       if (auto* d = w.findChild<QDockWidget*>(QLatin1String(name)))
         if (!(zeta && qstrcmp(name, "ConfigurationsDock") == 0)) d->hide();
     if (auto* d = w.findChild<QDockWidget*>(QStringLiteral("ConfigurationsDock")); d && zeta) {

@@ -206,6 +206,7 @@ QString CataloguePanel::statusText() const { return status_; }
 void CataloguePanel::redraw() {
   const int row = config_->value();
   QString configText;
+  bool tooMany = false;
   if (result_ && row >= 0 && static_cast<std::size_t>(row) < rowsOf(*result_)) {
     const int e = result_->edges_per_row;
     const std::vector<std::uint8_t> rowBins(result_->bins.begin() + std::ptrdiff_t(row) * e,
@@ -214,7 +215,16 @@ void CataloguePanel::redraw() {
     for (std::uint8_t x : rowBins) b << QString::number(x);
     configText = tr("%1 bins (%2)").arg(e == 3 ? tr("triangle") : tr("tetrahedron"), b.join(QStringLiteral(", ")));
     configLabel_->setText(configText);
-    if (graph_ && (e == 3 || e == 6)) find_tuples(*graph_, result_->config.bins, rowBins);
+    // The brute force is O(k^2) triangles / O(k^3) tetrahedra in the k neighbours: beyond these
+    // sizes it would hold the GUI for seconds, so it is not started (and the dock says so).
+    const std::size_t k = graph_ ? graph_->index.size() : 0;
+    tooMany = graph_ && ((e == 3 && k > kMaxTriangleNeighbours) || (e == 6 && k > kMaxTetraNeighbours));
+    if (graph_ && !tooMany && (e == 3 || e == 6)) find_tuples(*graph_, result_->config.bins, rowBins);
+    else if (graph_) {
+      graph_->tuples.clear();
+      graph_->tuplesFound = 0;
+      graph_->capped = false;
+    }
   } else {
     if (result_) configLabel_->setText(tr("(choose a row, or select one in the configuration table)"));
     if (graph_) {
@@ -239,7 +249,11 @@ void CataloguePanel::redraw() {
                 .arg(g.index.size())
                 .arg(bins ? bins->rmin : 0)
                 .arg(bins ? bins->rmax : 0);
-  if (!configText.isEmpty()) {
+  if (!configText.isEmpty() && tooMany) {
+    status_ += tr("; too many neighbours to enumerate its %1 here (at most %2): narrow rmax")
+                   .arg(result_->edges_per_row == 3 ? tr("triangles") : tr("tetrahedra"))
+                   .arg(result_->edges_per_row == 3 ? kMaxTriangleNeighbours : kMaxTetraNeighbours);
+  } else if (!configText.isEmpty()) {
     status_ += tr("; %1 %2 through it of this configuration").arg(g.tuplesFound).arg(result_->edges_per_row == 3 ? tr("triangles") : tr("tetrahedra"));
     if (g.capped) status_ += tr(" (%1 drawn)").arg(g.tuples.size());
   }

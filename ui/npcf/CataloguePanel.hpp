@@ -38,6 +38,10 @@ class VtkView;
 class CataloguePanel : public QWidget {
   Q_OBJECT
 public:
+  /// Neighbours beyond which the triangles (tetrahedra) through a point are not enumerated.
+  static constexpr std::size_t kMaxTriangleNeighbours = 20000;
+  static constexpr std::size_t kMaxTetraNeighbours = 1500;
+
   /// `scene` and `view` must outlive the panel.
   CataloguePanel(PointCloudScene* scene, VtkView* view, QWidget* parent = nullptr);
   ~CataloguePanel() override;
