@@ -11,6 +11,7 @@
 //  - the volume and slice frames are not blank, and slices at different planes differ.
 // VTK: needs an OpenGL context (Xvfb under ctest).
 #include <QApplication>
+#include <QElapsedTimer>
 #include <QDir>
 #include <QFile>
 #include <QImage>
@@ -67,11 +68,16 @@ bool demoCube(StackWindow& w, QString* why) {
     *why = w.currentJob() ? w.currentJob()->errorMessage() : QStringLiteral("search did not finish");
     return false;
   }
+  QElapsedTimer clock;
+  clock.start();
   if (!w.computeScoreCube(w.cubeRequest(StackWindow::CubeVelocities::All, 0)) ||
       waitJob(w, finished) != State::Completed) {
     *why = QStringLiteral("score cube not computed");
     return false;
   }
+  if (w.scoreCube())
+    qInfo("score cube %d x %d x %d of %d exposures: %lld ms (job, wall)", w.scoreCube()->nx, w.scoreCube()->ny,
+          w.scoreCube()->nv(), w.exposureCount(), clock.elapsed());
   return w.scoreCube() != nullptr;
 }
 
