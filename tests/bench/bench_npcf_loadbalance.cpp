@@ -31,7 +31,9 @@
 // whole catalogue (not in t(K): constant per rank).
 //
 // Usage: bench_npcf_loadbalance [--catalogue bench|bao|both|bao-check] [--n N] [--sample S] [--kmax K]
-//        [--threads T] [--write-catalogues DIR] [--ranks K1,K2,...]
+//        [--threads T] [--write-catalogues DIR [--write-only]] [--ranks K1,K2,...]
+//        bench_npcf_loadbalance --compare A.h5 B.h5   (exit 0 when every counting array and the
+//        estimator of the two N-point outputs are bitwise equal; for the scaling run)
 // --n replaces the bench catalogue's size (the check against measured runs: --n 30000
 // --write-catalogues DIR writes DIR/gal.txt, DIR/ran.txt for mpirun -n K almagest-cli run).
 #include <algorithm>
@@ -51,6 +53,7 @@
 #include "almagest/npcf/graph.hpp"
 #include "almagest/npcf/partition.hpp"
 #include "almagest/npcf/points.hpp"
+#include "almagest/npcf/result.hpp"
 #include "almagest/npcf/synthetic.hpp"
 
 using namespace almagest;
@@ -237,7 +240,36 @@ double bao_box() {
 
 }  // namespace
 
+/// Bitwise comparison of two N-point outputs' counts and estimators.
+int compare(const std::string& a, const std::string& b) {
+  const NpcfResult x = read_hdf5(a), y = read_hdf5(b);
+  int bad = 0;
+  auto same = [&](const char* name, const auto& u, const auto& v) {
+    const bool eq = u.size() == v.size() && (u.empty() || std::memcmp(u.data(), v.data(), u.size() * sizeof(u[0])) == 0);
+    std::printf("%-14s %8zu values: %s\n", name, u.size(), eq ? "identical" : "DIFFER");
+    bad += !eq;
+  };
+  same("tuples", x.tuples, y.tuples);
+  same("random_tuples", x.random_tuples, y.random_tuples);
+  same("n", x.n, y.n);
+  same("r", x.r, y.r);
+  same("estimator", x.estimator, y.estimator);
+  same("zeta_conn", x.zeta_conn, y.zeta_conn);
+  std::printf("graph_edges %llu / %llu\n", static_cast<unsigned long long>(x.graph_edges),
+              static_cast<unsigned long long>(y.graph_edges));
+  return bad || x.graph_edges != y.graph_edges ? 1 : 0;
+}
+
 int main(int argc, char** argv) {
+  if (argc == 4 && !std::strcmp(argv[1], "--compare")) {
+    try {
+      return compare(argv[2], argv[3]);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "bench_npcf_loadbalance: %s\n", e.what());
+      return 3;
+    }
+  }
+  bool write_only = false;
   std::string which = "both", write_dir;
   std::size_t n = 1000000, sample = 20000;
   int kmax = 1024, threads = 0;
@@ -256,6 +288,7 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--kmax")) kmax = std::atoi(next());
     else if (!std::strcmp(argv[i], "--threads")) threads = std::atoi(next());
     else if (!std::strcmp(argv[i], "--write-catalogues")) write_dir = next();
+    else if (!std::strcmp(argv[i], "--write-only")) write_only = true;
     else if (!std::strcmp(argv[i], "--ranks")) {
       std::string v = next(), cur;
       for (char c : v + ",")
@@ -281,6 +314,7 @@ int main(int argc, char** argv) {
     if (!write_dir.empty()) {
       write_text(write_dir + "/gal.txt", cats.data);
       write_text(write_dir + "/ran.txt", cats.randoms);
+      if (write_only) return 0;
     }
     const PointSet p = make_point_set(cats.data, &cats.randoms);
     NpcfConfig c;
