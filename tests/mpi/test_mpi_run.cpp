@@ -223,10 +223,18 @@ class TestMpiRun : public QObject {
     for (int k : {1, 2, 3}) {
       const std::string tag = std::to_string(k);
       write_text(d / ("job" + tag + ".toml"), job + "output = \"out" + tag + ".h5\"\n");
-      const QStringList args{"run", q(d / ("job" + tag + ".toml"))};
+      QStringList args{"run", q(d / ("job" + tag + ".toml"))};
+      if (k > 1) args << "--log-json" << q(d / ("log" + tag + ".json"));
       const CliRun r = k == 1 ? run_cli(args) : mpirun(k, args);
       QVERIFY2(r.code == 0, qPrintable(r.err + r.out));
-      if (k > 1) QVERIFY2(r.out.contains(QString("split over %1 ranks").arg(k)), qPrintable(r.out));
+      if (k > 1) {
+        QVERIFY2(r.out.contains(QString("split over %1 ranks").arg(k)), qPrintable(r.out));
+        // One "rank" line per rank at the end (also when the plan has split steps only).
+        const std::string log = slurp(d / ("log" + tag + ".json"));
+        std::size_t lines = 0;
+        for (std::size_t at = 0; (at = log.find("\"event\":\"rank\"", at)) != std::string::npos; ++at) ++lines;
+        QCOMPARE(lines, static_cast<std::size_t>(k));
+      }
       for (const auto& st : stats) {
         // One statistic writes out<K>.h5, several out<K>_<stat>.h5.
         auto file = [&](const std::string& t) { return d / ("out" + t + (stats.size() > 1 ? "_" + st : "") + ".h5"); };

@@ -67,15 +67,7 @@ private:
   int handle(int from, const json& j) {
     if (hooks_.from_rank) hooks_.from_rank(from);
     const std::string t = j.value("t", "");
-    if (t == "done") {
-      RankReport r;
-      r.rank = from;
-      r.computed = j.value("computed", std::size_t{0});
-      r.skipped = j.value("skipped", std::size_t{0});
-      r.busy_s = j.value("busy_s", 0.0);
-      r.wall_s = j.value("wall_s", 0.0);
-      r.device = j.value("device", "");
-      if (hooks_.rank_done) hooks_.rank_done(r);
+    if (t == "done") {  // the end of a pool step on that rank (its report comes at the end)
       if (hooks_.from_rank) hooks_.from_rank(0);
       return 1;
     }
@@ -339,9 +331,36 @@ jobs::BatchSummary run_plan_distributed(const jobs::RunPlan& plan, const CancelT
     if (stop) break;
   }
   report.wall_s = since(t0);
-  if (me == 0 && hooks.rank_done) {
-    hooks.from_rank ? hooks.from_rank(0) : void();
-    hooks.rank_done(report);
+  // One report per rank at the end, in rank order (also where the plan had only split steps).
+  {
+    const std::string mine = json{{"computed", report.computed}, {"skipped", report.skipped}, {"busy_s", report.busy_s},
+                                  {"wall_s", report.wall_s}, {"device", report.device}}.dump();
+    const int n = size();
+    int len = static_cast<int>(mine.size());
+    std::vector<int> lens(static_cast<std::size_t>(n)), offs(static_cast<std::size_t>(n));
+    MPI_Gather(&len, 1, MPI_INT, lens.data(), 1, MPI_INT, 0, MPI_COMM_WORLD);
+    int total = 0;
+    for (int r = 0; r < n; ++r) {
+      offs[static_cast<std::size_t>(r)] = total;
+      total += lens[static_cast<std::size_t>(r)];
+    }
+    std::string all(static_cast<std::size_t>(me == 0 ? total : 0), '\0');
+    MPI_Gatherv(mine.data(), len, MPI_CHAR, all.data(), lens.data(), offs.data(), MPI_CHAR, 0, MPI_COMM_WORLD);
+    if (me == 0 && hooks.rank_done)
+      for (int r = 0; r < n; ++r) {
+        const json j = json::parse(all.substr(static_cast<std::size_t>(offs[static_cast<std::size_t>(r)]),
+                                              static_cast<std::size_t>(lens[static_cast<std::size_t>(r)])));
+        RankReport rr;
+        rr.rank = r;
+        rr.computed = j.value("computed", std::size_t{0});
+        rr.skipped = j.value("skipped", std::size_t{0});
+        rr.busy_s = j.value("busy_s", 0.0);
+        rr.wall_s = j.value("wall_s", 0.0);
+        rr.device = j.value("device", "");
+        if (hooks.from_rank) hooks.from_rank(r);
+        hooks.rank_done(rr);
+      }
+    if (me == 0 && hooks.from_rank) hooks.from_rank(0);
   }
   if (me != 0) return s;
   if (own_failure) std::rethrow_exception(own_failure);
