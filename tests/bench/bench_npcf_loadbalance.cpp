@@ -31,7 +31,10 @@
 // whole catalogue (not in t(K): constant per rank).
 //
 // Usage: bench_npcf_loadbalance [--catalogue bench|bao|both|bao-check] [--n N] [--sample S] [--kmax K]
-//        [--threads T] [--write-catalogues DIR [--write-only]] [--ranks K1,K2,...]
+//        [--threads T] [--write-catalogues DIR [--write-only]] [--ranks K1,K2,...] [--morton]
+// --morton: data and randoms each sorted in Morton (Z-)order of their positions first (what a
+// user can do to a catalogue before the run: results of 1 and K ranks stay identical for that
+// input; the analytic share assumes random order and does not apply then).
 //        bench_npcf_loadbalance --compare A.h5 B.h5   (exit 0 when every counting array and the
 //        estimator of the two N-point outputs are bitwise equal; for the scaling run)
 // --n replaces the bench catalogue's size (the check against measured runs: --n 30000
@@ -240,6 +243,36 @@ double bao_box() {
 
 }  // namespace
 
+/// The catalogue in Morton (Z-order) order of its positions in the box: points close in space
+/// become close in index, so a range of hubs has a compact neighbourhood.
+void morton_sort(io::Catalogue& c, double box) {
+  auto spread = [](std::uint64_t v) {
+    v &= 0x1fffff;
+    v = (v | v << 32) & 0x1f00000000ffffULL;
+    v = (v | v << 16) & 0x1f0000ff0000ffULL;
+    v = (v | v << 8) & 0x100f00f00f00f00fULL;
+    v = (v | v << 4) & 0x10c30c30c30c30c3ULL;
+    v = (v | v << 2) & 0x1249249249249249ULL;
+    return v;
+  };
+  auto q = [&](double x) {
+    return static_cast<std::uint64_t>(std::clamp(x / box, 0.0, 1.0 - 1e-12) * 2097152.0);
+  };
+  std::vector<std::pair<std::uint64_t, std::size_t>> key(c.size());
+  for (std::size_t i = 0; i < c.size(); ++i)
+    key[i] = {spread(q(c.x[i])) | spread(q(c.y[i])) << 1 | spread(q(c.z[i])) << 2, i};
+  std::sort(key.begin(), key.end());
+  io::Catalogue o = c;
+  for (std::size_t k = 0; k < key.size(); ++k) {
+    const std::size_t i = key[k].second;
+    o.x[k] = c.x[i];
+    o.y[k] = c.y[i];
+    o.z[k] = c.z[i];
+    if (!c.w.empty()) o.w[k] = c.w[i];
+  }
+  c = std::move(o);
+}
+
 /// Bitwise comparison of two N-point outputs' counts and estimators.
 int compare(const std::string& a, const std::string& b) {
   const NpcfResult x = read_hdf5(a), y = read_hdf5(b);
@@ -269,7 +302,7 @@ int main(int argc, char** argv) {
       return 3;
     }
   }
-  bool write_only = false;
+  bool write_only = false, morton = false;
   std::string which = "both", write_dir;
   std::size_t n = 1000000, sample = 20000;
   int kmax = 1024, threads = 0;
@@ -289,6 +322,7 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--threads")) threads = std::atoi(next());
     else if (!std::strcmp(argv[i], "--write-catalogues")) write_dir = next();
     else if (!std::strcmp(argv[i], "--write-only")) write_only = true;
+    else if (!std::strcmp(argv[i], "--morton")) morton = true;
     else if (!std::strcmp(argv[i], "--ranks")) {
       std::string v = next(), cur;
       for (char c : v + ",")
@@ -310,7 +344,11 @@ int main(int argc, char** argv) {
 
   if (which == "bench" || which == "both") {
     auto t0 = Clock::now();
-    const auto cats = synthetic::benchmark_catalogues(n, 20240601);
+    auto cats = synthetic::benchmark_catalogues(n, 20240601);
+    if (morton) {
+      morton_sort(cats.data, synthetic::kBenchmarkBox);
+      morton_sort(cats.randoms, synthetic::kBenchmarkBox);
+    }
     if (!write_dir.empty()) {
       write_text(write_dir + "/gal.txt", cats.data);
       write_text(write_dir + "/ran.txt", cats.randoms);
@@ -324,9 +362,9 @@ int main(int argc, char** argv) {
     const Graph g = build_graph(p, c, ctx);
     std::vector<std::uint32_t> deg(p.size());
     for (std::size_t i = 0; i < p.size(); ++i) deg[i] = static_cast<std::uint32_t>(g.offsets[i + 1] - g.offsets[i]);
-    std::printf("# bench catalogue: N = %zu (%zu Neyman-Scott data + %zu uniform randoms, seed 20240601), rmin 1, rmax 33: "
+    std::printf("# bench catalogue%s: N = %zu (%zu Neyman-Scott data + %zu uniform randoms, seed 20240601), rmin 1, rmax 33: "
                 "%zu half-graph edges (catalogue + graph %.1f s here)\n",
-                p.size(), p.ndata, p.size() - p.ndata, g.num_edges(), since(t0));
+                morton ? " (Morton order)" : "", p.size(), p.ndata, p.size() - p.ndata, g.num_edges(), since(t0));
     const double rows4 = static_cast<double>(TetraTable::expected_rows(5));
     const std::vector<Statistic_> stats = {
         // 3pCF 10 bins: cube of 1000 cells, count u64 + sum f64, data and random halves.
@@ -366,6 +404,10 @@ int main(int argc, char** argv) {
       };
       keep(data, 7);
       keep(randoms, 8);
+    }
+    if (morton) {
+      morton_sort(data, L);
+      morton_sort(randoms, L);
     }
     const PointSet p = make_point_set(data, &randoms);
     const std::uint64_t N = p.size();
