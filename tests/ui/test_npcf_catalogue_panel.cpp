@@ -1,7 +1,7 @@
 // The catalogue view's panel (issue 21, neighbour graph): a point's index typed in the Point box
 // draws its neighbour edges, and the edges drawn (read back from the scene's geometry) are a
 // brute-force neighbour list of that point computed here, each in its radial bin's colour; a
-// configuration row then draws the triangles (3pCF) or tetrahedra (4pCF) through it, counted
+// configuration row then draws the triangles (3pCF) or tetrahedra (4pCF) through it, each counted
 // here by brute force; a double-click picks a point near the cursor; colour by weight and the
 // clipping box reach the scene; the state round-trips; the N-point window has the panel in its
 // Catalogue dock, fed with the loaded catalogues and the job form's binning.
@@ -162,6 +162,51 @@ private slots:
     QCOMPARE(int(panel.graph()->tuplesFound), best->second);
     QCOMPARE(scene.tupleEdges(), std::size_t(best->second));  // one edge (a, b) per triangle
     QVERIFY(panel.statusText().contains(QStringLiteral("%1 triangles").arg(best->second)));
+
+    // A 4pCF result: the tetrahedra through the hub of one configuration (brute force over the
+    // hub's neighbours, canonical edge bins 12 13 14 23 24 34 with the hub as vertex 1).
+    npcf::TetraTable tt(b.nbins);
+    npcf::NpcfResult tet;
+    tet.statistic = npcf::Statistic::FourPoint;
+    tet.order = 4;
+    tet.edges_per_row = 6;
+    tet.config.bins = b;
+    for (std::uint32_t k = 0; k < tt.rows(); ++k) {
+      const auto& cb = tt.canonical(k);
+      tet.bins.insert(tet.bins.end(), cb.begin(), cb.end());
+      tet.tuples.push_back(1);
+    }
+    std::vector<std::size_t> nb;
+    for (std::size_t j = 0; j < total; ++j)
+      if (j != hub && binOf(dist(c, at(data, randoms, j)), b.rmin, b.rmax, b.nbins) >= 0) nb.push_back(j);
+    std::map<std::array<int, 6>, int> tcount;
+    auto pb = [&](std::size_t x, std::size_t y) { return binOf(dist(at(data, randoms, x), at(data, randoms, y)), b.rmin, b.rmax, b.nbins); };
+    for (std::size_t x = 0; x < nb.size(); ++x)
+      for (std::size_t y = x + 1; y < nb.size(); ++y)
+        for (std::size_t z = y + 1; z < nb.size(); ++z) {
+          const std::array<int, 6> raw{pb(hub, nb[x]), pb(hub, nb[y]), pb(hub, nb[z]), pb(nb[x], nb[y]), pb(nb[x], nb[z]), pb(nb[y], nb[z])};
+          if (*std::min_element(raw.begin(), raw.end()) < 0) continue;
+          int sign = 0;
+          ++tcount[npcf::TetraTable::canonicalise(raw, sign)];
+        }
+    QVERIFY(!tcount.empty());
+    const auto tbest = std::max_element(tcount.begin(), tcount.end(), [](auto& x, auto& y) { return x.second < y.second; });
+    int trow = -1;
+    for (std::uint32_t k = 0; k < tt.rows(); ++k) {
+      bool same = true;
+      for (int e = 0; e < 6; ++e) same = same && int(tt.canonical(k)[e]) == tbest->first[e];
+      if (same) trow = int(k);
+    }
+    QVERIFY(trow >= 0);
+    panel.setResult(&tet);
+    QVERIFY(panel.showNeighbours(hub));
+    panel.configurationBox()->setValue(trow);
+    QCOMPARE(int(panel.graph()->tuplesFound), tbest->second);
+    QCOMPARE(scene.tupleEdges(), std::size_t(3 * std::min<int>(tbest->second, 5000)));  // ab, ac, bc of each
+    QVERIFY(panel.statusText().contains(QStringLiteral("%1 tetrahedra").arg(tbest->second)));
+    panel.setResult(&tri);
+    QVERIFY(panel.showNeighbours(hub));
+    panel.configurationBox()->setValue(row);
 
     // Colour by weight and the clip box reach the scene.
     panel.colourBox()->setCurrentIndex(1);
