@@ -5,12 +5,14 @@
 //    first rank that is free (rank 0 included); each member runs on one rank with the job layer's
 //    own resume check and writes its outputs atomically there;
 //  - a plain N-point job (CPU backend) is split over all ranks by hub ranges balanced by the cost
-//    model, bit-identical to one process (npcf/partition.hpp); rank 0 writes it;
+//    model, bit-identical to one process (npcf/partition.hpp); rank 0 writes it; a plain stack
+//    search (CPU backend) likewise by origin row bands (stack/row_partition.hpp);
 //  - the aggregates run on rank 0 after every member.
 // Rank 0's observer sees every rank's events (from_rank says whose); the other ranks print
 // nothing. The first failure stops the hand-out (members already running finish: their outputs
 // are complete) and is rethrown on rank 0 as the exception the failing rank saw (same type, file
-// and field), so the CLI's exit code is the one of one process; the other ranks return.
+// and field), so the CLI's exit code is the one of one process; the other ranks return. A split
+// job's failure is agreed by every rank at its next exchange and reported the same way.
 #include <functional>
 #include <string>
 
