@@ -516,7 +516,8 @@ private slots:
     QCOMPARE(one.code, 3);
     QVERIFY2(r.code == one.code, qPrintable(r.err));
     QVERIFY2(r.err.contains("member 3 (m2)"), qPrintable(r.err));
-    QVERIFY2(r.err.contains("m2.txt"), qPrintable(r.err));
+    QVERIFY2(r.err.contains("m2.txt: line 5, column 2"), qPrintable(r.err));  // file and field
+    QVERIFY2(one.err.contains("m2.txt: line 5, column 2"), qPrintable(one.err));
     QVERIFY2(r.err.contains(QRegularExpression("rank [0-2]: ")), qPrintable(r.err));
     QCOMPARE(r.err.count("almagest-cli: error:"), 1);
     for (const auto& name : listing(d / "out")) {
