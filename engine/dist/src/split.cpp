@@ -278,30 +278,38 @@ void run_split(const jobs::RunPlan& plan, std::size_t batch, const CancelToken& 
     observer.member_finished(b, m, *outcome, secs);
     return;
   }
-  // Per-rank work for the summary and the log: graph part, cost-model share, seconds.
-  double mine[4] = {static_cast<double>(part.built_hubs), static_cast<double>(part.built_edges), part.counted_cost, secs};
-  std::vector<double> all(4 * static_cast<std::size_t>(K));
-  MPI_Gather(mine, 4, MPI_DOUBLE, all.data(), 4, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+  // Per-rank work for the summary and the log: graph part, cost-model share, seconds (all, in
+  // the counting of its chunks, waiting in the chain).
+  constexpr std::size_t F = 6;
+  double mine[F] = {static_cast<double>(part.built_hubs), static_cast<double>(part.built_edges), part.counted_cost, secs,
+                    part.count_s, part.wait_s};
+  std::vector<double> all(F * static_cast<std::size_t>(K));
+  MPI_Gather(mine, F, MPI_DOUBLE, all.data(), F, MPI_DOUBLE, 0, MPI_COMM_WORLD);
   if (me != 0) return;
-  double maxc = 0, sumc = 0;
+  double maxc = 0, sumc = 0, cmin = 1e300, cmax = 0, wmax = 0;
   for (int r = 0; r < K; ++r) {
-    const double c = all[4 * static_cast<std::size_t>(r) + 2];
-    maxc = std::max(maxc, c);
-    sumc += c;
-    outcome->timings_s["rank" + std::to_string(r)] = all[4 * static_cast<std::size_t>(r) + 3];
+    const double* a = all.data() + F * static_cast<std::size_t>(r);
+    maxc = std::max(maxc, a[2]);
+    sumc += a[2];
+    cmin = std::min(cmin, a[4]);
+    cmax = std::max(cmax, a[4]);
+    wmax = std::max(wmax, a[5]);
+    outcome->timings_s["rank" + std::to_string(r)] = a[3];
+    outcome->timings_s["rank" + std::to_string(r) + "_count"] = a[4];
+    outcome->timings_s["rank" + std::to_string(r) + "_wait"] = a[5];
   }
   double edges = 0, lo = 1e300, hi = 0;
   for (auto d : part.degrees) edges += d;
   for (int r = 0; r < K; ++r) {
-    lo = std::min(lo, all[4 * static_cast<std::size_t>(r) + 1]);
-    hi = std::max(hi, all[4 * static_cast<std::size_t>(r) + 1]);
+    lo = std::min(lo, all[F * static_cast<std::size_t>(r) + 1]);
+    hi = std::max(hi, all[F * static_cast<std::size_t>(r) + 1]);
   }
   edges = std::max(1.0, edges);
   char line[256];
   std::snprintf(line, sizeof line,
                 "split over %d ranks by hub ranges: cost-model work max/mean %.3f; graph part per rank %.0f-%.0f%% "
-                "of the edges",
-                K, sumc > 0 ? maxc / (sumc / K) : 1.0, 100.0 * lo / edges, 100.0 * hi / edges);
+                "of the edges; counting %.2f-%.2f s per rank, chain waits up to %.2f s",
+                K, sumc > 0 ? maxc / (sumc / K) : 1.0, 100.0 * lo / edges, 100.0 * hi / edges, cmin, cmax, wmax);
   outcome->summary.push_back(line);
   ++s.written;
   observer.member_finished(b, m, *outcome, secs);

@@ -9,6 +9,7 @@
 // so the result is bit-identical for any process count. The accumulators travel as bytes: they
 // are aggregates of arithmetic values and vectors of them (every counting kernel's), written
 // field by field in declaration order (structured bindings), so no kernel needs a serialiser.
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -133,24 +134,32 @@ Acc partitioned_reduce(HubPartition& part, const std::vector<std::uint64_t>& bou
   const auto r = static_cast<std::size_t>(part.rank);
   ALMAGEST_ASSERT(part.hub_bounds.size() == static_cast<std::size_t>(part.ranks) + 1, "partition has no hub ranges");
   const auto [c0, c1] = chunks_starting_in(bounds, part.hub_bounds[r], part.hub_bounds[r + 1]);
+  using Clock = std::chrono::steady_clock;
+  auto since = [](Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); };
   std::vector<Acc> parts(static_cast<std::size_t>(c1 - c0));
+  auto t0 = Clock::now();
   almagest::parallel::parallel_for(parts.size(), threads, ctx, stage, [&](std::size_t t) {
     const std::uint64_t c = c0 + t;
     Acc a = make();
     body(c, bounds[c], bounds[c + 1], a);
     parts[t] = std::move(a);
   });
+  part.count_s += since(t0);
   Acc total = make();
   if (part.ranks > 1 && part.rank > 0) {
     std::vector<std::uint8_t> bytes;
+    t0 = Clock::now();
     part.receive_prefix(bytes);
+    part.wait_s += since(t0);
     raw::decode(bytes, total);
   }
   for (const Acc& a : parts) merge(total, a);
   parts.clear();
   if (part.ranks > 1) {
     std::vector<std::uint8_t> bytes = raw::encode(total);
+    t0 = Clock::now();
     part.pass_total(bytes);
+    part.wait_s += since(t0);
     if (part.rank == 0) raw::decode(bytes, total);
   }
   ctx.check_cancel();

@@ -66,6 +66,7 @@ struct HubPartition {
   std::vector<std::vector<std::uint64_t>> probed;  ///< internal: chunk bounds of every counting pass
   std::uint64_t built_hubs = 0, built_edges = 0;   ///< this process's part of the graph
   double counted_cost = 0, total_cost = 0;   ///< cost-model work of this process's chunks / of all
+  double count_s = 0, wait_s = 0;            ///< seconds counting its chunks / in the chain's exchanges
 };
 
 /// Installs a partition for the calling thread (build_graph and the CPU counting kernels called
