@@ -32,6 +32,8 @@
 //
 // Usage: bench_npcf_loadbalance [--catalogue bench|bao|both|bao-check] [--n N] [--sample S] [--kmax K]
 //        [--threads T] [--write-catalogues DIR [--write-only]] [--ranks K1,K2,...] [--morton]
+// --time-ranks K: the bench catalogue's 3pCF and 4pCF split over K ranks run one after the
+// other here, one thread each, exchanges replayed: every rank's measured counting seconds.
 // --morton: data and randoms each sorted in Morton (Z-)order of their positions first (what a
 // user can do to a catalogue before the run: results of 1 and K ranks stay identical for that
 // input; the analytic share assumes random order and does not apply then).
@@ -56,6 +58,7 @@
 #include "almagest/npcf/graph.hpp"
 #include "almagest/npcf/partition.hpp"
 #include "almagest/npcf/points.hpp"
+#include "almagest/npcf/plan.hpp"
 #include "almagest/npcf/result.hpp"
 #include "almagest/npcf/synthetic.hpp"
 
@@ -273,6 +276,52 @@ void morton_sort(io::Catalogue& c, double box) {
   c = std::move(o);
 }
 
+/// The split's ranks run one after the other in this process, each on one thread, with the
+/// exchanges replayed (rank r receives what rank r - 1 passed on, pass by pass): each rank's
+/// counting seconds (HubPartition::count_s) without the contention of ranks sharing cores,
+/// against its cost-model share.
+void time_ranks(const PointSet& p, NpcfConfig c, const std::vector<std::uint32_t>& deg, int K, double neighbour_cost) {
+  c.threads = 1;
+  std::vector<std::vector<std::uint8_t>> prev, next;
+  std::printf("\n%s, %d ranks one after the other, 1 thread each (counting seconds without contention), "
+              "neighbour cost %g:\n",
+              to_string(c.statistic), K, neighbour_cost);
+  std::printf("| rank | hubs | cost-model share | counting s | graph part |\n|---:|---:|---:|---:|---:|\n");
+  double tmax = 0, tsum = 0;
+  for (int r = 0; r < K; ++r) {
+    HubPartition part;
+    part.rank = r;
+    part.ranks = K;
+    part.statistics = {c.statistic};
+    part.neighbour_cost = neighbour_cost;
+    part.all_degrees = [&](const std::vector<std::uint32_t>&, std::uint64_t) { return deg; };
+    std::size_t at = 0;
+    part.receive_prefix = [&](std::vector<std::uint8_t>& bytes) { bytes = prev.at(at++); };
+    part.pass_total = [&](std::vector<std::uint8_t>& bytes) { next.push_back(bytes); };
+    JobContext ctx;
+    ctx.threads = 1;
+    {
+      PartitionScope scope(part);
+      NpcfPlan plan(c, p, ctx);
+      (void)plan.execute(c.statistic, ctx);
+    }
+    prev = std::move(next);
+    next.clear();
+    tmax = std::max(tmax, part.count_s);
+    tsum += part.count_s;
+    std::printf("| %d | %llu-%llu | %.4f | %.3f | %.2f |\n", r, static_cast<unsigned long long>(part.hub_bounds[static_cast<std::size_t>(r)]),
+                static_cast<unsigned long long>(part.hub_bounds[static_cast<std::size_t>(r) + 1]),
+                part.total_cost > 0 ? part.counted_cost / part.total_cost : 0.0, part.count_s,
+                static_cast<double>(part.built_edges) / static_cast<double>(std::max<std::uint64_t>(1, [&] {
+                  std::uint64_t e = 0;
+                  for (auto d : deg) e += d;
+                  return e;
+                }())));
+    std::fflush(stdout);
+  }
+  std::printf("measured counting max/mean %.3f\n", tmax / (tsum / K));
+}
+
 /// Bitwise comparison of two N-point outputs' counts and estimators.
 int compare(const std::string& a, const std::string& b) {
   const NpcfResult x = read_hdf5(a), y = read_hdf5(b);
@@ -303,6 +352,8 @@ int main(int argc, char** argv) {
     }
   }
   bool write_only = false, morton = false;
+  int time_k = 0;
+  std::vector<double> neighbour_costs;
   std::string which = "both", write_dir;
   std::size_t n = 1000000, sample = 20000;
   int kmax = 1024, threads = 0;
@@ -323,6 +374,8 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--write-catalogues")) write_dir = next();
     else if (!std::strcmp(argv[i], "--write-only")) write_only = true;
     else if (!std::strcmp(argv[i], "--morton")) morton = true;
+    else if (!std::strcmp(argv[i], "--time-ranks")) time_k = std::atoi(next());
+    else if (!std::strcmp(argv[i], "--neighbour-cost")) neighbour_costs.push_back(std::atof(next()));
     else if (!std::strcmp(argv[i], "--ranks")) {
       std::string v = next(), cur;
       for (char c : v + ",")
@@ -339,6 +392,7 @@ int main(int argc, char** argv) {
   }
   if (ks.empty())
     for (int K = 2; K <= kmax; K *= 2) ks.push_back(K);
+  if (neighbour_costs.empty()) neighbour_costs.push_back(-1);  // the engine's default
   JobContext ctx;
   ctx.threads = threads;
 
@@ -374,6 +428,13 @@ int main(int argc, char** argv) {
          n == 1000000 ? 0.227 : 0.0, rows4 * 32.0},
     };
     table("N = 10^6 benchmark", deg, full_from_half(deg, p.ndata), p.ndata, &g, stats, n == 1000000 ? 0.306 : 0.0, ks);
+    if (time_k > 1) {
+      NpcfConfig c4 = c;
+      c4.statistic = Statistic::FourPoint;
+      c4.bins.nbins = 5;
+      for (double nc : neighbour_costs) time_ranks(p, c, deg, time_k, nc);
+      for (double nc : neighbour_costs) time_ranks(p, c4, deg, time_k, nc);
+    }
   }
 
   if (which == "bao" || which == "both" || which == "bao-check") {

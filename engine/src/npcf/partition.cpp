@@ -14,6 +14,13 @@ namespace {
 thread_local HubPartition* t_partition = nullptr;
 
 bool is_four_point(Statistic s) { return s == Statistic::FourPoint || s == Statistic::FourPointParity; }
+
+// The linear term of range_costs (default_neighbour_cost): 0 until measured on a quiet machine.
+// On the 2-core build machine (load 5-7) the uncontended per-rank counting times of
+// bench_npcf_loadbalance --time-ranks 16 scattered too much between runs to fix a value (with 100
+// the Morton-ordered 3pCF / 4pCF max/mean fell from 1.46 / 1.84 to 1.11 / 1.17, in catalogue
+// order it went from 1.79 to 4.10 for the 4pCF in one run); docs/benchmarks.md, "Issue 22".
+constexpr double kNeighbourCost3 = 0.0, kNeighbourCost4 = 0.0;
 }  // namespace
 
 PartitionScope::PartitionScope(HubPartition& p) : previous_(t_partition) { t_partition = &p; }
@@ -41,6 +48,20 @@ std::vector<double> hub_costs(const std::vector<std::uint32_t>& degrees, int pow
     cost[i] = c;
   }
   return cost;
+}
+
+std::vector<double> range_costs(const std::vector<std::uint32_t>& degrees, int power, double neighbour_cost) {
+  std::vector<double> cost = hub_costs(degrees, power);
+  for (std::size_t i = 0; i < degrees.size(); ++i) cost[i] += neighbour_cost * (static_cast<double>(degrees[i]) + 1.0);
+  return cost;
+}
+
+double default_neighbour_cost(int power) {
+  switch (power) {
+    case 3: return kNeighbourCost4;
+    case 2: return kNeighbourCost3;
+    default: return 0.0;
+  }
 }
 
 std::vector<std::uint64_t> balance_hubs(const std::vector<double>& costs, int parts) {
@@ -163,8 +184,9 @@ Graph build_partition_graph(const PointSet& points, const NpcfConfig& config, co
   }
   probe = Graph{};
 
-  // 3. Hub ranges balanced by the cost model of the heaviest statistic.
-  const std::vector<double> costs = hub_costs(part.degrees, power);
+  // 3. Hub ranges balanced by the cost model of the heaviest statistic (range_costs).
+  const std::vector<double> costs =
+      range_costs(part.degrees, power, part.neighbour_cost >= 0 ? part.neighbour_cost : default_neighbour_cost(power));
   part.hub_bounds = balance_hubs(costs, K);
   part.total_cost = 0;
   for (double c : costs) part.total_cost += c;

@@ -33,6 +33,14 @@ namespace almagest::npcf {
 int cost_power(Statistic s);
 /// (d + 1)^power for every hub, d its half-graph degree (the chunking's weights).
 std::vector<double> hub_costs(const std::vector<std::uint32_t>& degrees, int power);
+/// The cost of a hub for the hub ranges: (d + 1)^power + neighbour_cost (d + 1). The chunks keep
+/// the pure (d + 1)^power weights (they fix one process's summation order); the ranges only decide
+/// which chunks a process counts, so their weights change no result. The linear term is the
+/// per-neighbour work the power misses (reading each neighbour's list, scratch per neighbour),
+/// which dominates for the many hubs of small degree late in a half graph.
+std::vector<double> range_costs(const std::vector<std::uint32_t>& degrees, int power, double neighbour_cost);
+/// Default neighbour_cost per power (index 1..3), from bench_npcf_loadbalance --time-ranks.
+double default_neighbour_cost(int power);
 /// parts + 1 hub boundaries: part r holds the hubs [b[r], b[r+1]), cut where the running cost
 /// first reaches r/parts of the total.
 std::vector<std::uint64_t> balance_hubs(const std::vector<double>& costs, int parts);
@@ -46,6 +54,8 @@ struct HubPartition {
   int rank = 0, ranks = 1;
   /// Every statistic the job evaluates (the graph part must serve all of them).
   std::vector<Statistic> statistics;
+  /// Weight of the linear term of range_costs; < 0: default_neighbour_cost.
+  double neighbour_cost = -1;
 
   // ---- supplied by the distribution layer --------------------------------------------------
   /// Every process passes the degrees of the hubs [first, first + mine.size()) (its slice of
@@ -65,7 +75,7 @@ struct HubPartition {
   bool probing = false;                      ///< internal: counting kernels record their chunks only
   std::vector<std::vector<std::uint64_t>> probed;  ///< internal: chunk bounds of every counting pass
   std::uint64_t built_hubs = 0, built_edges = 0;   ///< this process's part of the graph
-  double counted_cost = 0, total_cost = 0;   ///< cost-model work of this process's chunks / of all
+  double counted_cost = 0, total_cost = 0;   ///< range_costs work of this process's chunks / of all
   double count_s = 0, wait_s = 0;            ///< seconds counting its chunks / in the chain's exchanges
 };
 
