@@ -15,16 +15,6 @@ namespace almagest::stack {
 
 namespace {
 
-/// Linear-interpolation percentile (numpy's default) of a sorted vector.
-double percentile(const std::vector<double>& sorted, double p) {
-  if (sorted.empty()) return 0;
-  const double pos = p / 100.0 * double(sorted.size() - 1);
-  const std::size_t i = std::size_t(std::floor(pos));
-  if (i + 1 >= sorted.size()) return sorted.back();
-  const double f = pos - double(i);
-  return sorted[i] + f * (sorted[i + 1] - sorted[i]);
-}
-
 /// Standard normal quantile by bisection (percentiles of the sigma-G width only).
 double normal_quantile(double p) {
   double lo = -40, hi = 40;
@@ -35,9 +25,18 @@ double normal_quantile(double p) {
   return 0.5 * (lo + hi);
 }
 
-double median_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return percentile(v, 50);
+/// Linear-interpolation percentile (numpy's default) of v without sorting it: the order statistics
+/// i and i + 1 it interpolates by selection (nth_element, then the smallest of the part above i), the same
+/// values as in the sorted vector. Reorders v.
+double select_percentile(std::vector<double>& v, double p) {
+  if (v.empty()) return 0;
+  const double pos = p / 100.0 * double(v.size() - 1);
+  const std::size_t i = std::size_t(std::floor(pos));
+  if (i + 1 >= v.size()) return *std::max_element(v.begin(), v.end());
+  std::nth_element(v.begin(), v.begin() + std::ptrdiff_t(i), v.end());
+  const double lo = v[i], hi = *std::min_element(v.begin() + std::ptrdiff_t(i) + 1, v.end());
+  const double f = pos - double(i);
+  return lo + f * (hi - lo);
 }
 
 bool stronger(const Candidate& a, const Candidate& b) {
@@ -162,33 +161,47 @@ std::string FilterReport::summary() const {
                      input, observations, sigma_g, stationary, stamps, merged, output, seconds);
 }
 
-std::vector<std::uint8_t> sigma_g_keep(const float* a, const float* b, int n, const FilterConfig& cfg) {
+namespace {
+
+/// 1 / (Phi^-1(high) - Phi^-1(low)): sigma_G of a unit normal's percentile width.
+double sigma_g_coeff(const FilterConfig& cfg) {
+  return 1.0 / (normal_quantile(cfg.sigma_g_high / 100.0) - normal_quantile(cfg.sigma_g_low / 100.0));
+}
+
+std::vector<std::uint8_t> sigma_g_keep_with(const float* a, const float* b, int n, const FilterConfig& cfg, double coeff) {
   std::vector<std::uint8_t> keep(std::size_t(std::max(n, 0)), 0);
   std::vector<double> flux;
+  flux.reserve(std::size_t(std::max(n, 0)));
   for (int e = 0; e < n; ++e)
     if (b[e] > 0.0f) {
       keep[e] = 1;
       flux.push_back(double(a[e]) / double(b[e]));
     }
   if (!cfg.sigma_g || flux.size() < 3) return keep;
-  const double f = median_of(flux);
+  const double f = select_percentile(flux, 50);
   std::vector<double> r;
   std::vector<int> at;
+  r.reserve(flux.size());
+  at.reserve(flux.size());
   for (int e = 0; e < n; ++e)
     if (keep[e]) {
       r.push_back((double(a[e]) - f * double(b[e])) / std::sqrt(double(b[e])));
       at.push_back(e);
     }
-  std::vector<double> sorted = r;
-  std::sort(sorted.begin(), sorted.end());
-  const double med = percentile(sorted, 50);
-  const double width = percentile(sorted, cfg.sigma_g_high) - percentile(sorted, cfg.sigma_g_low);
-  const double coeff = 1.0 / (normal_quantile(cfg.sigma_g_high / 100.0) - normal_quantile(cfg.sigma_g_low / 100.0));
+  std::vector<double> sel = r;
+  const double med = select_percentile(sel, 50);
+  const double width = select_percentile(sel, cfg.sigma_g_high) - select_percentile(sel, cfg.sigma_g_low);
   const double sg = coeff * width;
   if (!(sg > 0)) return keep;
   for (std::size_t i = 0; i < r.size(); ++i)
     if (std::fabs(r[i] - med) > cfg.sigma_g_n * sg) keep[at[i]] = 0;
   return keep;
+}
+
+}  // namespace
+
+std::vector<std::uint8_t> sigma_g_keep(const float* a, const float* b, int n, const FilterConfig& cfg) {
+  return sigma_g_keep_with(a, b, n, cfg, sigma_g_coeff(cfg));
 }
 
 void filter_candidates(SearchResult& r, const SearchPlan& plan, const PsiPhi& p, const ExposureStack* stack,
@@ -225,13 +238,14 @@ void filter_candidates(SearchResult& r, const SearchPlan& plan, const PsiPhi& p,
   }
 
   // 2. sigma-G (curves for every candidate: the duplicate and stamp stages use them too).
+  const double coeff = sigma_g_coeff(cfg);
   const bool threshold_mode = sc.mode == ResultMode::Threshold;
   parallel::parallel_for(work.size(), sc.threads, ctx, "sigma-G", [&](std::size_t i) {
     Work& w = work[i];
     w.a.resize(std::size_t(n));
     w.b.resize(std::size_t(n));
     trajectory_curve(p, s, sc.psf_rho, w.c.x, w.c.y, w.c.v, w.a.data(), w.b.data());
-    w.keep = sigma_g_keep(w.a.data(), w.b.data(), n, cfg);
+    w.keep = sigma_g_keep_with(w.a.data(), w.b.data(), n, cfg, coeff);
     if (!cfg.sigma_g) return;
     float A = 0, B = 0;
     std::int32_t obs = 0, observed = 0;
@@ -382,27 +396,39 @@ void filter_candidates(SearchResult& r, const SearchPlan& plan, const PsiPhi& p,
     for (double v : K) kk += v * v;
     psf_ok = moments(K, Rs, 2.0 * sigma, Tpsf, epsf);
   }
-  auto stamp_ok = [&](const Work& w) {
+  // The stamp test of several candidates, in three steps whose results do not depend on how the
+  // work is split: (1) gather: each kept exposure's (2R+1)^2 block of sci and var (0 where the
+  // pixel is masked, not finite, outside the image or has no positive variance), exposure-major,
+  // in parallel over (candidate, exposure range) tasks (the cost is memory
+  // latency: every exposure is a new page); (2) per stamp row and candidate, each pixel's
+  // sums in exposure order (the same additions as one pass over the exposures) and its median;
+  // (3) per candidate, the PSF-matched fluxes and moments in pixel order. (A pixel-major gather
+  // buffer was slower: with 1,024 kept epochs its 2 (2R+1)^2 write streams are 4 KB apart and
+  // fall into the same cache sets; so was gathering all rows of one exposure before the next.)
+  const std::size_t spix = std::size_t(side) * side;
+  struct Stamp {
+    std::size_t nk = 0;                      ///< kept epochs
+    std::vector<int> epochs;                 ///< the kept epochs, in order
+    std::vector<float> sv, vv;               ///< [nk][spix]: value and variance (0 = not valid)
+    std::vector<double> mean, med, weighted; ///< [spix]
+    std::vector<std::uint8_t> any;           ///< [spix]: at least one valid value
+  };
+  auto stamp_gather = [&](const Work& w, Stamp& st, std::size_t k0, std::size_t k1) {
     const int W = p.width, H = p.height;
     const std::size_t np = p.pixels();
-    std::vector<std::vector<float>> pix(std::size_t(side) * side);
-    std::vector<double> sum(pix.size(), 0.0), wsum(pix.size(), 0.0), wval(pix.size(), 0.0);
-    // Row by row (each stamp pixel's values and sums in exposure order); the reads are the cost,
-    // one cache line per row and exposure. Candidates are tested in parallel batches (below).
-    auto stamp_row = [&](std::size_t row) {
-      const int v = int(row) - Rs;
-      // The row's accumulators stay local to the task (neighbouring rows share cache lines).
-      std::vector<std::vector<float>> rpix(static_cast<std::size_t>(side));
-      for (auto& r : rpix) r.reserve(std::size_t(n));
-      std::vector<double> rsum(static_cast<std::size_t>(side), 0.0), rwsum(rsum), rwval(rsum);
-      for (int e = 0; e < n; ++e) {
-        // Each exposure's row is a new page: prefetch a few exposures ahead (latency bound).
-        if (e + kAhead < n) {
-          const std::size_t ka = std::size_t(w.c.v) * n + e + kAhead;
+    // Row by row over the range's exposures (as the stamp sums were formed before; measured
+    // faster here than all rows of one exposure at a time), software prefetch kAhead ahead.
+    for (int v = -Rs; v <= Rs; ++v) {
+      const std::size_t row = std::size_t(v + Rs) * side;
+      for (std::size_t k = k0; k < k1; ++k) {
+        if (k + kAhead < k1) {
+          const int ea = st.epochs[k + kAhead];
+          const std::size_t ka = std::size_t(w.c.v) * n + ea;
           const std::int64_t ya = std::int64_t(w.c.y) + s.sy[ka] + v, xa = std::int64_t(w.c.x) + s.sx[ka] - Rs;
           if (ya >= 0 && ya < H) {
-            const std::size_t ia = std::size_t(e + kAhead) * np + std::size_t(ya) * W + std::size_t(std::clamp<std::int64_t>(xa, 0, W - 1));
-            const std::size_t ib = std::size_t(e + kAhead) * np + std::size_t(ya) * W + std::size_t(std::clamp<std::int64_t>(xa + 2 * Rs, 0, W - 1));
+            const std::size_t r0 = std::size_t(ea) * np + std::size_t(ya) * W;
+            const std::size_t ia = r0 + std::size_t(std::clamp<std::int64_t>(xa, 0, W - 1));
+            const std::size_t ib = r0 + std::size_t(std::clamp<std::int64_t>(xa + 2 * Rs, 0, W - 1));
             __builtin_prefetch(stack->sci.data() + ia);
             __builtin_prefetch(stack->sci.data() + ib);
             __builtin_prefetch(stack->var.data() + ia);
@@ -410,52 +436,114 @@ void filter_candidates(SearchResult& r, const SearchPlan& plan, const PsiPhi& p,
             __builtin_prefetch(stack->mask.data() + ia);
           }
         }
-        if (!w.keep[e]) continue;
+        const int e = st.epochs[k];
         const std::size_t ke = std::size_t(w.c.v) * n + e;
         const std::int64_t x = std::int64_t(w.c.x) + s.sx[ke], yy = std::int64_t(w.c.y) + s.sy[ke] + v;
-        if (yy < 0 || yy >= H) continue;
+        float* sd = st.sv.data() + k * spix + row;
+        float* vd = st.vv.data() + k * spix + row;
         for (int u = -Rs; u <= Rs; ++u) {
           const std::int64_t xx = x + u;
-          if (xx < 0 || xx >= W) continue;
-          const std::size_t i = std::size_t(e) * np + std::size_t(yy) * W + std::size_t(xx);
-          const float sv = stack->sci[i], vv = stack->var[i];
-          if (stack->mask[i] || !std::isfinite(sv) || !(vv > 0)) continue;
-          const std::size_t c = std::size_t(u + Rs);
-          rpix[c].push_back(sv);
-          rsum[c] += sv;
-          rwsum[c] += 1.0 / vv;
-          rwval[c] += sv / vv;
+          float sv = 0, vv = 0;
+          if (yy >= 0 && yy < H && xx >= 0 && xx < W) {
+            const std::size_t i = std::size_t(e) * np + std::size_t(yy) * W + std::size_t(xx);
+            sv = stack->sci[i];
+            vv = stack->var[i];
+            if (stack->mask[i] || !std::isfinite(sv) || !(vv > 0)) sv = vv = 0;
+          }
+          sd[u + Rs] = sv;
+          vd[u + Rs] = vv;
         }
       }
+    }
+  };
+  auto stamp_reduce_row = [&](Stamp& st, std::size_t row) {
+    const std::size_t nk = st.nk, q0 = row * side;
+    std::vector<float> val(std::size_t(side) * nk);  // [pixel of the row][valid values, in order]
+    std::vector<std::size_t> cnt(static_cast<std::size_t>(side), 0);
+    std::vector<double> sum(static_cast<std::size_t>(side), 0.0), wsum(sum), wval(sum);
+    for (std::size_t k = 0; k < nk; ++k) {
+      const float* sk = st.sv.data() + k * spix + q0;
+      const float* vk = st.vv.data() + k * spix + q0;
       for (std::size_t c = 0; c < std::size_t(side); ++c) {
-        const std::size_t q = row * side + c;
-        pix[q] = std::move(rpix[c]);
-        sum[q] = rsum[c];
-        wsum[q] = rwsum[c];
-        wval[q] = rwval[c];
+        const float sv = sk[c], vv = vk[c];
+        if (!(vv > 0)) continue;
+        val[c * nk + cnt[c]++] = sv;
+        sum[c] += sv;
+        wsum[c] += 1.0 / vv;
+        wval[c] += sv / vv;
       }
-    };
-    for (std::size_t row = 0; row < std::size_t(side); ++row) stamp_row(row);
-    std::vector<double> weighted(pix.size(), 0.0);
-    double fm = 0, fmed = 0;
-    for (std::size_t q = 0; q < pix.size(); ++q) {
-      auto& v = pix[q];
-      if (v.empty()) continue;
-      weighted[q] = wval[q] / wsum[q];
-      const std::size_t m = v.size() / 2;
-      std::nth_element(v.begin(), v.begin() + m, v.end());
+    }
+    for (std::size_t c = 0; c < std::size_t(side); ++c) {
+      const std::size_t n_c = cnt[c], q = q0 + c;
+      if (n_c == 0) continue;
+      float* v = val.data() + c * nk;
+      st.any[q] = 1;
+      st.weighted[q] = wval[c] / wsum[c];
+      st.mean[q] = sum[c] / double(n_c);
+      const std::size_t m = n_c / 2;
+      std::nth_element(v, v + m, v + n_c);
       double med = v[m];
-      if (v.size() % 2 == 0) med = 0.5 * (med + *std::max_element(v.begin(), v.begin() + m));
-      fm += sum[q] / double(v.size()) * K[q];
-      fmed += med * K[q];
+      if (n_c % 2 == 0) med = 0.5 * (med + *std::max_element(v, v + m));
+      st.med[q] = med;
+    }
+  };
+  auto stamp_verdict = [&](const Stamp& st) {
+    double fm = 0, fmed = 0;
+    for (std::size_t q = 0; q < spix; ++q) {
+      if (!st.any[q]) continue;
+      fm += st.mean[q] * K[q];
+      fmed += st.med[q] * K[q];
     }
     fm /= kk;
     fmed /= kk;
     double T = 0, e = 0;
     if (!(fm > 0) || fmed < cfg.stamp_median_ratio * fm) return false;
     if (!psf_ok) return true;
-    return moments(weighted, Rs, 2.0 * sigma, T, e) && T <= cfg.stamp_max_size_ratio * Tpsf && T >= Tpsf / cfg.stamp_max_size_ratio &&
+    return moments(st.weighted, Rs, 2.0 * sigma, T, e) && T <= cfg.stamp_max_size_ratio * Tpsf && T >= Tpsf / cfg.stamp_max_size_ratio &&
            e <= cfg.stamp_max_ellipticity;
+  };
+  // Verdicts (1 passes) of the stamp test for the candidates `list`, in groups whose gathered
+  // blocks stay under kStampBytes (large radii); each step in parallel.
+  auto stamps_ok = [&](const std::vector<std::size_t>& list) {
+    std::vector<std::int8_t> ok(list.size(), 0);
+    const std::size_t nthreads = std::size_t(std::max(1, resolve_threads(sc.threads)));
+    constexpr std::size_t kStampBytes = std::size_t(512) << 20;
+    const std::size_t per = std::max<std::size_t>(1, spix * std::size_t(std::max(n, 1)) * 2 * sizeof(float));
+    const std::size_t group = std::max<std::size_t>(1, std::min(list.size(), kStampBytes / per));
+    for (std::size_t g0 = 0; g0 < list.size(); g0 += group) {
+      const std::size_t g1 = std::min(list.size(), g0 + group), ng = g1 - g0;
+      std::vector<Stamp> st(ng);
+      for (std::size_t t = 0; t < ng; ++t) {
+        const Work& w = work[list[g0 + t]];
+        for (int e = 0; e < n; ++e)
+          if (w.keep[e]) st[t].epochs.push_back(e);
+        st[t].nk = st[t].epochs.size();
+        st[t].sv.resize(spix * st[t].nk);
+        st[t].vv.resize(spix * st[t].nk);
+        st[t].mean.assign(spix, 0.0);
+        st[t].med.assign(spix, 0.0);
+        st[t].weighted.assign(spix, 0.0);
+        st[t].any.assign(spix, 0);
+      }
+      // Exposure ranges of at least 64 epochs, about two tasks per thread over the group.
+      const std::size_t parts = std::max<std::size_t>(1, (2 * nthreads + ng - 1) / ng);
+      struct Range { std::size_t t, k0, k1; };
+      std::vector<Range> ranges;
+      for (std::size_t t = 0; t < ng; ++t) {
+        const std::size_t nk = st[t].nk;
+        const std::size_t chunk = std::max<std::size_t>(64, (nk + parts - 1) / parts);
+        for (std::size_t k0 = 0; k0 < nk; k0 += chunk) ranges.push_back({t, k0, std::min(nk, k0 + chunk)});
+      }
+      auto gather = [&](std::size_t r) { stamp_gather(work[list[g0 + ranges[r].t]], st[ranges[r].t], ranges[r].k0, ranges[r].k1); };
+      if (ranges.size() > 1) parallel::parallel_for(ranges.size(), sc.threads, ctx, "stamps", gather);
+      else if (!ranges.empty()) gather(0);
+      auto reduce = [&](std::size_t r) { stamp_reduce_row(st[r / side], r % side); };
+      const std::size_t rows = ng * std::size_t(side);
+      if (rows > 1 && nthreads > 1) parallel::parallel_for(rows, sc.threads, ctx, "stamps", reduce);
+      else for (std::size_t r = 0; r < rows; ++r) reduce(r);
+      for (std::size_t t = 0; t < ng; ++t) ok[g0 + t] = stamp_verdict(st[t]) ? 1 : 0;
+    }
+    return ok;
   };
   std::vector<std::size_t> survivors;
   std::vector<std::vector<std::size_t>> members;
@@ -495,10 +583,7 @@ void filter_candidates(SearchResult& r, const SearchPlan& plan, const PsiPhi& p,
       else if (stamps) stamp_list.push_back(b);
       else verdict[b] = 0;
     }
-    std::vector<std::int8_t> ok(stamp_list.size(), 0);
-    auto one = [&](std::size_t t) { ok[t] = stamp_ok(work[stamp_list[t]]) ? 1 : 0; };
-    if (stamp_list.size() > 1) parallel::parallel_for(stamp_list.size(), sc.threads, ctx, "stamps", one);
-    else if (!stamp_list.empty()) one(0);
+    const std::vector<std::int8_t> ok = stamps_ok(stamp_list);
     for (std::size_t t = 0; t < stamp_list.size(); ++t) verdict[stamp_list[t]] = ok[t] ? 0 : 2;
   };
   for (std::size_t i = 0; i < work.size(); ++i) {
