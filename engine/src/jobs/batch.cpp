@@ -345,11 +345,13 @@ BatchSummary run_plan(const RunPlan& plan, const CancelToken& cancel, const Batc
   HashCache hashes;
   for (const auto& b : plan.batches)
     for (const auto& m : b.members) {
-      if (cancel.cancelled()) throw Cancelled();
       ++s.members;
       observer.member_started(b, m);
       const auto t0 = Clock::now();
       try {
+        // A cancel that arrives between two members is reported against the next one (the
+        // observer names it), exactly like one that arrives while a member runs.
+        if (cancel.cancelled()) throw Cancelled();
         const std::unique_ptr<Outcome> outcome = run_member(b, m, cancel, options, observer, hashes);
         const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
         if (options.dry_run) ++s.planned;
