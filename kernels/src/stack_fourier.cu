@@ -566,7 +566,9 @@ void FourierEngine::scan(const DevPlanes& P, int storage, const StackShifts& sh,
   // v2t (v2 writing [q][v][f] itself: 25.3 ms), v3 (one quantity per block, two blocks per SM,
   // [q][v][f]: 26.7 ms), v1 (phases generated per frequency: 44.9 + 2.0 ms). Also measured and
   // dropped: the last row and column of 16k + 1 grids on the CUDA cores beside 16k x 16k tensor
-  // tiles (no padding to 80): 40.4 ms, the CUDA-core edge is the slower part.
+  // tiles (no padding to 80): 40.4 ms, the CUDA-core edge is the slower part; v2 with Y double-
+  // buffered, X three stages deep and one barrier per chunk (so that one warp's complex products
+  // overlap another's tensor products): 22.4 against 22.5 ms, no gain (session 14).
   bool v2 = true, trans = false;
   int nq = 2;
   if (const char* e = std::getenv("ALMAGEST_STACK_FOURIER_GEMM")) {
