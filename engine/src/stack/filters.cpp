@@ -5,7 +5,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <fmt/format.h>
+#include <memory>
 #include <nlohmann/json.hpp>
 
 #include "almagest/core/error.hpp"
@@ -54,6 +57,7 @@ struct Work {
   Candidate c;
   std::vector<float> a, b;           ///< the curve
   std::vector<std::uint8_t> keep;    ///< sigma-G kept (observed) epochs
+  std::vector<std::int32_t> px, py;  ///< the sampled pixel per exposure (duplicate test's shared samples)
   double z_unclipped = 0;
   std::int32_t clipped = 0;
   bool ok = true;
@@ -234,9 +238,16 @@ void filter_candidates(SearchResult& r, const SearchPlan& plan, const PsiPhi& p,
       ++rep.observations;
       continue;
     }
-    work.push_back({c, {}, {}, {}, c.z, 0, true});
+    work.push_back({c, {}, {}, {}, {}, {}, c.z, 0, true});
   }
 
+  // ALMAGEST_STACK_FILTER_PROFILE=1: the wall time of each stage on stderr (benchmarks).
+  const bool profile = std::getenv("ALMAGEST_STACK_FILTER_PROFILE") != nullptr;
+  double t_sigma = 0, t_static = 0, t_gather = 0, t_reduce = 0, t_alloc = 0;
+  std::size_t n_batches = 0, n_groups = 0, n_stamped = 0;
+  auto now = [] { return std::chrono::steady_clock::now(); };
+  auto since = [&](std::chrono::steady_clock::time_point a) { return std::chrono::duration<double>(now() - a).count(); };
+  const auto t_sg0 = now();
   // 2. sigma-G (curves for every candidate: the duplicate and stamp stages use them too).
   const double coeff = sigma_g_coeff(cfg);
   const bool threshold_mode = sc.mode == ResultMode::Threshold;
@@ -246,6 +257,17 @@ void filter_candidates(SearchResult& r, const SearchPlan& plan, const PsiPhi& p,
     w.b.resize(std::size_t(n));
     trajectory_curve(p, s, sc.psf_rho, w.c.x, w.c.y, w.c.v, w.a.data(), w.b.data());
     w.keep = sigma_g_keep_with(w.a.data(), w.b.data(), n, cfg, coeff);
+    if (cfg.dedup && cfg.dedup_share > 0) {
+      w.px.resize(std::size_t(n));
+      w.py.resize(std::size_t(n));
+      const std::int32_t* tx = s.fractional() ? s.fx.data() : s.sx.data();
+      const std::int32_t* ty = s.fractional() ? s.fy.data() : s.sy.data();
+      const std::size_t k0 = std::size_t(w.c.v) * n;
+      for (int e = 0; e < n; ++e) {
+        w.px[e] = w.c.x + tx[k0 + e];
+        w.py[e] = w.c.y + ty[k0 + e];
+      }
+    }
     if (!cfg.sigma_g) return;
     float A = 0, B = 0;
     std::int32_t obs = 0, observed = 0;
@@ -265,6 +287,7 @@ void filter_candidates(SearchResult& r, const SearchPlan& plan, const PsiPhi& p,
     w.ok = obs >= cfg.sigma_g_min_kept && (!threshold_mode || w.c.z >= r.threshold_z);
   });
   ctx.check_cancel();
+  t_sigma = since(t_sg0);
   {
     std::vector<Work> kept;
     kept.reserve(work.size());
@@ -282,14 +305,6 @@ void filter_candidates(SearchResult& r, const SearchPlan& plan, const PsiPhi& p,
   // a track through a star and a mover) must not swallow a real mover that shares its samples.
   const double R = cfg.dedup_radius_px;
   const double tmin = n ? *std::min_element(t.begin(), t.end()) : 0.0, tmax = n ? *std::max_element(t.begin(), t.end()) : 0.0;
-  auto pixel_x = [&](const Candidate& c, int e) {
-    const std::size_t k = std::size_t(c.v) * n + e;
-    return s.fractional() ? std::int64_t(c.x) + s.fx[k] : std::int64_t(c.x) + s.sx[k];
-  };
-  auto pixel_y = [&](const Candidate& c, int e) {
-    const std::size_t k = std::size_t(c.v) * n + e;
-    return s.fractional() ? std::int64_t(c.y) + s.fy[k] : std::int64_t(c.y) + s.sy[k];
-  };
   auto same_source = [&](const Work& c, const Work& k) {
     // Quick reject: the (linear) separation stays beyond max(R, 1) on one side over the stack.
     const double reach = std::max(R, 1.0);
@@ -300,16 +315,22 @@ void filter_candidates(SearchResult& r, const SearchPlan& plan, const PsiPhi& p,
       return false;
     int close = 0;
     double shared = 0;
+    // The overlap count only grows: once it reaches its threshold the answer is yes whatever
+    // the shared samples sum to (a_e may be negative, so that sum cannot stop the loop early).
+    const double close_needed = cfg.dedup_overlap * double(n);
+    const bool share = cfg.dedup_share > 0;
+    const std::int64_t Ri = std::int64_t(R);
+    const int dxi = c.c.x - k.c.x, dyi = c.c.y - k.c.y;
+    const double dvx = c.c.vx - k.c.vx, dvy = c.c.vy - k.c.vy;
     for (int e = 0; e < n; ++e) {
-      const double dx = (c.c.x - k.c.x) + (c.c.vx - k.c.vx) * t[e], dy = (c.c.y - k.c.y) + (c.c.vy - k.c.vy) * t[e];
+      const double dx = dxi + dvx * t[e], dy = dyi + dvy * t[e];
       close += std::fabs(dx) <= R && std::fabs(dy) <= R;
+      if (double(close) >= close_needed) return true;
       // "The same samples": this exposure's pixel is within the radius of the stronger one's
       // (the PSF spreads one source over neighbouring pixels).
-      if (cfg.dedup_share > 0 && c.keep[e] && std::llabs(pixel_x(c.c, e) - pixel_x(k.c, e)) <= std::int64_t(R) &&
-          std::llabs(pixel_y(c.c, e) - pixel_y(k.c, e)) <= std::int64_t(R))
+      if (share && c.keep[e] && std::llabs(std::int64_t(c.px[e]) - k.px[e]) <= Ri && std::llabs(std::int64_t(c.py[e]) - k.py[e]) <= Ri)
         shared += c.a[e];
     }
-    if (n > 0 && double(close) >= cfg.dedup_overlap * double(n)) return true;
     return cfg.dedup_share > 0 && c.c.a > 0 && shared >= cfg.dedup_share * double(c.c.a);
   };
   // Stationary: the track's extent in the image, common curve included.
@@ -404,57 +425,76 @@ void filter_candidates(SearchResult& r, const SearchPlan& plan, const PsiPhi& p,
   // sums in exposure order (the same additions as one pass over the exposures) and its median;
   // (3) per candidate, the PSF-matched fluxes and moments in pixel order. (A pixel-major gather
   // buffer was slower: with 1,024 kept epochs its 2 (2R+1)^2 write streams are 4 KB apart and
-  // fall into the same cache sets; so was gathering all rows of one exposure before the next.)
+  // fall into the same cache sets.)
   const std::size_t spix = std::size_t(side) * side;
   struct Stamp {
     std::size_t nk = 0;                      ///< kept epochs
     std::vector<int> epochs;                 ///< the kept epochs, in order
-    std::vector<float> sv, vv;               ///< [nk][spix]: value and variance (0 = not valid)
+    float* sv = nullptr;                     ///< [nk][spix]: value (in gather_buf; every element written)
+    float* vv = nullptr;                     ///< [nk][spix]: variance, 0 = not valid
     std::vector<double> mean, med, weighted; ///< [spix]
     std::vector<std::uint8_t> any;           ///< [spix]: at least one valid value
   };
+  // Gather order (ALMAGEST_STACK_STAMP_ORDER): row by row over a range's exposures with a
+  // software prefetch kAhead exposures ahead (default; the order the stamp sums were formed in
+  // before), or "exposure": all rows of one exposure before the next (fewer pages per step),
+  // prefetching two exposures' blocks ahead.
+  const bool exposure_order = [] {
+    const char* e = std::getenv("ALMAGEST_STACK_STAMP_ORDER");
+    return e && std::string(e) == "exposure";
+  }();
   auto stamp_gather = [&](const Work& w, Stamp& st, std::size_t k0, std::size_t k1) {
     const int W = p.width, H = p.height;
     const std::size_t np = p.pixels();
-    // Row by row over the range's exposures (as the stamp sums were formed before; measured
-    // faster here than all rows of one exposure at a time), software prefetch kAhead ahead.
-    for (int v = -Rs; v <= Rs; ++v) {
-      const std::size_t row = std::size_t(v + Rs) * side;
-      for (std::size_t k = k0; k < k1; ++k) {
-        if (k + kAhead < k1) {
-          const int ea = st.epochs[k + kAhead];
-          const std::size_t ka = std::size_t(w.c.v) * n + ea;
-          const std::int64_t ya = std::int64_t(w.c.y) + s.sy[ka] + v, xa = std::int64_t(w.c.x) + s.sx[ka] - Rs;
-          if (ya >= 0 && ya < H) {
-            const std::size_t r0 = std::size_t(ea) * np + std::size_t(ya) * W;
-            const std::size_t ia = r0 + std::size_t(std::clamp<std::int64_t>(xa, 0, W - 1));
-            const std::size_t ib = r0 + std::size_t(std::clamp<std::int64_t>(xa + 2 * Rs, 0, W - 1));
-            __builtin_prefetch(stack->sci.data() + ia);
-            __builtin_prefetch(stack->sci.data() + ib);
-            __builtin_prefetch(stack->var.data() + ia);
-            __builtin_prefetch(stack->var.data() + ib);
-            __builtin_prefetch(stack->mask.data() + ia);
-          }
+    auto prefetch_row = [&](std::size_t k, int v) {
+      const int ea = st.epochs[k];
+      const std::size_t ka = std::size_t(w.c.v) * n + ea;
+      const std::int64_t ya = std::int64_t(w.c.y) + s.sy[ka] + v, xa = std::int64_t(w.c.x) + s.sx[ka] - Rs;
+      if (ya < 0 || ya >= H) return;
+      const std::size_t r0 = std::size_t(ea) * np + std::size_t(ya) * W;
+      const std::size_t ia = r0 + std::size_t(std::clamp<std::int64_t>(xa, 0, W - 1));
+      const std::size_t ib = r0 + std::size_t(std::clamp<std::int64_t>(xa + 2 * Rs, 0, W - 1));
+      __builtin_prefetch(stack->sci.data() + ia);
+      __builtin_prefetch(stack->sci.data() + ib);
+      __builtin_prefetch(stack->var.data() + ia);
+      __builtin_prefetch(stack->var.data() + ib);
+      __builtin_prefetch(stack->mask.data() + ia);
+    };
+    auto copy_row = [&](std::size_t k, int v) {
+      const int e = st.epochs[k];
+      const std::size_t ke = std::size_t(w.c.v) * n + e;
+      const std::int64_t x = std::int64_t(w.c.x) + s.sx[ke], yy = std::int64_t(w.c.y) + s.sy[ke] + v;
+      float* sd = st.sv + k * spix + std::size_t(v + Rs) * side;
+      float* vd = st.vv + k * spix + std::size_t(v + Rs) * side;
+      for (int u = -Rs; u <= Rs; ++u) {
+        const std::int64_t xx = x + u;
+        float sv = 0, vv = 0;
+        if (yy >= 0 && yy < H && xx >= 0 && xx < W) {
+          const std::size_t i = std::size_t(e) * np + std::size_t(yy) * W + std::size_t(xx);
+          sv = stack->sci[i];
+          vv = stack->var[i];
+          if (stack->mask[i] || !std::isfinite(sv) || !(vv > 0)) sv = vv = 0;
         }
-        const int e = st.epochs[k];
-        const std::size_t ke = std::size_t(w.c.v) * n + e;
-        const std::int64_t x = std::int64_t(w.c.x) + s.sx[ke], yy = std::int64_t(w.c.y) + s.sy[ke] + v;
-        float* sd = st.sv.data() + k * spix + row;
-        float* vd = st.vv.data() + k * spix + row;
-        for (int u = -Rs; u <= Rs; ++u) {
-          const std::int64_t xx = x + u;
-          float sv = 0, vv = 0;
-          if (yy >= 0 && yy < H && xx >= 0 && xx < W) {
-            const std::size_t i = std::size_t(e) * np + std::size_t(yy) * W + std::size_t(xx);
-            sv = stack->sci[i];
-            vv = stack->var[i];
-            if (stack->mask[i] || !std::isfinite(sv) || !(vv > 0)) sv = vv = 0;
-          }
-          sd[u + Rs] = sv;
-          vd[u + Rs] = vv;
-        }
+        sd[u + Rs] = sv;
+        vd[u + Rs] = vv;
       }
+    };
+    if (exposure_order) {
+      constexpr std::size_t kBlocksAhead = 2;
+      for (std::size_t k = k0; k < std::min(k1, k0 + kBlocksAhead); ++k)
+        for (int v = -Rs; v <= Rs; ++v) prefetch_row(k, v);
+      for (std::size_t k = k0; k < k1; ++k) {
+        if (k + kBlocksAhead < k1)
+          for (int v = -Rs; v <= Rs; ++v) prefetch_row(k + kBlocksAhead, v);
+        for (int v = -Rs; v <= Rs; ++v) copy_row(k, v);
+      }
+      return;
     }
+    for (int v = -Rs; v <= Rs; ++v)
+      for (std::size_t k = k0; k < k1; ++k) {
+        if (k + kAhead < k1) prefetch_row(k + kAhead, v);
+        copy_row(k, v);
+      }
   };
   auto stamp_reduce_row = [&](Stamp& st, std::size_t row) {
     const std::size_t nk = st.nk, q0 = row * side;
@@ -462,8 +502,8 @@ void filter_candidates(SearchResult& r, const SearchPlan& plan, const PsiPhi& p,
     std::vector<std::size_t> cnt(static_cast<std::size_t>(side), 0);
     std::vector<double> sum(static_cast<std::size_t>(side), 0.0), wsum(sum), wval(sum);
     for (std::size_t k = 0; k < nk; ++k) {
-      const float* sk = st.sv.data() + k * spix + q0;
-      const float* vk = st.vv.data() + k * spix + q0;
+      const float* sk = st.sv + k * spix + q0;
+      const float* vk = st.vv + k * spix + q0;
       for (std::size_t c = 0; c < std::size_t(side); ++c) {
         const float sv = sk[c], vv = vk[c];
         if (!(vv > 0)) continue;
@@ -504,6 +544,8 @@ void filter_candidates(SearchResult& r, const SearchPlan& plan, const PsiPhi& p,
   };
   // Verdicts (1 passes) of the stamp test for the candidates `list`, in groups whose gathered
   // blocks stay under kStampBytes (large radii); each step in parallel.
+  std::unique_ptr<float[]> gather_buf;
+  std::size_t gather_cap = 0;
   auto stamps_ok = [&](const std::vector<std::size_t>& list) {
     std::vector<std::int8_t> ok(list.size(), 0);
     const std::size_t nthreads = std::size_t(std::max(1, resolve_threads(sc.threads)));
@@ -512,14 +554,28 @@ void filter_candidates(SearchResult& r, const SearchPlan& plan, const PsiPhi& p,
     const std::size_t group = std::max<std::size_t>(1, std::min(list.size(), kStampBytes / per));
     for (std::size_t g0 = 0; g0 < list.size(); g0 += group) {
       const std::size_t g1 = std::min(list.size(), g0 + group), ng = g1 - g0;
+      const auto ta = now();
+      ++n_groups;
+      n_stamped += ng;
       std::vector<Stamp> st(ng);
+      std::size_t need = 0;
       for (std::size_t t = 0; t < ng; ++t) {
         const Work& w = work[list[g0 + t]];
         for (int e = 0; e < n; ++e)
           if (w.keep[e]) st[t].epochs.push_back(e);
         st[t].nk = st[t].epochs.size();
-        st[t].sv.resize(spix * st[t].nk);
-        st[t].vv.resize(spix * st[t].nk);
+        need += 2 * spix * st[t].nk;
+      }
+      // One uninitialised buffer for the call, grown when needed (no zero fill: the gather writes
+      // every element; its pages are first touched by the gather tasks).
+      if (need > gather_cap) {
+        gather_buf.reset(new float[need]);
+        gather_cap = need;
+      }
+      for (std::size_t t = 0, off = 0; t < ng; ++t) {
+        st[t].sv = gather_buf.get() + off;
+        st[t].vv = st[t].sv + spix * st[t].nk;
+        off += 2 * spix * st[t].nk;
         st[t].mean.assign(spix, 0.0);
         st[t].med.assign(spix, 0.0);
         st[t].weighted.assign(spix, 0.0);
@@ -535,13 +591,18 @@ void filter_candidates(SearchResult& r, const SearchPlan& plan, const PsiPhi& p,
         for (std::size_t k0 = 0; k0 < nk; k0 += chunk) ranges.push_back({t, k0, std::min(nk, k0 + chunk)});
       }
       auto gather = [&](std::size_t r) { stamp_gather(work[list[g0 + ranges[r].t]], st[ranges[r].t], ranges[r].k0, ranges[r].k1); };
+      t_alloc += since(ta);
+      const auto tg = now();
       if (ranges.size() > 1) parallel::parallel_for(ranges.size(), sc.threads, ctx, "stamps", gather);
       else if (!ranges.empty()) gather(0);
+      t_gather += since(tg);
+      const auto tr = now();
       auto reduce = [&](std::size_t r) { stamp_reduce_row(st[r / side], r % side); };
       const std::size_t rows = ng * std::size_t(side);
       if (rows > 1 && nthreads > 1) parallel::parallel_for(rows, sc.threads, ctx, "stamps", reduce);
       else for (std::size_t r = 0; r < rows; ++r) reduce(r);
       for (std::size_t t = 0; t < ng; ++t) ok[g0 + t] = stamp_verdict(st[t]) ? 1 : 0;
+      t_reduce += since(tr);
     }
     return ok;
   };
@@ -557,14 +618,35 @@ void filter_candidates(SearchResult& r, const SearchPlan& plan, const PsiPhi& p,
   const std::size_t batch_max = std::size_t(std::max(1, resolve_threads(sc.threads)));
   auto evaluate_batch = [&](std::size_t i) {
     std::vector<std::size_t> batch{i};
-    for (std::size_t j = i + 1; j < work.size() && batch.size() < batch_max && j < i + 4096; ++j) {
-      if (verdict[j] >= 0) continue;
-      bool dup = false;
-      if (cfg.dedup) {
-        dup = same_source(work[j], work[i]);
-        for (std::size_t k = 0; !dup && k < survivors.size(); ++k) dup = same_source(work[j], work[survivors[k]]);
+    // The next candidates in order that are no duplicate of i or of a survivor. The duplicate
+    // tests are pure: the first 128 candidates are tested one by one (most batches fill there;
+    // starting threads for every batch cost 10x in a field with a bright star), the rest, when
+    // the batch is still not full (many duplicates of one source: the scan runs over all of
+    // them), in parallel over blocks of 1,024; the batch is the same as testing them in order.
+    const std::size_t j_end = std::min(work.size(), i + 4096);
+    auto is_dup = [&](std::size_t j) {
+      if (!cfg.dedup) return false;
+      bool dup = same_source(work[j], work[i]);
+      for (std::size_t k = 0; !dup && k < survivors.size(); ++k) dup = same_source(work[j], work[survivors[k]]);
+      return dup;
+    };
+    std::vector<std::uint8_t> dup;
+    for (std::size_t j0 = i + 1; j0 < j_end && batch.size() < batch_max;) {
+      const std::size_t j1 = std::min(j_end, j0 + (j0 < i + 1 + 128 ? std::size_t(128) : std::size_t(1024)));
+      dup.assign(j1 - j0, 0);
+      auto one = [&](std::size_t t) { dup[t] = verdict[j0 + t] >= 0 ? 1 : is_dup(j0 + t) ? 1 : 0; };
+      if (j0 == i + 1 || !cfg.dedup || batch_max == 1 || j1 - j0 < 32) {
+        // One by one, stopping when the batch is full.
+        for (std::size_t j = j0; j < j1 && batch.size() < batch_max; ++j) {
+          one(j - j0);
+          if (!dup[j - j0]) batch.push_back(j);
+        }
+      } else {
+        parallel::parallel_for(j1 - j0, sc.threads, ctx, "duplicates", one);
+        for (std::size_t j = j0; j < j1 && batch.size() < batch_max; ++j)
+          if (!dup[j - j0]) batch.push_back(j);
       }
-      if (!dup) batch.push_back(j);
+      j0 = j1;
     }
     std::vector<std::size_t> tested;
     std::vector<std::size_t> need;
@@ -576,7 +658,10 @@ void filter_candidates(SearchResult& r, const SearchPlan& plan, const PsiPhi& p,
       if (cfg.stationary_ratio > 0) static_need(work[b], need);
       tested.push_back(b);
     }
+    ++n_batches;
+    const auto ts0 = now();
     static_coadd(need);
+    t_static += since(ts0);
     std::vector<std::size_t> stamp_list;
     for (std::size_t b : tested) {
       if (cfg.stationary_ratio > 0 && static_share(work[b]) >= cfg.stationary_ratio) verdict[b] = 1;
@@ -661,6 +746,12 @@ void filter_candidates(SearchResult& r, const SearchPlan& plan, const PsiPhi& p,
     groups.push_back(std::move(g));
   }
   rep.output = out.size();
+  if (profile)
+    std::fprintf(stderr,
+                 "filter profile: total %.4f s; curves + sigma-G %.4f; static coadd %.4f (%zu batches); stamps: setup %.4f, "
+                 "gather %.4f, sums + medians %.4f (%zu candidates in %zu groups; %d threads)\n",
+                 std::chrono::duration<double>(now() - t_start).count(), t_sigma, t_static, n_batches, t_alloc, t_gather,
+                 t_reduce, n_stamped, n_groups, resolve_threads(sc.threads));
   rep.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
   r.candidates = std::move(out);
   r.groups = std::move(groups);
