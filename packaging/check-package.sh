@@ -48,12 +48,17 @@ for deb in "${cli[0]}" "${app[0]}" "${cudadeb[@]}"; do
   echo "check-package: $(basename "$deb"): Depends: $depends"
   [ -n "$depends" ] || fail "$(basename "$deb") declares no dependencies"
 done
-dpkg-deb -f "${cli[0]}" Depends | grep -q 'libc6' || fail "almagest-cli does not depend on libc6"
-dpkg-deb -f "${app[0]}" Depends | grep -q 'libqt6' || fail "almagest does not depend on Qt 6"
-dpkg-deb -f "${app[0]}" Depends | grep -q 'almagest-cli' || fail "almagest does not depend on almagest-cli"
-dpkg-deb -c "${app[0]}" | grep -q 'usr/share/applications/almagest.desktop' || fail "no desktop entry in the app package"
-dpkg-deb -c "${app[0]}" | grep -q 'usr/share/icons/hicolor/scalable/apps/almagest.svg' || fail "no SVG icon"
-dpkg-deb -c "${app[0]}" | grep -q 'usr/share/icons/hicolor/48x48/apps/almagest.png' || fail "no 48x48 icon"
+# Listings are read whole before they are searched: `dpkg-deb -c x | grep -q` under pipefail fails
+# when grep stops at the first match and dpkg-deb dies of SIGPIPE (it did in CI).
+cli_depends="$(dpkg-deb -f "${cli[0]}" Depends)"
+app_depends="$(dpkg-deb -f "${app[0]}" Depends)"
+app_files="$(dpkg-deb -c "${app[0]}")"
+grep -q 'libc6' <<< "$cli_depends" || fail "almagest-cli does not depend on libc6"
+grep -q 'libqt6' <<< "$app_depends" || fail "almagest does not depend on Qt 6"
+grep -q 'almagest-cli' <<< "$app_depends" || fail "almagest does not depend on almagest-cli"
+grep -q 'usr/share/applications/almagest.desktop' <<< "$app_files" || fail "no desktop entry in the app package"
+grep -q 'usr/share/icons/hicolor/scalable/apps/almagest.svg' <<< "$app_files" || fail "no SVG icon"
+grep -q 'usr/share/icons/hicolor/48x48/apps/almagest.png' <<< "$app_files" || fail "no 48x48 icon"
 
 # Install the app and the CLI only (never the CUDA module): apt resolves their Depends.
 cleanup() {
@@ -68,7 +73,7 @@ DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${cli
 out="$(mktemp -d)"
 info="$(cd "$out" && /usr/bin/almagest-cli info 2>&1)" || fail "almagest-cli info exited $?: $info"
 echo "$info" | sed 's/^/  info: /'
-echo "$info" | grep -qi 'gpu\|cuda' || fail "info does not report the GPU status"
+grep -qi 'gpu\|cuda' <<< "$info" || fail "info does not report the GPU status"
 (cd "$out" && /usr/bin/almagest-cli demo --out "$out/demo") || fail "almagest-cli demo exited $?"
 [ -n "$(ls -A "$out/demo" 2>/dev/null)" ] || fail "the demo wrote nothing in $out/demo"
 [ -d /usr/share/almagest/demo ] || fail "no demo data in /usr/share/almagest/demo"
