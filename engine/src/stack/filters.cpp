@@ -544,11 +544,96 @@ void filter_candidates(SearchResult& r, const SearchPlan& plan, const PsiPhi& p,
   };
   // Verdicts (1 passes) of the stamp test for the candidates `list`, in groups whose gathered
   // blocks stay under kStampBytes (large radii); each step in parallel.
+  // One candidate's stamp test in one task (the form before the split gather): used when a
+  // batch has at least as many stamp candidates as threads, where the split's extra pass over
+  // the gathered blocks and its two thread rounds cost more than they save (2-core machine:
+  // bench_stack_post 1024 128 128 17 2). Same additions in the same order as the split form.
+  auto stamp_ok_fused = [&](const Work& w) {
+    const int W = p.width, H = p.height;
+    const std::size_t np = p.pixels();
+    std::vector<std::vector<float>> pix(std::size_t(side) * side);
+    std::vector<double> sum(pix.size(), 0.0), wsum(pix.size(), 0.0), wval(pix.size(), 0.0);
+    // Row by row (each stamp pixel's values and sums in exposure order); the reads are the cost,
+    // one cache line per row and exposure. Candidates are tested in parallel batches (below).
+    auto stamp_row = [&](std::size_t row) {
+      const int v = int(row) - Rs;
+      // The row's accumulators stay local to the task (neighbouring rows share cache lines).
+      std::vector<std::vector<float>> rpix(static_cast<std::size_t>(side));
+      for (auto& r : rpix) r.reserve(std::size_t(n));
+      std::vector<double> rsum(static_cast<std::size_t>(side), 0.0), rwsum(rsum), rwval(rsum);
+      for (int e = 0; e < n; ++e) {
+        // Each exposure's row is a new page: prefetch a few exposures ahead (latency bound).
+        if (e + kAhead < n) {
+          const std::size_t ka = std::size_t(w.c.v) * n + e + kAhead;
+          const std::int64_t ya = std::int64_t(w.c.y) + s.sy[ka] + v, xa = std::int64_t(w.c.x) + s.sx[ka] - Rs;
+          if (ya >= 0 && ya < H) {
+            const std::size_t ia = std::size_t(e + kAhead) * np + std::size_t(ya) * W + std::size_t(std::clamp<std::int64_t>(xa, 0, W - 1));
+            const std::size_t ib = std::size_t(e + kAhead) * np + std::size_t(ya) * W + std::size_t(std::clamp<std::int64_t>(xa + 2 * Rs, 0, W - 1));
+            __builtin_prefetch(stack->sci.data() + ia);
+            __builtin_prefetch(stack->sci.data() + ib);
+            __builtin_prefetch(stack->var.data() + ia);
+            __builtin_prefetch(stack->var.data() + ib);
+            __builtin_prefetch(stack->mask.data() + ia);
+          }
+        }
+        if (!w.keep[e]) continue;
+        const std::size_t ke = std::size_t(w.c.v) * n + e;
+        const std::int64_t x = std::int64_t(w.c.x) + s.sx[ke], yy = std::int64_t(w.c.y) + s.sy[ke] + v;
+        if (yy < 0 || yy >= H) continue;
+        for (int u = -Rs; u <= Rs; ++u) {
+          const std::int64_t xx = x + u;
+          if (xx < 0 || xx >= W) continue;
+          const std::size_t i = std::size_t(e) * np + std::size_t(yy) * W + std::size_t(xx);
+          const float sv = stack->sci[i], vv = stack->var[i];
+          if (stack->mask[i] || !std::isfinite(sv) || !(vv > 0)) continue;
+          const std::size_t c = std::size_t(u + Rs);
+          rpix[c].push_back(sv);
+          rsum[c] += sv;
+          rwsum[c] += 1.0 / vv;
+          rwval[c] += sv / vv;
+        }
+      }
+      for (std::size_t c = 0; c < std::size_t(side); ++c) {
+        const std::size_t q = row * side + c;
+        pix[q] = std::move(rpix[c]);
+        sum[q] = rsum[c];
+        wsum[q] = rwsum[c];
+        wval[q] = rwval[c];
+      }
+    };
+    for (std::size_t row = 0; row < std::size_t(side); ++row) stamp_row(row);
+    std::vector<double> weighted(pix.size(), 0.0);
+    double fm = 0, fmed = 0;
+    for (std::size_t q = 0; q < pix.size(); ++q) {
+      auto& v = pix[q];
+      if (v.empty()) continue;
+      weighted[q] = wval[q] / wsum[q];
+      const std::size_t m = v.size() / 2;
+      std::nth_element(v.begin(), v.begin() + m, v.end());
+      double med = v[m];
+      if (v.size() % 2 == 0) med = 0.5 * (med + *std::max_element(v.begin(), v.begin() + m));
+      fm += sum[q] / double(v.size()) * K[q];
+      fmed += med * K[q];
+    }
+    fm /= kk;
+    fmed /= kk;
+    double T = 0, e = 0;
+    if (!(fm > 0) || fmed < cfg.stamp_median_ratio * fm) return false;
+    if (!psf_ok) return true;
+    return moments(weighted, Rs, 2.0 * sigma, T, e) && T <= cfg.stamp_max_size_ratio * Tpsf && T >= Tpsf / cfg.stamp_max_size_ratio &&
+           e <= cfg.stamp_max_ellipticity;
+  };
   std::unique_ptr<float[]> gather_buf;
   std::size_t gather_cap = 0;
   auto stamps_ok = [&](const std::vector<std::size_t>& list) {
     std::vector<std::int8_t> ok(list.size(), 0);
     const std::size_t nthreads = std::size_t(std::max(1, resolve_threads(sc.threads)));
+    if (list.size() >= nthreads) {
+      auto one = [&](std::size_t t) { ok[t] = stamp_ok_fused(work[list[t]]) ? 1 : 0; };
+      if (list.size() > 1) parallel::parallel_for(list.size(), sc.threads, ctx, "stamps", one);
+      else one(0);
+      return ok;
+    }
     constexpr std::size_t kStampBytes = std::size_t(512) << 20;
     const std::size_t per = std::max<std::size_t>(1, spix * std::size_t(std::max(n, 1)) * 2 * sizeof(float));
     const std::size_t group = std::max<std::size_t>(1, std::min(list.size(), kStampBytes / per));
