@@ -13,6 +13,7 @@
 #include "almagest/core/schema.hpp"
 #include "almagest/core/gpu.hpp"
 #include "almagest/npcf/cuda.hpp"
+#include "almagest/npcf/jackknife.hpp"
 #include "almagest/npcf/plan.hpp"
 #include "almagest/npcf/points.hpp"
 #include "almagest/npcf/synthetic.hpp"
@@ -322,6 +323,23 @@ SelftestReport run_npcf_gpu_selftest(const NpcfSelftestOptions& opt, const JobCo
     run.statistic("4pcf-parity exact", Statistic::FourPointParity, ga, pa, ce, v4);
     run.statistic("4pcf-parity exact periodic", Statistic::FourPointParity, gb, pb, cb, {v4.front(), v4[1]});
   }
+  if (run.wanted("jackknife")) {
+    // A jackknife realisation is the statistic counted on the point set without one region, with
+    // the full set's weights and order (npcf/jackknife.hpp): each backend counts that subset. Two
+    // realisations of 4 internal angular regions, 3pCF and parity 4pCF, against the CPU.
+    const std::vector<int> labels = angular_regions(pa, 4);
+    for (int m : {1, 4}) {
+      const PointSet sub = without_region(pa, labels, m);
+      NpcfConfig c3 = ca;
+      c3.store_pixels = false;
+      run.statistic("jackknife 3pcf realisation " + std::to_string(m), Statistic::ThreePoint,
+                    build_graph(sub, c3, ctx), sub, c3, {v3.front()});
+      NpcfConfig c4 = ca;
+      c4.directions = DirectionMode::Pixel;
+      run.statistic("jackknife 4pcf-parity realisation " + std::to_string(m), Statistic::FourPointParity,
+                    build_graph(sub, c4, ctx), sub, c4, {v4.front()});
+    }
+  }
   if (run.wanted("resident")) {
     // Device graphs (what each NpcfPlan owns): the first call uploads, later calls reuse; a
     // second graph alive at the same time holds its own copy; destroying one leaves the other
@@ -465,8 +483,8 @@ schema::Schema selftest_options() {
   s.fields.push_back(f);
   f = {};
   f.key = "only"; f.kind = Kind::TextList; f.value_name = "GROUPS"; f.group = "N-point";
-  f.help = "Groups to run: graph, 2pcf, 3pcf, 3pcf-equilateral, 4pcf, 4pcf-parity, mu, mirror, "
-           "injection, resident (default: all)";
+  f.help = "Groups to run: graph, 2pcf, 3pcf, 3pcf-equilateral, 4pcf, 4pcf-parity, mu, jackknife, "
+           "mirror, injection, resident (default: all)";
   s.fields.push_back(f);
   f = {};
   f.key = "tolerance"; f.kind = Kind::Number; f.value_name = "TOL"; f.group = "N-point";
