@@ -82,8 +82,7 @@ ScoreCube score_cube(const PsiPhi& p, const ShiftTable& s, const std::vector<flo
     for (int v = 0; v < s.n_vel; ++v) c.velocities[std::size_t(v)] = v;
   }
   c.z.assign(std::size_t(c.nv()) * std::size_t(c.ny) * std::size_t(c.nx), 0.0f);
-  const int W = p.width, H = p.height, n = p.n;
-  const std::size_t np = p.pixels();
+  const int n = p.n;
   const bool frac = s.fractional();
   // One task per (velocity plane, row): disjoint outputs, the scan's order inside each.
   const std::size_t tasks = std::size_t(c.nv()) * std::size_t(c.ny);
@@ -105,21 +104,7 @@ ScoreCube score_cube(const PsiPhi& p, const ShiftTable& s, const std::vector<flo
       return;
     }
     std::vector<float> A(std::size_t(c.nx), 0.0f), B(std::size_t(c.nx), 0.0f);
-    const std::int32_t* sxv = s.sx.data() + std::size_t(v) * s.n_exp;
-    const std::int32_t* syv = s.sy.data() + std::size_t(v) * s.n_exp;
-    for (int e = 0; e < n; ++e) {
-      const int yy = y + syv[e];
-      if (yy < 0 || yy >= H) continue;
-      const int sx = sxv[e];
-      // Origins x in [c.x0, c.x0 + nx) whose sample x + sx lies on the image.
-      const int xa = std::max(c.x0, -sx), xb = std::min(c.x0 + c.nx, W - sx);
-      const float* ps = p.psi.data() + std::size_t(e) * np + std::size_t(yy) * W;
-      const float* ph = p.phi.data() + std::size_t(e) * np + std::size_t(yy) * W;
-      for (int x = xa; x < xb; ++x) {
-        A[std::size_t(x - c.x0)] += ps[x + sx];
-        B[std::size_t(x - c.x0)] += ph[x + sx];
-      }
-    }
+    detail::accumulate_row(p, s, y, v, c.x0, c.x0 + c.nx, A.data(), B.data(), nullptr);
     for (int ix = 0; ix < c.nx; ++ix) out[ix] = detail::score(A[std::size_t(ix)], B[std::size_t(ix)]);
   });
   ctx.check_cancel();

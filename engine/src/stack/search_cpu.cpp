@@ -117,8 +117,6 @@ CpuScan scan_cpu(const PsiPhi& p, const ShiftTable& s, float threshold, bool top
       std::fill(A.begin(), A.end(), 0.0f);
       std::fill(B.begin(), B.end(), 0.0f);
       std::fill(C.begin(), C.end(), 0);
-      const std::int32_t* sxv = s.sx.data() + std::size_t(v) * s.n_exp;
-      const std::int32_t* syv = s.sy.data() + std::size_t(v) * s.n_exp;
       if (frac)
         for (int e = 0; e < n; ++e) {
           const std::size_t k = std::size_t(v) * s.n_exp + e;
@@ -132,19 +130,7 @@ CpuScan scan_cpu(const PsiPhi& p, const ShiftTable& s, float threshold, bool top
           }
         }
       else
-      for (int e = 0; e < n; ++e) {
-        const int yy = y + syv[e];
-        if (yy < 0 || yy >= H) continue;
-        const int sx = sxv[e];
-        const int x0 = std::max(0, -sx), x1 = std::min(W, W - sx);
-        const float* ps = p.psi.data() + std::size_t(e) * np + std::size_t(yy) * W + sx;
-        const float* ph = p.phi.data() + std::size_t(e) * np + std::size_t(yy) * W + sx;
-        for (int x = x0; x < x1; ++x) {
-          A[x] += ps[x];
-          B[x] += ph[x];
-          C[x] += ph[x] > 0.0f ? 1 : 0;
-        }
-      }
+        accumulate_row(p, s, y, v, 0, W, A.data(), B.data(), C.data());
       for (int x = 0; x < W; ++x) {
         const float z = score(A[x], B[x]);
         row.d.sum_a += A[x];

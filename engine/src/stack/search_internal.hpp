@@ -1,6 +1,8 @@
 #pragma once
 // Internal: the CPU twin's raw scan output, shared by search_cpu.cpp and search_plan.cpp.
+#include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -49,6 +51,38 @@ inline void fractional_sample(const float* v, const float* h, const float* q, fl
 }
 
 inline float score(float a, float b) { return b > 0.0f ? a / std::sqrt(b) : 0.0f; }
+
+/// The integer-shift sums of origin row y at velocity v for the origins x in [xa, xb): each
+/// exposure's shifted row is added, in exposure order, to A[x - xa], B[x - xa] (and C[x - xa],
+/// the count of samples with phi > 0, when C is given). The CPU scan's accumulation, shared by
+/// the scan (search_cpu.cpp) and the score cube (score_cube.cpp) so that their floats agree.
+inline void accumulate_row(const PsiPhi& p, const ShiftTable& s, int y, int v, int xa, int xb, float* A,
+                           float* B, std::int32_t* C) {
+  const int W = p.width, H = p.height;
+  const std::size_t np = p.pixels();
+  const std::int32_t* sxv = s.sx.data() + std::size_t(v) * s.n_exp;
+  const std::int32_t* syv = s.sy.data() + std::size_t(v) * s.n_exp;
+  for (int e = 0; e < p.n; ++e) {
+    const int yy = y + syv[e];
+    if (yy < 0 || yy >= H) continue;
+    const int sx = sxv[e];
+    // Origins whose sample x + sx lies on the image.
+    const int x0 = std::max(xa, -sx), x1 = std::min(xb, W - sx);
+    const float* ps = p.psi.data() + std::size_t(e) * np + std::size_t(yy) * W + sx + xa;
+    const float* ph = p.phi.data() + std::size_t(e) * np + std::size_t(yy) * W + sx + xa;
+    if (C)
+      for (int x = x0 - xa; x < x1 - xa; ++x) {
+        A[x] += ps[x];
+        B[x] += ph[x];
+        C[x] += ph[x] > 0.0f ? 1 : 0;
+      }
+    else
+      for (int x = x0 - xa; x < x1 - xa; ++x) {
+        A[x] += ps[x];
+        B[x] += ph[x];
+      }
+  }
+}
 
 /// Top-k order: higher z first, ties to the lower velocity index.
 inline bool better(float z1, std::int32_t v1, float z2, std::int32_t v2) {
