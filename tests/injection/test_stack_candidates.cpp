@@ -24,6 +24,7 @@
 #include "almagest/stack/observations.hpp"
 #include "almagest/stack/synthetic.hpp"
 #include "almagest/stack/wcs.hpp"
+#include "tan_cards.hpp"
 
 using namespace almagest;
 using namespace almagest::stack;
@@ -128,21 +129,6 @@ std::string tmp_dir(const std::string& name) {
   return d.string();
 }
 
-/// FITS cards of a TAN WCS (written here, independently of the engine's simulate).
-std::string tan_cards(double ra, double dec, double arcsec, int w, int h) {
-  auto card = [](const std::string& k, const std::string& v) {
-    std::string c = k + std::string(8 - k.size(), ' ') + "= " + v;
-    return c + std::string(80 - c.size(), ' ');
-  };
-  char b[64];
-  auto num = [&](double v) {
-    std::snprintf(b, sizeof b, "%20.12E", v);
-    return std::string(b);
-  };
-  return card("CTYPE1", "'RA---TAN'") + card("CTYPE2", "'DEC--TAN'") + card("CRPIX1", num(0.5 * (w + 1))) +
-         card("CRPIX2", num(0.5 * (h + 1))) + card("CRVAL1", num(ra)) + card("CRVAL2", num(dec)) + card("CD1_1", num(-arcsec / 3600)) +
-         card("CD1_2", num(0)) + card("CD2_1", num(0)) + card("CD2_2", num(arcsec / 3600));
-}
 
 /// MJD of a calendar date (independent of the engine: days from 1858-11-17).
 double mjd_of(int y, int m, double d) {
@@ -523,7 +509,7 @@ private slots:
     c.height = 64;
     c.movers = {Mover{20.0, 30.0, 5.0, 2.0, 12.0, 0}, Mover{40.0, 20.0, -3.0, 6.0, 12.0, 0}};
     SyntheticStack syn = make_synthetic(c);
-    syn.stack.wcs_header = tan_cards(0.001, -0.002, 0.4, 64, 64);  // RA wraps and Dec changes sign nearby
+    syn.stack.wcs_header = almagest::test::tan_cards(0.001, -0.002, 0.4, 64, 64);  // RA wraps and Dec changes sign nearby
     const std::string dir = tmp_dir("ades");
     const std::string ades = dir + "/obs.psv", mpc = dir + "/obs.mpc";
     const StackOutcome o = search(syn, {{"vx-range", std::string("-6,6")}, {"vy-range", std::string("-6,6")},

@@ -40,6 +40,7 @@
 #include "stackview/StackImageView.hpp"
 #include "stackview/StackJobs.hpp"
 #include "stackview/StackWindow.hpp"
+#include "tan_cards.hpp"
 
 using almagest::ui::StackWindow;
 using almagest::ui::stackview::Verdict;
@@ -96,22 +97,8 @@ bool search(StackWindow& w, QString* why) {
   return true;
 }
 
-/// FITS TAN header cards: reference pixel at the image centre, north up, east left.
-std::string tanCards(int w, int h) {
-  auto card = [](const std::string& k, const std::string& v) {
-    std::string c = k + std::string(8 - k.size(), ' ') + "= " + v;
-    return c + std::string(80 - c.size(), ' ');
-  };
-  char b[64];
-  auto num = [&](double v) {
-    std::snprintf(b, sizeof b, "%20.12E", v);
-    return std::string(b);
-  };
-  return card("CTYPE1", "'RA---TAN'") + card("CTYPE2", "'DEC--TAN'") + card("CRPIX1", num(0.5 * (w + 1))) +
-         card("CRPIX2", num(0.5 * (h + 1))) + card("CRVAL1", num(kRa0)) + card("CRVAL2", num(kDec0)) +
-         card("CD1_1", num(-kArcsec / 3600)) + card("CD1_2", num(0)) + card("CD2_1", num(0)) +
-         card("CD2_2", num(kArcsec / 3600));
-}
+/// FITS TAN header cards of the test's WCS (tests/common/tan_cards.hpp).
+std::string tanCards(int w, int h) { return almagest::test::tan_cards(kRa0, kDec0, kArcsec, w, h); }
 
 /// The gnomonic inverse of tanCards for 0-based pixel (x, y): standard coordinates (xi, eta)
 /// from the CD matrix, then alpha = alpha0 + atan2(xi, cos d0 - eta sin d0).
