@@ -31,12 +31,17 @@
 // whole catalogue (not in t(K): constant per rank).
 //
 // Usage: bench_npcf_loadbalance [--catalogue bench|bao|both|bao-check] [--n N] [--sample S] [--kmax K]
-//        [--threads T] [--write-catalogues DIR [--write-only]] [--ranks K1,K2,...] [--morton]
+//        [--threads T] [--write-catalogues DIR [--write-only]] [--ranks K1,K2,...] [--input-order]
+//        [--time-ranks K [--cost-model P,W,L]...] [--fit-costs]
 // --time-ranks K: the bench catalogue's 3pCF and 4pCF split over K ranks run one after the
-// other here, one thread each, exchanges replayed: every rank's measured counting seconds.
-// --morton: data and randoms each sorted in Morton (Z-)order of their positions first (what a
-// user can do to a catalogue before the run: results of 1 and K ranks stay identical for that
-// input; the analytic share assumes random order and does not apply then).
+// other here, one thread each, exchanges replayed: every rank's measured counting seconds
+// (--cost-model P,W,L, repeatable: the hub ranges' CostModel instead of the engine's default).
+// --fit-costs: every chunk of one process timed (T threads) and fitted against its hubs' sums of
+// (d + 1)^p, walk and d + 1 (CostModel), and the measured counting max/mean per rank that K
+// ranks get from the ranges of each model.
+// The bench catalogue is in the engine's hub order (NpcfConfig::hub_order: data and randoms each
+// sorted along a Morton curve, as NpcfPlan does on the CPU); --input-order keeps the catalogue
+// order. The BAO model always uses the catalogue order (its degree model needs it).
 //        bench_npcf_loadbalance --compare A.h5 B.h5   (exit 0 when every counting array and the
 //        estimator of the two N-point outputs are bitwise equal; for the scaling run)
 // --n replaces the bench catalogue's size (the check against measured runs: --n 30000
@@ -50,6 +55,7 @@
 #include <cstring>
 #include <fstream>
 #include <numbers>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -246,55 +252,168 @@ double bao_box() {
 
 }  // namespace
 
-/// The catalogue in Morton (Z-order) order of its positions in the box: points close in space
-/// become close in index, so a range of hubs has a compact neighbourhood.
-void morton_sort(io::Catalogue& c, double box) {
-  auto spread = [](std::uint64_t v) {
-    v &= 0x1fffff;
-    v = (v | v << 32) & 0x1f00000000ffffULL;
-    v = (v | v << 16) & 0x1f0000ff0000ffULL;
-    v = (v | v << 8) & 0x100f00f00f00f00fULL;
-    v = (v | v << 4) & 0x10c30c30c30c30c3ULL;
-    v = (v | v << 2) & 0x1249249249249249ULL;
-    return v;
-  };
-  auto q = [&](double x) {
-    return static_cast<std::uint64_t>(std::clamp(x / box, 0.0, 1.0 - 1e-12) * 2097152.0);
-  };
-  std::vector<std::pair<std::uint64_t, std::size_t>> key(c.size());
-  for (std::size_t i = 0; i < c.size(); ++i)
-    key[i] = {spread(q(c.x[i])) | spread(q(c.y[i])) << 1 | spread(q(c.z[i])) << 2, i};
-  std::sort(key.begin(), key.end());
-  io::Catalogue o = c;
-  for (std::size_t k = 0; k < key.size(); ++k) {
-    const std::size_t i = key[k].second;
-    o.x[k] = c.x[i];
-    o.y[k] = c.y[i];
-    o.z[k] = c.z[i];
-    if (!c.w.empty()) o.w[k] = c.w[i];
+
+/// Each hub's walk (CostModel: the sum of its neighbours' half degrees) from the whole graph.
+std::vector<double> whole_walks(const PointSet& p, const NpcfConfig& c, const std::vector<std::uint32_t>& deg) {
+  JobContext ctx;
+  const Graph g = build_graph(p, c, ctx);
+  std::vector<double> w(p.size(), 0.0);
+  for (std::size_t i = 0; i < p.size(); ++i)
+    for (std::uint64_t e = g.offsets[i]; e < g.offsets[i + 1]; ++e) w[i] += deg[g.neighbour[e]];
+  return w;
+}
+
+/// Least squares with non-negative coefficients for up to three features (every subset solved
+/// by its normal equations, the best one whose coefficients are all >= 0).
+std::array<double, 3> nnls3(const std::vector<std::array<double, 3>>& x, const std::vector<double>& y, double& r2) {
+  std::array<double, 3> best{0, 0, 0};
+  double best_rss = -1, tss = 0, mean = 0;
+  for (double v : y) mean += v / static_cast<double>(y.size());
+  for (double v : y) tss += (v - mean) * (v - mean);
+  for (int mask = 1; mask < 8; ++mask) {
+    int idx[3], k = 0;
+    for (int f = 0; f < 3; ++f)
+      if (mask & (1 << f)) idx[k++] = f;
+    double a[3][4] = {};
+    for (std::size_t i = 0; i < y.size(); ++i)
+      for (int u = 0; u < k; ++u) {
+        for (int v = 0; v < k; ++v) a[u][v] += x[i][idx[u]] * x[i][idx[v]];
+        a[u][3] += x[i][idx[u]] * y[i];
+      }
+    // Gauss-Jordan on the k x k system.
+    bool ok = true;
+    for (int u = 0; u < k && ok; ++u) {
+      int piv = u;
+      for (int v = u + 1; v < k; ++v)
+        if (std::fabs(a[v][u]) > std::fabs(a[piv][u])) piv = v;
+      std::swap(a[u], a[piv]);
+      if (!(std::fabs(a[u][u]) > 0)) ok = false;
+      for (int v = 0; v < k && ok; ++v) {
+        if (v == u) continue;
+        const double f = a[v][u] / a[u][u];
+        for (int w = u; w < 4; ++w) a[v][w] -= f * a[u][w];
+      }
+    }
+    if (!ok) continue;
+    std::array<double, 3> coef{0, 0, 0};
+    for (int u = 0; u < k; ++u) coef[idx[u]] = a[u][3] / a[u][u];
+    if (coef[0] < 0 || coef[1] < 0 || coef[2] < 0) continue;
+    double rss = 0;
+    for (std::size_t i = 0; i < y.size(); ++i) {
+      const double e = y[i] - (coef[0] * x[i][0] + coef[1] * x[i][1] + coef[2] * x[i][2]);
+      rss += e * e;
+    }
+    if (best_rss < 0 || rss < best_rss) {
+      best_rss = rss;
+      best = coef;
+    }
   }
-  c = std::move(o);
+  r2 = tss > 0 && best_rss >= 0 ? 1 - best_rss / tss : 0;
+  return best;
+}
+
+/// --fit-costs: one process counts every chunk of the statistic (a one-rank partition that times
+/// each chunk, T threads), and each chunk's seconds are fitted against its hubs' sums of
+/// (d + 1)^p, walk and (d + 1) (CostModel). Then, for each K, the measured seconds per rank --
+/// every pass's chunks that start in the rank's range -- under the hub ranges of (a) (d + 1)^p
+/// alone, (b) the engine's default model and (c) the fit: their max/mean is the counting
+/// imbalance a K-rank run would have.
+void fit_costs(const PointSet& p, NpcfConfig c, int threads, const std::vector<int>& ks) {
+  c.threads = threads;
+  const int power = c.statistic == Statistic::ThreePoint ? 2 : 3;
+  HubPartition part;
+  part.rank = 0;
+  part.ranks = 1;
+  part.statistics = {c.statistic};
+  part.time_chunks = true;
+  JobContext ctx;
+  ctx.threads = threads;
+  const auto t0 = Clock::now();
+  {
+    PartitionScope scope(part);
+    NpcfPlan plan(c, p, ctx);
+    (void)plan.execute(c.statistic, ctx);
+  }
+  const double wall = since(t0);
+  const auto& bounds = part.probed.back();
+  const auto& secs = part.chunk_seconds.back();
+  const std::vector<double> pc = hub_costs(part.degrees, power);
+  std::vector<std::array<double, 3>> x;
+  std::vector<double> y;
+  for (std::size_t k = 0; k + 1 < bounds.size(); ++k) {
+    std::array<double, 3> f{0, 0, 0};
+    for (std::uint64_t i = bounds[k]; i < bounds[k + 1]; ++i) {
+      f[0] += pc[i];
+      f[1] += part.walks[i];
+      f[2] += part.degrees[i] + 1.0;
+    }
+    x.push_back(f);
+    y.push_back(secs[k]);
+  }
+  double r2 = 0;
+  const std::array<double, 3> coef = nnls3(x, y, r2);
+  double total_s = 0;
+  for (double v : y) total_s += v;
+  std::printf("\n%s, %zu chunks, %d threads (%.2f s wall, %.2f s of chunk time): fit t = %.4g (d+1)^%d + %.4g walk + "
+              "%.4g (d+1) seconds, R^2 %.4f\n",
+              to_string(c.statistic), y.size(), threads, wall, total_s, coef[0], power, coef[1], coef[2], r2);
+  const CostModel fitted = coef[0] > 0 ? CostModel{1.0, coef[1] / coef[0], coef[2] / coef[0]}
+                                       : CostModel{0.0, coef[1] > 0 ? 1.0 : 0.0, coef[1] > 0 ? coef[2] / coef[1] : 1.0};
+  std::printf("as a CostModel (power term 1): {%.6g, %.6g, %.6g}\n", fitted.power_term, fitted.walk_term, fitted.linear_term);
+  // Shares of the chunk time of each class of hub, for the record.
+  const CostModel models[3] = {CostModel{1, 0, 0}, default_cost_model(power), fitted};
+  std::printf("| K | measured max/mean, (d+1)^p ranges | default model | fitted model |\n|---:|---:|---:|---:|\n");
+  for (int K : ks) {
+    std::printf("| %d |", K);
+    for (const CostModel& m : models) {
+      const std::vector<std::uint64_t> hb = balance_hubs(range_costs(part.degrees, part.walks, power, m), K);
+      std::vector<double> t(static_cast<std::size_t>(K), 0.0);
+      for (std::size_t pass = 0; pass < part.probed.size(); ++pass)
+        for (int r = 0; r < K; ++r) {
+          const auto [c0, c1] = chunks_starting_in(part.probed[pass], hb[static_cast<std::size_t>(r)], hb[static_cast<std::size_t>(r) + 1]);
+          for (std::uint64_t ch = c0; ch < c1; ++ch) t[static_cast<std::size_t>(r)] += part.chunk_seconds[pass][ch];
+        }
+      double mx = 0, sum = 0;
+      for (double v : t) {
+        mx = std::max(mx, v);
+        sum += v;
+      }
+      std::printf(" %.3f |", sum > 0 ? mx / (sum / K) : 0.0);
+    }
+    std::printf("\n");
+  }
+  std::fflush(stdout);
 }
 
 /// The split's ranks run one after the other in this process, each on one thread, with the
 /// exchanges replayed (rank r receives what rank r - 1 passed on, pass by pass): each rank's
 /// counting seconds (HubPartition::count_s) without the contention of ranks sharing cores,
 /// against its cost-model share.
-void time_ranks(const PointSet& p, NpcfConfig c, const std::vector<std::uint32_t>& deg, int K, double neighbour_cost) {
+void time_ranks(const PointSet& p, NpcfConfig c, const std::vector<std::uint32_t>& deg, int K,
+                const std::optional<CostModel>& model) {
   c.threads = 1;
   std::vector<std::vector<std::uint8_t>> prev, next;
+  const CostModel m = model ? *model : default_cost_model(c.statistic == Statistic::ThreePoint ? 2 : 3);
   std::printf("\n%s, %d ranks one after the other, 1 thread each (counting seconds without contention), "
-              "neighbour cost %g:\n",
-              to_string(c.statistic), K, neighbour_cost);
+              "cost model %g (d+1)^p + %g walk + %g (d+1):\n",
+              to_string(c.statistic), K, m.power_term, m.walk_term, m.linear_term);
   std::printf("| rank | hubs | cost-model share | counting s | graph part |\n|---:|---:|---:|---:|---:|\n");
   double tmax = 0, tsum = 0;
+  std::vector<double> walks;
   for (int r = 0; r < K; ++r) {
     HubPartition part;
     part.rank = r;
     part.ranks = K;
     part.statistics = {c.statistic};
-    part.neighbour_cost = neighbour_cost;
+    part.cost_model = m;
     part.all_degrees = [&](const std::vector<std::uint32_t>&, std::uint64_t) { return deg; };
+    // Every rank's walks are the whole set's (computed once, by rank 0's whole-slice pass below).
+    part.all_walks = [&](const std::vector<double>& mine, std::uint64_t first) {
+      if (walks.empty()) walks = whole_walks(p, c, deg);
+      (void)mine;
+      (void)first;
+      return walks;
+    };
     std::size_t at = 0;
     part.receive_prefix = [&](std::vector<std::uint8_t>& bytes) { bytes = prev.at(at++); };
     part.pass_total = [&](std::vector<std::uint8_t>& bytes) { next.push_back(bytes); };
@@ -351,9 +470,9 @@ int main(int argc, char** argv) {
       return 3;
     }
   }
-  bool write_only = false, morton = false;
+  bool write_only = false, input_order = false, fit = false;
   int time_k = 0;
-  std::vector<double> neighbour_costs;
+  std::vector<std::optional<CostModel>> cost_models;
   std::string which = "both", write_dir;
   std::size_t n = 1000000, sample = 20000;
   int kmax = 1024, threads = 0;
@@ -373,9 +492,17 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--threads")) threads = std::atoi(next());
     else if (!std::strcmp(argv[i], "--write-catalogues")) write_dir = next();
     else if (!std::strcmp(argv[i], "--write-only")) write_only = true;
-    else if (!std::strcmp(argv[i], "--morton")) morton = true;
+    else if (!std::strcmp(argv[i], "--input-order")) input_order = true;
+    else if (!std::strcmp(argv[i], "--fit-costs")) fit = true;
     else if (!std::strcmp(argv[i], "--time-ranks")) time_k = std::atoi(next());
-    else if (!std::strcmp(argv[i], "--neighbour-cost")) neighbour_costs.push_back(std::atof(next()));
+    else if (!std::strcmp(argv[i], "--cost-model")) {
+      CostModel m;
+      if (std::sscanf(next(), "%lf,%lf,%lf", &m.power_term, &m.walk_term, &m.linear_term) != 3) {
+        std::fprintf(stderr, "--cost-model: P,W,L (three numbers)\n");
+        return 2;
+      }
+      cost_models.push_back(m);
+    }
     else if (!std::strcmp(argv[i], "--ranks")) {
       std::string v = next(), cur;
       for (char c : v + ",")
@@ -392,33 +519,35 @@ int main(int argc, char** argv) {
   }
   if (ks.empty())
     for (int K = 2; K <= kmax; K *= 2) ks.push_back(K);
-  if (neighbour_costs.empty()) neighbour_costs.push_back(-1);  // the engine's default
+  if (cost_models.empty()) cost_models.push_back(std::nullopt);  // the engine's default
   JobContext ctx;
   ctx.threads = threads;
 
   if (which == "bench" || which == "both") {
     auto t0 = Clock::now();
     auto cats = synthetic::benchmark_catalogues(n, 20240601);
-    if (morton) {
-      morton_sort(cats.data, synthetic::kBenchmarkBox);
-      morton_sort(cats.randoms, synthetic::kBenchmarkBox);
-    }
     if (!write_dir.empty()) {
       write_text(write_dir + "/gal.txt", cats.data);
       write_text(write_dir + "/ran.txt", cats.randoms);
       if (write_only) return 0;
     }
-    const PointSet p = make_point_set(cats.data, &cats.randoms);
+    PointSet p = make_point_set(cats.data, &cats.randoms);
     NpcfConfig c;
     c.statistic = Statistic::ThreePoint;
     c.bins = Binning{1.0, 33.0, 10, BinScale::Linear};
     c.threads = threads;
+    // The engine's hub order (NpcfPlan on the CPU: HubOrder::Spatial unless --input-order); the
+    // plans below then keep this order as it is.
+    if (input_order)
+      c.hub_order = HubOrder::Input;
+    else
+      sort_spatially(p);
     const Graph g = build_graph(p, c, ctx);
     std::vector<std::uint32_t> deg(p.size());
     for (std::size_t i = 0; i < p.size(); ++i) deg[i] = static_cast<std::uint32_t>(g.offsets[i + 1] - g.offsets[i]);
     std::printf("# bench catalogue%s: N = %zu (%zu Neyman-Scott data + %zu uniform randoms, seed 20240601), rmin 1, rmax 33: "
                 "%zu half-graph edges (catalogue + graph %.1f s here)\n",
-                morton ? " (Morton order)" : "", p.size(), p.ndata, p.size() - p.ndata, g.num_edges(), since(t0));
+                input_order ? " (input order)" : " (spatial hub order)", p.size(), p.ndata, p.size() - p.ndata, g.num_edges(), since(t0));
     const double rows4 = static_cast<double>(TetraTable::expected_rows(5));
     const std::vector<Statistic_> stats = {
         // 3pCF 10 bins: cube of 1000 cells, count u64 + sum f64, data and random halves.
@@ -428,12 +557,16 @@ int main(int argc, char** argv) {
          n == 1000000 ? 0.227 : 0.0, rows4 * 32.0},
     };
     table("N = 10^6 benchmark", deg, full_from_half(deg, p.ndata), p.ndata, &g, stats, n == 1000000 ? 0.306 : 0.0, ks);
+    NpcfConfig c4 = c;
+    c4.statistic = Statistic::FourPoint;
+    c4.bins.nbins = 5;
+    if (fit) {
+      fit_costs(p, c, threads, ks);
+      fit_costs(p, c4, threads, ks);
+    }
     if (time_k > 1) {
-      NpcfConfig c4 = c;
-      c4.statistic = Statistic::FourPoint;
-      c4.bins.nbins = 5;
-      for (double nc : neighbour_costs) time_ranks(p, c, deg, time_k, nc);
-      for (double nc : neighbour_costs) time_ranks(p, c4, deg, time_k, nc);
+      for (const auto& m : cost_models) time_ranks(p, c, deg, time_k, m);
+      for (const auto& m : cost_models) time_ranks(p, c4, deg, time_k, m);
     }
   }
 
@@ -446,6 +579,7 @@ int main(int argc, char** argv) {
     NpcfConfig c;
     c.statistic = Statistic::ThreePoint;
     c.bins = Binning{50.0, 150.0, 10, BinScale::Linear};
+    c.hub_order = HubOrder::Input;  // the degree model below needs the catalogue order
     c.threads = threads;
     const std::vector<Statistic_> stats = {{"3pCF 10 bins", 2, 512, true, 48.92, 1000.0 * 32}};
     if (which == "bao-check") {
@@ -465,10 +599,6 @@ int main(int argc, char** argv) {
       };
       keep(data, 7);
       keep(randoms, 8);
-    }
-    if (morton) {
-      morton_sort(data, L);
-      morton_sort(randoms, L);
     }
     const PointSet p = make_point_set(data, &randoms);
     const std::uint64_t N = p.size();

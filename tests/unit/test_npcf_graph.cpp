@@ -12,6 +12,7 @@
 #include "almagest/core/error.hpp"
 #include "almagest/npcf/config.hpp"
 #include "almagest/npcf/graph.hpp"
+#include "almagest/npcf/plan.hpp"
 #include "almagest/npcf/points.hpp"
 #include "almagest/npcf/synthetic.hpp"
 
@@ -185,6 +186,84 @@ private slots:
     QVERIFY(g1.offsets == g2.offsets && g1.neighbour == g2.neighbour && g1.bin == g2.bin && g1.pixel == g2.pixel);
     QVERIFY(g1.offsets == g3.offsets && g1.neighbour == g3.neighbour && g1.bin == g3.bin && g1.pixel == g3.pixel);
     QCOMPARE(g1.memory_bytes(), 8 * (p.size() + 1) + g1.num_edges() * 7);
+  }
+
+  // The spatial hub order (NpcfConfig::hub_order, sort_spatially): a permutation within each
+  // block that brings neighbours together; sorting again changes nothing; plans in either order
+  // count the same tuples and the same sums up to the summation order.
+  void spatial_order() {
+    const PointSet p = clustered(2000, 3000, 150.0, 21);
+    PointSet s = p;
+    const std::vector<std::uint32_t> order = sort_spatially(s);
+    QCOMPARE(order.size(), p.size());
+    std::vector<std::uint8_t> seen(p.size(), 0);
+    for (std::size_t i = 0; i < order.size(); ++i) {
+      QVERIFY(order[i] < p.size() && !seen[order[i]]);
+      seen[order[i]] = 1;
+      QCOMPARE(i < p.ndata, order[i] < p.ndata);  // data stay data, randoms randoms
+      QCOMPARE(s.x[i], p.x[order[i]]);
+      QCOMPARE(s.y[i], p.y[order[i]]);
+      QCOMPARE(s.z[i], p.z[order[i]]);
+      QCOMPARE(s.w[i], p.w[order[i]]);
+    }
+    QCOMPARE(s.ndata, p.ndata);
+    QCOMPARE(s.data_weight_sum, p.data_weight_sum);
+    // Consecutive randoms (uniform) are far closer than in the input order.
+    auto mean_step = [](const PointSet& q) {
+      double sum = 0;
+      for (std::size_t i = q.ndata + 1; i < q.size(); ++i)
+        sum += std::sqrt(std::pow(q.x[i] - q.x[i - 1], 2) + std::pow(q.y[i] - q.y[i - 1], 2) + std::pow(q.z[i] - q.z[i - 1], 2));
+      return sum / static_cast<double>(q.size() - q.ndata - 1);
+    };
+    QVERIFY2(mean_step(s) < 0.25 * mean_step(p), qPrintable(QString("%1 vs %2").arg(mean_step(s)).arg(mean_step(p))));
+    PointSet again = s;
+    const std::vector<std::uint32_t> order2 = sort_spatially(again);
+    for (std::size_t i = 0; i < order2.size(); ++i) QCOMPARE(order2[i], std::uint32_t(i));
+
+    // Auto: spatial for statistics that do not depend on which point is the hub, the input order
+    // with mu bins, direction pixels or the parity statistic.
+    for (int k = 0; k < 4; ++k) {
+      NpcfConfig c;
+      c.statistic = k == 0 ? Statistic::TwoPoint : k == 3 ? Statistic::FourPoint : Statistic::FourPointParity;
+      c.nmu = k == 0 ? 4 : 1;
+      c.store_pixels = k == 1;
+      c.directions = k == 2 ? DirectionMode::Exact : DirectionMode::Pixel;
+      c.bins = {1.0, 12.0, 4, BinScale::Linear};
+      const NpcfPlan plan(c, p, JobContext{});
+      QCOMPARE(plan.input_index().empty(), k < 3);
+      QCOMPARE(plan.config().hub_order, k < 3 ? HubOrder::Input : HubOrder::Spatial);
+    }
+    // The parity odd channel depends on which point is the hub (relabelling signs of configurations
+    // with repeated bins), also with exact spokes: only the even sums are compared there.
+    for (Statistic st : {Statistic::ThreePoint, Statistic::FourPoint, Statistic::FourPointParity}) {
+      NpcfConfig c;
+      c.statistic = st;
+      c.directions = DirectionMode::Exact;
+      c.bins = {1.0, 12.0, 4, BinScale::Linear};
+      c.threads = 2;
+      c.hub_order = HubOrder::Spatial;
+      NpcfPlan spatial(c, p, JobContext{});
+      c.hub_order = HubOrder::Input;
+      NpcfPlan input(c, p, JobContext{});
+      QCOMPARE(spatial.input_index(), order);
+      QVERIFY(input.input_index().empty());
+      QCOMPARE(spatial.graph().num_edges(), input.graph().num_edges());
+      const NpcfResult a = spatial.execute(JobContext{}), b = input.execute(JobContext{});
+      QVERIFY(a.tuples == b.tuples);
+      QVERIFY(a.random_tuples == b.random_tuples);
+      std::uint64_t total = 0;
+      double scale = 0;
+      for (std::size_t k = 0; k < a.rows(); ++k) {
+        total += a.tuples[k];
+        scale = std::max({scale, std::fabs(b.n[k]), std::fabs(b.r[k])});
+      }
+      QVERIFY(total > 1000);
+      for (std::size_t k = 0; k < a.rows(); ++k) {
+        QVERIFY(std::fabs(a.n[k] - b.n[k]) <= 1e-12 * scale);
+        QVERIFY(std::fabs(a.r[k] - b.r[k]) <= 1e-12 * scale);
+
+      }
+    }
   }
 
   void estimate_within_ten_percent() {

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <type_traits>
 #include <cstdio>
 
 #include "almagest/core/atomic_file.hpp"
@@ -171,7 +172,8 @@ void run_split(const jobs::RunPlan& plan, std::size_t batch, const CancelToken& 
     first_failed = agree(K);
     if (first_failed < K) throw OtherRankFailed{};
   };
-  part.all_degrees = [K, &check](const std::vector<std::uint32_t>& mine, std::uint64_t) {
+  // Slices in rank order are hubs in order: one Allgatherv joins them.
+  auto join = [K, &check](const auto& mine, MPI_Datatype type) {
     check();
     std::vector<int> counts(static_cast<std::size_t>(K)), displs(static_cast<std::size_t>(K));
     int n = static_cast<int>(mine.size());
@@ -181,10 +183,12 @@ void run_split(const jobs::RunPlan& plan, std::size_t batch, const CancelToken& 
       displs[static_cast<std::size_t>(r)] = static_cast<int>(total);
       total += static_cast<std::size_t>(counts[static_cast<std::size_t>(r)]);
     }
-    std::vector<std::uint32_t> all(total);
-    MPI_Allgatherv(mine.data(), n, MPI_UINT32_T, all.data(), counts.data(), displs.data(), MPI_UINT32_T, MPI_COMM_WORLD);
-    return all;  // slices in rank order are hubs in order
+    std::remove_cvref_t<decltype(mine)> all(total);
+    MPI_Allgatherv(mine.data(), n, type, all.data(), counts.data(), displs.data(), type, MPI_COMM_WORLD);
+    return all;
   };
+  part.all_degrees = [join](const std::vector<std::uint32_t>& mine, std::uint64_t) { return join(mine, MPI_UINT32_T); };
+  part.all_walks = [join](const std::vector<double>& mine, std::uint64_t) { return join(mine, MPI_DOUBLE); };
   // One agreement per counting pass on every rank: rank > 0 before it receives the running
   // total, rank 0 before it passes its own on; from the receive to the send a rank is inside
   // the exchange (the next rank waits for it).

@@ -196,6 +196,7 @@ std::string NpcfConfig::to_json() const {
   j["pixel_ntheta"] = pixel_ntheta;
   j["pixel_nphi"] = pixel_nphi;
   j["threads"] = threads;
+  j["hub_order"] = hub_order == HubOrder::Input ? "input" : hub_order == HubOrder::Spatial ? "spatial" : "auto";
   j["nmu"] = nmu;
   j["multipoles"] = multipoles;
   j["backend"] = almagest::to_string(backend);

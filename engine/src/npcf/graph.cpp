@@ -187,8 +187,28 @@ void Geometry::delta(const PointSet& p, std::uint64_t i, std::uint64_t j, double
 
 namespace {
 Graph build_graph_masked(const PointSet& points, const NpcfConfig& config, const JobContext& ctx,
-                         const std::vector<std::uint8_t>* want);
+                         const std::vector<std::uint8_t>* want, const NeighbourSearch* prebuilt = nullptr);
 }  // namespace
+
+struct NeighbourIndex::Impl {
+  const PointSet& points;
+  const NpcfConfig& config;
+  NeighbourSearch search;
+  Impl(const PointSet& p, const NpcfConfig& c) : points(p), config(c), search(p, c) {}
+};
+
+NeighbourIndex::NeighbourIndex(const PointSet& points, const NpcfConfig& config) {
+  config.check();
+  impl_ = std::make_unique<Impl>(points, config);
+}
+NeighbourIndex::~NeighbourIndex() = default;
+
+Graph build_graph_hubs(const NeighbourIndex& index, const std::vector<std::uint8_t>& want,
+                       const JobContext& ctx) {
+  const auto& x = index.impl();
+  ALMAGEST_ASSERT(want.size() == x.points.size(), "hub mask and point set differ in size");
+  return build_graph_masked(x.points, x.config, ctx, &want, &x.search);
+}
 
 Graph build_graph(const PointSet& points, const NpcfConfig& config, const JobContext& ctx) {
   // One process of a job split over several (npcf/partition.hpp) builds only its part.
@@ -205,7 +225,7 @@ Graph build_graph_hubs(const PointSet& points, const NpcfConfig& config,
 namespace {
 
 Graph build_graph_masked(const PointSet& points, const NpcfConfig& config, const JobContext& ctx,
-                         const std::vector<std::uint8_t>* want) {
+                         const std::vector<std::uint8_t>* want, const NeighbourSearch* prebuilt) {
   config.check();
   if (points.size() > std::numeric_limits<std::uint32_t>::max())
     throw ConfigError("points", "more than 2^32 - 1 points cannot be indexed by the graph");
@@ -214,9 +234,12 @@ Graph build_graph_masked(const PointSet& points, const NpcfConfig& config, const
   const int ntheta = config.pixel_ntheta, nphi = config.pixel_nphi;
   const Binning bins = config.bins;
 
-  ctx.progress(0, 1, "building kd-tree");
-  auto search_owner = std::make_unique<NeighbourSearch>(points, config);
-  const NeighbourSearch& search = *search_owner;
+  std::unique_ptr<NeighbourSearch> search_owner;
+  if (!prebuilt) {
+    ctx.progress(0, 1, "building kd-tree");
+    search_owner = std::make_unique<NeighbourSearch>(points, config);
+  }
+  const NeighbourSearch& search = prebuilt ? *prebuilt : *search_owner;
   ctx.check_cancel();
 
   constexpr std::uint64_t kChunk = 1024;

@@ -185,6 +185,19 @@ schema::Schema build_schema() {
     f.max = 4096;
   }
   {
+    Field& f = add("hub-order", Kind::Choice, "ORDER", "Execution",
+                   "CPU backend: order of the hubs. spatial: data and randoms each sorted along a "
+                   "Morton (Z-order) curve of their positions before the graph is built (faster; "
+                   "under mpirun each rank builds only its region's part of the graph); input: the "
+                   "catalogue order. Counts do not depend on it and sums only in their last bits, "
+                   "except mu-binned rows (the sign of a pair's mu) and the parity 4pCF's odd "
+                   "channel (spokes and relabelling signs from the lowest-index point); auto: "
+                   "spatial unless the job has mu bins or 4pcf-parity, then input (the published "
+                   "convention).");
+    f.choices = {"auto", "spatial", "input"};
+    f.default_value = std::string("auto");
+  }
+  {
     Field& f = add("host-memory", Kind::Integer, "MIB", "Execution",
                    "Host memory the job may use, MiB; 0 = the memory available now. A job whose "
                    "counting tables, row sums and results (the --dry-run report) exceed it is "
@@ -490,6 +503,8 @@ NpcfJob make_npcf_job(const schema::Values& values, const std::string& base_dir,
 
   // Execution and output.
   if (auto t = r.integer("threads")) c.threads = static_cast<int>(*t);
+  if (auto o = r.choice("hub-order"))
+    c.hub_order = *o == "input" ? HubOrder::Input : *o == "spatial" ? HubOrder::Spatial : HubOrder::Auto;
   if (auto m = r.integer("host-memory")) job.host_memory_mib = static_cast<std::uint64_t>(*m);
   if (auto b = r.text("backend")) {
     try {
@@ -507,6 +522,11 @@ NpcfJob make_npcf_job(const schema::Values& values, const std::string& base_dir,
 
   // Ranges, per statistic, through the engine's own validation (messages deduplicated).
   if (!job.statistics.empty()) c.statistic = job.statistics.front();
+  // Auto hub order (HubOrder): the plan is made for the first statistic; a parity statistic later
+  // in the list (its odd channel depends on which point is the hub) keeps the input order.
+  if (c.hub_order == HubOrder::Auto &&
+      std::find(job.statistics.begin(), job.statistics.end(), Statistic::FourPointParity) != job.statistics.end())
+    c.hub_order = HubOrder::Input;
   const std::string where = (!field_prefix.empty() && field_prefix[0] == '-') ? "" : field_prefix;
   std::set<std::string> seen(r.problems().begin(), r.problems().end());
   std::vector<std::string> engine_problems;
@@ -574,6 +594,7 @@ schema::Values to_job_values(const NpcfJob& job) {
   v["directions"] = std::string(c.directions == DirectionMode::Exact ? "exact" : "pixel");
   v["pixel-grid"] = std::to_string(c.pixel_ntheta) + "x" + std::to_string(c.pixel_nphi);
   v["threads"] = std::int64_t{c.threads};
+  v["hub-order"] = std::string(c.hub_order == HubOrder::Input ? "input" : c.hub_order == HubOrder::Spatial ? "spatial" : "auto");
   v["host-memory"] = static_cast<std::int64_t>(job.host_memory_mib);
   v["jackknife"] = std::int64_t{job.jackknife};
   if (!job.jackknife_labels.empty()) v["jackknife-labels"] = job.jackknife_labels;

@@ -69,6 +69,9 @@ NpcfConfig config_from_json(const std::string& text, const std::string& file) {
     c.pixel_ntheta = j.value("pixel_ntheta", 8);
     c.pixel_nphi = j.value("pixel_nphi", 32);
     c.threads = j.value("threads", 0);
+    // Results written before the hub order existed were counted in the input order.
+    const std::string order = j.value("hub_order", std::string("input"));
+    c.hub_order = order == "spatial" ? HubOrder::Spatial : order == "auto" ? HubOrder::Auto : HubOrder::Input;
     c.nmu = j.value("nmu", 1);
     c.multipoles = j.value("multipoles", false);
     try {

@@ -4,6 +4,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
 
 #include "almagest/core/error.hpp"
 #include "almagest/npcf/plan.hpp"
@@ -15,12 +18,8 @@ thread_local HubPartition* t_partition = nullptr;
 
 bool is_four_point(Statistic s) { return s == Statistic::FourPoint || s == Statistic::FourPointParity; }
 
-// The linear term of range_costs (default_neighbour_cost): 0 until measured on a quiet machine.
-// On the 2-core build machine (load 5-7) the uncontended per-rank counting times of
-// bench_npcf_loadbalance --time-ranks 16 scattered too much between runs to fix a value (with 100
-// the Morton-ordered 3pCF / 4pCF max/mean fell from 1.46 / 1.84 to 1.11 / 1.17, in catalogue
-// order it went from 1.79 to 4.10 for the 4pCF in one run); docs/benchmarks.md, "Issue 22".
-constexpr double kNeighbourCost3 = 0.0, kNeighbourCost4 = 0.0;
+// Fitted cost models (bench_npcf_loadbalance --fit-costs; docs/benchmarks.md, "Issue 22").
+constexpr CostModel kModel3{1.0, 0.0, 0.0}, kModel4{1.0, 0.0, 0.0};
 }  // namespace
 
 PartitionScope::PartitionScope(HubPartition& p) : previous_(t_partition) { t_partition = &p; }
@@ -50,17 +49,37 @@ std::vector<double> hub_costs(const std::vector<std::uint32_t>& degrees, int pow
   return cost;
 }
 
-std::vector<double> range_costs(const std::vector<std::uint32_t>& degrees, int power, double neighbour_cost) {
+std::vector<double> range_costs(const std::vector<std::uint32_t>& degrees, const std::vector<double>& walks, int power,
+                                const CostModel& model) {
   std::vector<double> cost = hub_costs(degrees, power);
-  for (std::size_t i = 0; i < degrees.size(); ++i) cost[i] += neighbour_cost * (static_cast<double>(degrees[i]) + 1.0);
+  const bool walk = !walks.empty() && model.walk_term != 0;
+  ALMAGEST_ASSERT(!walk || walks.size() == degrees.size(), "range_costs: one walk per hub");
+  for (std::size_t i = 0; i < degrees.size(); ++i) {
+    cost[i] = model.power_term * cost[i] + model.linear_term * (static_cast<double>(degrees[i]) + 1.0);
+    if (walk) cost[i] += model.walk_term * walks[i];
+  }
   return cost;
 }
 
-double default_neighbour_cost(int power) {
+CostModel default_cost_model(int power) {
+  // ALMAGEST_NPCF_COST_MODEL="P,W,L" (or "P3,W3,L3;P4,W4,L4": triangles; tetrahedra) replaces
+  // the fitted coefficients, for machines where bench_npcf_loadbalance --fit-costs finds others.
+  if (const char* env = std::getenv("ALMAGEST_NPCF_COST_MODEL"); env && power >= 2) {
+    std::string text(env);
+    const auto semi = text.find(';');
+    if (semi != std::string::npos) text = power == 2 ? text.substr(0, semi) : text.substr(semi + 1);
+    CostModel m;
+    if (std::sscanf(text.c_str(), "%lf,%lf,%lf", &m.power_term, &m.walk_term, &m.linear_term) != 3 ||
+        !(m.power_term >= 0 && m.walk_term >= 0 && m.linear_term >= 0) ||
+        !(m.power_term + m.walk_term + m.linear_term > 0))
+      throw ConfigError("ALMAGEST_NPCF_COST_MODEL",
+                        "'" + std::string(env) + "' is not three non-negative numbers P,W,L (or P3,W3,L3;P4,W4,L4)");
+    return m;
+  }
   switch (power) {
-    case 3: return kNeighbourCost4;
-    case 2: return kNeighbourCost3;
-    default: return 0.0;
+    case 3: return kModel4;
+    case 2: return kModel3;
+    default: return CostModel{};
   }
 }
 
@@ -103,18 +122,28 @@ Graph build_partition_graph(const PointSet& points, const NpcfConfig& config, co
   const auto r = static_cast<std::uint64_t>(part.rank);
   ALMAGEST_ASSERT(part.rank >= 0 && part.rank < K, "partition rank outside 0..ranks-1");
 
-  // 1. Degrees: this process queries its slice of hubs; the distribution layer joins them.
+  // 1. Degrees: this process queries its slice of hubs; the distribution layer joins them. One
+  //    kd-tree serves every build of this process; the slice's lists are kept and reused below
+  //    for the hubs and neighbours this process needs (with the spatial hub order its slice and
+  //    its range are mostly the same region).
+  const NeighbourIndex index(points, config);
   const std::uint64_t s0 = n * r / static_cast<std::uint64_t>(K), s1 = n * (r + 1) / static_cast<std::uint64_t>(K);
   std::vector<std::uint8_t> want(n, 0);
   std::fill(want.begin() + static_cast<std::ptrdiff_t>(s0), want.begin() + static_cast<std::ptrdiff_t>(s1), 1);
   std::vector<std::uint32_t> mine(s1 - s0);
-  {
-    Graph slice = build_graph_hubs(points, config, want, ctx);
-    for (std::uint64_t i = s0; i < s1; ++i) mine[i - s0] = static_cast<std::uint32_t>(slice.offsets[i + 1] - slice.offsets[i]);
-  }
+  Graph slice = build_graph_hubs(index, want, ctx);
+  for (std::uint64_t i = s0; i < s1; ++i) mine[i - s0] = static_cast<std::uint32_t>(slice.offsets[i + 1] - slice.offsets[i]);
   part.degrees = K > 1 ? part.all_degrees(mine, s0) : mine;
   ALMAGEST_ASSERT(part.degrees.size() == n, "joined degrees do not cover every hub");
   ctx.check_cancel();
+  // Each hub's walk (CostModel) from the slice's lists and the joined degrees.
+  {
+    std::vector<double> walk(s1 - s0, 0.0);
+    for (std::uint64_t i = s0; i < s1; ++i)
+      for (std::uint64_t e = slice.offsets[i]; e < slice.offsets[i + 1]; ++e) walk[i - s0] += part.degrees[slice.neighbour[e]];
+    part.walks = K > 1 ? part.all_walks(walk, s0) : std::move(walk);
+    ALMAGEST_ASSERT(part.walks.size() == n, "joined walks do not cover every hub");
+  }
 
   // 2. The chunks of every counting pass, from the counting kernels themselves (probing: they
   //    record their chunk bounds and count nothing), on a graph of offsets only.
@@ -186,7 +215,7 @@ Graph build_partition_graph(const PointSet& points, const NpcfConfig& config, co
 
   // 3. Hub ranges balanced by the cost model of the heaviest statistic (range_costs).
   const std::vector<double> costs =
-      range_costs(part.degrees, power, part.neighbour_cost >= 0 ? part.neighbour_cost : default_neighbour_cost(power));
+      range_costs(part.degrees, part.walks, power, part.cost_model ? *part.cost_model : default_cost_model(power));
   part.hub_bounds = balance_hubs(costs, K);
   part.total_cost = 0;
   for (double c : costs) part.total_cost += c;
@@ -203,35 +232,66 @@ Graph build_partition_graph(const PointSet& points, const NpcfConfig& config, co
     if (pass_power[k] == power)
       for (std::uint64_t i = bounds[c0]; i < bounds[c1]; ++i) part.counted_cost += costs[i];
   }
-  Graph hubs = build_graph_hubs(points, config, want, ctx);
-  // 5. ... and their neighbours, whose lists the triangle and tetrahedron walks read.
-  std::vector<std::uint8_t> more(n, 0);
+  // The lists of those hubs outside the slice ...
+  auto in_slice = [&](std::uint64_t i) { return i >= s0 && i < s1; };
+  std::vector<std::uint8_t> build(n, 0);
   bool any = false;
   for (std::uint64_t i = 0; i < n; ++i)
-    if (want[i])
-      for (std::uint64_t e = hubs.offsets[i]; e < hubs.offsets[i + 1]; ++e)
-        if (!want[hubs.neighbour[e]]) any = more[hubs.neighbour[e]] = 1;
+    if (want[i] && !in_slice(i)) {
+      build[i] = 1;
+      any = true;
+    }
+  Graph hubs;
+  if (any) hubs = build_graph_hubs(index, build, ctx);
+  auto source = [&](std::uint64_t i) -> const Graph& { return in_slice(i) ? slice : hubs; };
+  // 5. ... and of their neighbours, whose lists the triangle and tetrahedron walks read.
+  std::vector<std::uint8_t> more(n, 0);
+  std::fill(build.begin(), build.end(), 0);
+  any = false;
+  for (std::uint64_t i = 0; i < n; ++i)
+    if (want[i]) {
+      const Graph& src = source(i);
+      for (std::uint64_t e = src.offsets[i]; e < src.offsets[i + 1]; ++e) {
+        const std::uint32_t j = src.neighbour[e];
+        if (want[j] || more[j]) continue;
+        more[j] = 1;
+        if (!in_slice(j)) {
+          build[j] = 1;
+          any = true;
+        }
+      }
+    }
   Graph extra;
-  if (any) extra = build_graph_hubs(points, config, more, ctx);
+  if (any) extra = build_graph_hubs(index, build, ctx);
+  build = {};
 
-  // 6. One CSR of both parts (disjoint hub sets), offsets over every hub.
+  // 6. One CSR of the parts (disjoint hub sets), offsets over every hub.
   Graph g;
-  g.ntheta = hubs.ntheta;
-  g.nphi = hubs.nphi;
+  g.ntheta = slice.ntheta;
+  g.nphi = slice.nphi;
   g.offsets.resize(n + 1);
   g.offsets[0] = 0;
-  const bool pixels = !hubs.pixel.empty() || !extra.pixel.empty();
-  const std::uint64_t total = hubs.neighbour.size() + extra.neighbour.size();
+  const bool pixels = !slice.pixel.empty() || !hubs.pixel.empty() || !extra.pixel.empty();
+  if (pixels && g.ntheta == 0) {
+    g.ntheta = !hubs.pixel.empty() ? hubs.ntheta : extra.ntheta;
+    g.nphi = !hubs.pixel.empty() ? hubs.nphi : extra.nphi;
+  }
+  std::uint64_t total = 0;
+  for (std::uint64_t i = 0; i < n; ++i) {
+    if (!want[i] && !more[i]) continue;
+    const Graph& src = in_slice(i) ? slice : want[i] ? hubs : extra;
+    total += src.offsets[i + 1] - src.offsets[i];
+  }
   g.neighbour.reserve(total);
   g.bin.reserve(total);
   if (pixels) g.pixel.reserve(total);
   for (std::uint64_t i = 0; i < n; ++i) {
-    const Graph* src = want[i] ? &hubs : more[i] ? &extra : nullptr;
-    if (src) {
-      const auto e0 = static_cast<std::ptrdiff_t>(src->offsets[i]), e1 = static_cast<std::ptrdiff_t>(src->offsets[i + 1]);
-      g.neighbour.insert(g.neighbour.end(), src->neighbour.begin() + e0, src->neighbour.begin() + e1);
-      g.bin.insert(g.bin.end(), src->bin.begin() + e0, src->bin.begin() + e1);
-      if (pixels) g.pixel.insert(g.pixel.end(), src->pixel.begin() + e0, src->pixel.begin() + e1);
+    if (want[i] || more[i]) {
+      const Graph& src = in_slice(i) ? slice : want[i] ? hubs : extra;
+      const auto e0 = static_cast<std::ptrdiff_t>(src.offsets[i]), e1 = static_cast<std::ptrdiff_t>(src.offsets[i + 1]);
+      g.neighbour.insert(g.neighbour.end(), src.neighbour.begin() + e0, src.neighbour.begin() + e1);
+      g.bin.insert(g.bin.end(), src.bin.begin() + e0, src.bin.begin() + e1);
+      if (pixels) g.pixel.insert(g.pixel.end(), src.pixel.begin() + e0, src.pixel.begin() + e1);
       ++part.built_hubs;
     }
     g.offsets[i + 1] = g.neighbour.size();

@@ -137,12 +137,19 @@ Acc partitioned_reduce(HubPartition& part, const std::vector<std::uint64_t>& bou
   using Clock = std::chrono::steady_clock;
   auto since = [](Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); };
   std::vector<Acc> parts(static_cast<std::size_t>(c1 - c0));
+  std::vector<double>* seconds = nullptr;
+  if (part.time_chunks) {
+    part.chunk_seconds.emplace_back(parts.size(), 0.0);
+    seconds = &part.chunk_seconds.back();
+  }
   auto t0 = Clock::now();
   almagest::parallel::parallel_for(parts.size(), threads, ctx, stage, [&](std::size_t t) {
     const std::uint64_t c = c0 + t;
+    const auto tc = seconds ? Clock::now() : Clock::time_point{};
     Acc a = make();
     body(c, bounds[c], bounds[c + 1], a);
     parts[t] = std::move(a);
+    if (seconds) (*seconds)[t] = since(tc);
   });
   part.count_s += since(t0);
   Acc total = make();

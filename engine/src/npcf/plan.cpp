@@ -54,6 +54,7 @@ struct NpcfPlan::Impl {
   std::string backend = "cpu";
   std::string backend_note;  // why Auto chose the CPU
   std::vector<int> devices;  // CUDA devices (empty: every visible one)
+  std::vector<std::uint32_t> input_index;  // spatial hub order: input index of every point
   // CUDA plans: the graph and points stay on the devices between runs; freed with the plan.
   DeviceGraph device_graph;
 };
@@ -79,6 +80,14 @@ NpcfPlan::NpcfPlan(NpcfConfig config, PointSet points, const JobContext& ctx)
   impl_->backend_note = rb.note;
   if (!rb.note.empty()) ctx.info(rb.note);
   if (config.periodic) prepare_periodic(points, config.box);
+  // The CPU kernels and a split job's hub ranges work on compact regions of hubs (HubOrder).
+  // The order used is recorded (results carry it in their configuration).
+  const bool spatial = impl_->backend == "cpu" && config.spatial_hubs();
+  config.hub_order = spatial ? HubOrder::Spatial : HubOrder::Input;
+  if (spatial) {
+    ctx.progress(0, 1, "sorting points spatially");
+    impl_->input_index = sort_spatially(points, config.periodic ? config.box : 0.0);
+  }
   impl_->config = std::move(config);
   impl_->points = std::move(points);
   const auto t0 = std::chrono::steady_clock::now();
@@ -101,6 +110,7 @@ NpcfPlan& NpcfPlan::operator=(NpcfPlan&&) noexcept = default;
 const NpcfConfig& NpcfPlan::config() const noexcept { return impl_->config; }
 const PointSet& NpcfPlan::points() const noexcept { return impl_->points; }
 const Graph& NpcfPlan::graph() const noexcept { return impl_->graph; }
+const std::vector<std::uint32_t>& NpcfPlan::input_index() const noexcept { return impl_->input_index; }
 double NpcfPlan::graph_seconds() const noexcept { return impl_->graph_seconds; }
 std::string NpcfPlan::backend_name() const { return impl_->backend; }
 const std::string& NpcfPlan::backend_note() const noexcept { return impl_->backend_note; }

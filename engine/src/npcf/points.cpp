@@ -1,10 +1,12 @@
 // The combined point set: data first, then randoms, weights normalised to +1 / -1.
 #include "almagest/npcf/points.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "almagest/core/error.hpp"
 
@@ -103,6 +105,87 @@ void wrap_periodic(PointSet& points, double box) {
   wrap(points.x);
   wrap(points.y);
   wrap(points.z);
+}
+
+}  // namespace almagest::npcf
+
+namespace almagest::npcf {
+
+namespace {
+
+/// Spreads the low 16 bits of v to every third bit (bit k -> bit 3k).
+std::uint64_t spread3(std::uint64_t v) {
+  v &= 0xFFFF;
+  v = (v | (v << 16)) & 0x0000FF0000FFull;
+  v = (v | (v << 8)) & 0x00F00F00F00Full;
+  v = (v | (v << 4)) & 0x0C30C30C30C3ull;
+  v = (v | (v << 2)) & 0x249249249249ull;
+  return v;
+}
+
+}  // namespace
+
+std::vector<std::uint32_t> sort_spatially(PointSet& p, double box) {
+  const std::size_t n = p.size();
+  std::vector<std::uint32_t> order(n);
+  for (std::size_t i = 0; i < n; ++i) order[i] = static_cast<std::uint32_t>(i);
+  if (n < 2) return order;
+  // One grid for both blocks, so that data and randoms of the same place get the same cell.
+  double lo[3], span[3];
+  const std::vector<double>* col[3] = {&p.x, &p.y, &p.z};
+  for (int d = 0; d < 3; ++d) {
+    if (box > 0) {
+      lo[d] = 0;
+      span[d] = box;
+    } else {
+      const auto [mn, mx] = std::minmax_element(col[d]->begin(), col[d]->end());
+      lo[d] = *mn;
+      span[d] = *mx - *mn;
+    }
+  }
+  constexpr double kCells = 65536.0;
+  auto cell = [&](int d, double v) -> std::uint64_t {
+    if (!(span[d] > 0)) return 0;
+    const double t = (v - lo[d]) / span[d] * kCells;
+    return t <= 0 ? 0 : t >= kCells - 1 ? 65535 : static_cast<std::uint64_t>(t);
+  };
+  std::vector<std::uint64_t> key(n);
+  for (std::size_t i = 0; i < n; ++i)
+    key[i] = spread3(cell(0, p.x[i])) | (spread3(cell(1, p.y[i])) << 1) | (spread3(cell(2, p.z[i])) << 2);
+
+  // Stable LSD radix sort of each block by its 48-bit keys (three 16-bit digits): equal keys
+  // keep the input order.
+  std::vector<std::uint32_t> tmp(n);
+  std::vector<std::size_t> count(65537);
+  auto sort_block = [&](std::size_t b0, std::size_t b1) {
+    if (b1 - b0 < 2) return;
+    std::uint32_t* src = order.data() + b0;
+    std::uint32_t* dst = tmp.data() + b0;
+    const std::size_t m = b1 - b0;
+    for (int shift = 0; shift < 48; shift += 16) {
+      std::fill(count.begin(), count.end(), 0);
+      for (std::size_t k = 0; k < m; ++k) ++count[((key[src[k]] >> shift) & 0xFFFF) + 1];
+      for (std::size_t c = 1; c < count.size(); ++c) count[c] += count[c - 1];
+      for (std::size_t k = 0; k < m; ++k) dst[count[(key[src[k]] >> shift) & 0xFFFF]++] = src[k];
+      std::swap(src, dst);
+    }
+    if (src != order.data() + b0) std::copy(src, src + m, order.data() + b0);
+  };
+  sort_block(0, p.ndata);
+  sort_block(p.ndata, n);
+  bool identity = true;
+  for (std::size_t i = 0; i < n && identity; ++i) identity = order[i] == i;
+  if (identity) return order;
+  auto permute = [&](std::vector<double>& v) {
+    std::vector<double> out(n);
+    for (std::size_t i = 0; i < n; ++i) out[i] = v[order[i]];
+    v.swap(out);
+  };
+  permute(p.x);
+  permute(p.y);
+  permute(p.z);
+  permute(p.w);
+  return order;
 }
 
 }  // namespace almagest::npcf

@@ -404,6 +404,12 @@ NpcfOutcome run_npcf_job(const NpcfJob& job, const JobContext& ctx, const jobs::
       labels = read_region_labels(job.jackknife_labels, all.ndata, job.jackknife);
       const auto rl = read_region_labels(job.randoms_jackknife_labels, all.size() - all.ndata, job.jackknife);
       labels.insert(labels.end(), rl.begin(), rl.end());
+      // The label files follow the catalogues' rows; the plan's points may be sorted.
+      if (const auto& index = plan.input_index(); !index.empty()) {
+        std::vector<int> sorted(labels.size());
+        for (std::size_t i = 0; i < index.size(); ++i) sorted[i] = labels[index[i]];
+        labels.swap(sorted);
+      }
     } else {
       labels = angular_regions(all, job.jackknife);
     }

@@ -20,6 +20,20 @@ Statistic statistic_from_string(const std::string& s);  ///< throws ConfigError
 
 enum class BinScale { Linear, Log };
 enum class DirectionMode { Pixel, Exact };  ///< parity: spoke directions from pixels or coordinates
+/// Order of the hubs on the CPU backend (the half graph keeps the neighbours j > i of hub i, and
+/// the counting cuts the hubs into chunks in this order). Spatial: data and randoms each sorted
+/// along a Morton (Z-order) curve of their positions before the graph is built, so that a chunk
+/// of hubs, and one process's range of a split job, is a compact region whose neighbourhoods
+/// overlap (faster, and a split job builds only its region's part of the graph). Input: the
+/// catalogue order (npcf-conventions.md: indices follow the input order). Counts and sums of
+/// statistics that do not depend on which point of a tuple is its hub (the lowest index) are the
+/// same in both (sums to the last bits: another summation order); some depend on it: the signed
+/// mu of a pair's separation (mu bins, nmu > 1), and the parity 4pCF's odd channel (spokes from
+/// the hub's direction pixels, and the first-match relabelling sign of configurations with
+/// repeated bins). Auto (the default): Spatial unless the plan has mu bins, direction pixels or
+/// the parity statistic, then Input, so results follow the published convention. The CUDA
+/// backend keeps the input order.
+enum class HubOrder { Auto, Spatial, Input };
 
 /// Radial binning. A pair is an edge iff rmin < d < rmax (strict, on squared distance).
 /// Linear: bin = floor((d - rmin)/dr) + 1, dr = (rmax - rmin)/nbins, clamped to 1..nbins.
@@ -56,6 +70,7 @@ struct NpcfConfig {
   /// 2pCF: also accumulate the Legendre sums of xi_2 and xi_4 (always done when nmu > 1).
   bool multipoles = false;
   int threads = 0;           ///< 0 = all hardware threads
+  HubOrder hub_order = HubOrder::Auto;  ///< CPU backend: order of the hubs (see HubOrder)
   /// cpu, cuda, cuda:N or auto: the one backend type and Auto policy of every engine
   /// (almagest/core/backend.hpp); the plan resolves it.
   BackendChoice backend{};
@@ -68,6 +83,11 @@ struct NpcfConfig {
   std::string to_json() const;
   /// True when the 2pCF accumulates the multipole (Legendre) sums: nmu > 1 or multipoles.
   bool wants_multipoles() const noexcept { return nmu > 1 || multipoles; }
+  /// Whether a CPU plan sorts the hubs spatially (hub_order, resolving Auto).
+  bool spatial_hubs() const noexcept {
+    return hub_order == HubOrder::Spatial ||
+           (hub_order == HubOrder::Auto && nmu == 1 && !store_pixels && statistic != Statistic::FourPointParity);
+  }
 };
 
 /// 0-based mu bin of mu in [-1, 1] with nmu bins: floor((mu + 1) nmu / 2), clamped. The

@@ -3,6 +3,7 @@
 // rmin < |x_j - x_i| < rmax, sorted by index. Per edge: 32-bit neighbour, 8-bit radial bin
 // (0-based), optionally a 16-bit direction pixel of the spoke i -> j. Offsets are 64-bit.
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "almagest/core/job_context.hpp"
@@ -49,6 +50,25 @@ Graph build_graph(const PointSet& points, const NpcfConfig& config, const JobCon
 /// process of a split job builds (npcf/partition.hpp). want.size() == points.size().
 Graph build_graph_hubs(const PointSet& points, const NpcfConfig& config,
                        const std::vector<std::uint8_t>& want, const JobContext& ctx);
+
+/// The kd-tree of a point set, built once for several partial builds (one process of a split
+/// job builds its slice, its hubs and their neighbours from one index). Keeps references to the
+/// points and the configuration: both must outlive it.
+class NeighbourIndex {
+public:
+  NeighbourIndex(const PointSet& points, const NpcfConfig& config);
+  ~NeighbourIndex();
+  NeighbourIndex(const NeighbourIndex&) = delete;
+  NeighbourIndex& operator=(const NeighbourIndex&) = delete;
+  struct Impl;
+  const Impl& impl() const noexcept { return *impl_; }
+
+private:
+  std::unique_ptr<Impl> impl_;
+};
+/// build_graph_hubs over a prebuilt index (the points and configuration it was made with).
+Graph build_graph_hubs(const NeighbourIndex& index, const std::vector<std::uint8_t>& want,
+                       const JobContext& ctx);
 
 /// Estimate of the graph before building it, from a sample of hubs of the actual catalogue.
 struct GraphEstimate {

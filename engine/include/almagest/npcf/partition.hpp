@@ -20,6 +20,7 @@
 // pass_total (npcf/parallel.hpp).
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <vector>
 
 #include "almagest/core/job_context.hpp"
@@ -33,14 +34,22 @@ namespace almagest::npcf {
 int cost_power(Statistic s);
 /// (d + 1)^power for every hub, d its half-graph degree (the chunking's weights).
 std::vector<double> hub_costs(const std::vector<std::uint32_t>& degrees, int power);
-/// The cost of a hub for the hub ranges: (d + 1)^power + neighbour_cost (d + 1). The chunks keep
-/// the pure (d + 1)^power weights (they fix one process's summation order); the ranges only decide
-/// which chunks a process counts, so their weights change no result. The linear term is the
-/// per-neighbour work the power misses (reading each neighbour's list, scratch per neighbour),
-/// which dominates for the many hubs of small degree late in a half graph.
-std::vector<double> range_costs(const std::vector<std::uint32_t>& degrees, int power, double neighbour_cost);
-/// Default neighbour_cost per power (index 1..3), from bench_npcf_loadbalance --time-ranks.
-double default_neighbour_cost(int power);
+/// The work of a hub for the hub ranges (the chunks keep the pure (d + 1)^power weights, which
+/// fix one process's summation order; the ranges only decide which chunks a process counts, so
+/// their weights change no result):
+///   power_term (d + 1)^power + walk_term walk + linear_term (d + 1),
+/// walk = the sum of the half-graph degrees of the hub's neighbours (the lists the triangle and
+/// tetrahedron walks read: the intersection work that (d + 1)^power misses, which dominates for
+/// hubs whose neighbours have long lists), d + 1 the per-neighbour set-up. Coefficients in
+/// seconds per unit, fitted to measured chunk times (bench_npcf_loadbalance --fit-costs).
+struct CostModel {
+  double power_term = 1, walk_term = 0, linear_term = 0;
+};
+/// The fitted model for a power (2 triangles, 3 tetrahedra; 1 pairs: (d + 1)).
+CostModel default_cost_model(int power);
+/// Work of every hub under `model`; `walks` may be empty (then walk_term is not used).
+std::vector<double> range_costs(const std::vector<std::uint32_t>& degrees, const std::vector<double>& walks, int power,
+                                const CostModel& model);
 /// parts + 1 hub boundaries: part r holds the hubs [b[r], b[r+1]), cut where the running cost
 /// first reaches r/parts of the total.
 std::vector<std::uint64_t> balance_hubs(const std::vector<double>& costs, int parts);
@@ -54,14 +63,18 @@ struct HubPartition {
   int rank = 0, ranks = 1;
   /// Every statistic the job evaluates (the graph part must serve all of them).
   std::vector<Statistic> statistics;
-  /// Weight of the linear term of range_costs; < 0: default_neighbour_cost.
-  double neighbour_cost = -1;
+  /// The hub ranges' cost model; unset: default_cost_model of the heaviest statistic.
+  std::optional<CostModel> cost_model;
+  /// Record each chunk's counting seconds (chunk_seconds; benchmarks).
+  bool time_chunks = false;
 
   // ---- supplied by the distribution layer --------------------------------------------------
   /// Every process passes the degrees of the hubs [first, first + mine.size()) (its slice of
   /// all hubs); returns the degrees of all hubs, in hub order, on every process.
   std::function<std::vector<std::uint32_t>(const std::vector<std::uint32_t>& mine, std::uint64_t first)>
       all_degrees;
+  /// The same for one double per hub (each hub's walk): every process passes its slice.
+  std::function<std::vector<double>(const std::vector<double>& mine, std::uint64_t first)> all_walks;
   /// Rank > 0: replaces `bytes` with the running total of every chunk before this process's
   /// (what rank - 1 passed on). Not called on rank 0.
   std::function<void(std::vector<std::uint8_t>& bytes)> receive_prefix;
@@ -71,12 +84,16 @@ struct HubPartition {
 
   // ---- filled by the engine ----------------------------------------------------------------
   std::vector<std::uint32_t> degrees;        ///< half-graph degree of every hub
+  std::vector<double> walks;                 ///< sum of the neighbours' half degrees, every hub (CostModel)
   std::vector<std::uint64_t> hub_bounds;     ///< ranks + 1: this process counts the chunks starting in its range
   bool probing = false;                      ///< internal: counting kernels record their chunks only
   std::vector<std::vector<std::uint64_t>> probed;  ///< internal: chunk bounds of every counting pass
   std::uint64_t built_hubs = 0, built_edges = 0;   ///< this process's part of the graph
   double counted_cost = 0, total_cost = 0;   ///< range_costs work of this process's chunks / of all
   double count_s = 0, wait_s = 0;            ///< seconds counting its chunks / in the chain's exchanges
+  /// With time_chunks: per counting pass (as `probed`), the seconds of each chunk this process
+  /// counted, from the pass's first chunk of its range.
+  std::vector<std::vector<double>> chunk_seconds;
 };
 
 /// Installs a partition for the calling thread (build_graph and the CPU counting kernels called

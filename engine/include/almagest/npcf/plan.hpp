@@ -6,7 +6,9 @@
 //   NpcfPlan plan(config, std::move(points), ctx);   // validates, builds the graph
 //   NpcfResult r = plan.execute(ctx);                // config.statistic
 //   NpcfResult r4 = plan.execute(Statistic::FourPointParity, ctx);
+#include <cstdint>
 #include <memory>
+#include <vector>
 #include <string>
 
 #include "almagest/core/job_context.hpp"
@@ -32,8 +34,12 @@ public:
   NpcfResult execute(Statistic statistic, const JobContext& ctx) const;
 
   const NpcfConfig& config() const noexcept;
+  /// The plan's points and graph: on the CPU backend with the spatial hub order (the default,
+  /// NpcfConfig::hub_order) the points are sorted, and point i of the plan is the input's point
+  /// input_index()[i]; input_index() is empty when the plan keeps the input order.
   const PointSet& points() const noexcept;
   const Graph& graph() const noexcept;
+  const std::vector<std::uint32_t>& input_index() const noexcept;
   double graph_seconds() const noexcept;
   std::string backend_name() const;  ///< "cpu" or "cuda"
   /// Why the Auto policy chose the CPU ("" otherwise): logged, and kept in the provenance.

@@ -2,6 +2,7 @@
 // The combined point set of an N-point job: data first, then randoms (GRAMSCI index order), with
 // signed normalised weights (data sum to +1, randoms to -1).
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -27,5 +28,12 @@ PointSet make_point_set(const io::Catalogue& data, const io::Catalogue* randoms)
 
 /// Wraps coordinates into [0, box) (periodic jobs). Throws ConfigError if box <= 0.
 void wrap_periodic(PointSet& points, double box);
+
+/// Sorts the data block and the random block of `points` each along a Morton (Z-order) curve of
+/// their positions (16 bits per axis over the bounding box of all points, or over [0, box) when
+/// box > 0; ties keep the input order), so that consecutive points are close in space. Returns
+/// the input index of every point in its new place (new i was old order[i]). Deterministic: the
+/// same input gives the same order on every machine and process.
+std::vector<std::uint32_t> sort_spatially(PointSet& points, double box = 0);
 
 }  // namespace almagest::npcf
