@@ -447,7 +447,17 @@ int compare(const std::string& a, const std::string& b) {
   int bad = 0;
   auto same = [&](const char* name, const auto& u, const auto& v) {
     const bool eq = u.size() == v.size() && (u.empty() || std::memcmp(u.data(), v.data(), u.size() * sizeof(u[0])) == 0);
-    std::printf("%-14s %8zu values: %s\n", name, u.size(), eq ? "identical" : "DIFFER");
+    // Differing sums: the largest difference against the largest magnitude of the array.
+    double dmax = 0, scale = 0;
+    if (!eq && u.size() == v.size())
+      for (std::size_t k = 0; k < u.size(); ++k) {
+        dmax = std::max(dmax, std::fabs(static_cast<double>(u[k]) - static_cast<double>(v[k])));
+        scale = std::max({scale, std::fabs(static_cast<double>(u[k])), std::fabs(static_cast<double>(v[k]))});
+      }
+    if (eq)
+      std::printf("%-14s %8zu values: identical\n", name, u.size());
+    else
+      std::printf("%-14s %8zu values: DIFFER (max |a - b| / max |a| %.3g)\n", name, u.size(), scale > 0 ? dmax / scale : 0.0);
     bad += !eq;
   };
   same("tuples", x.tuples, y.tuples);

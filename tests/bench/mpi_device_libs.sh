@@ -3,7 +3,7 @@
 # almagest-cli and bench_npcf_loadbalance of an MPI build (CPU only is enough), the non-system
 # libraries they load, and Debian's Open MPI runtime relocated under one prefix (orterun, libmpi,
 # libopen-rte/pal, the openmpi3 plugins, the help files; PMIx and its plugins): used there with
-# OPAL_PREFIX / PMIX_INSTALL_PREFIX. Into .device-libs/mpi22 (git-ignored, under the 64 MiB
+# OPAL_PREFIX / PMIX_INSTALL_PREFIX; the CUDA module when the build has one. Into .device-libs/mpi22 (git-ignored, under the 64 MiB
 # carry limit). Usage: tests/bench/mpi_device_libs.sh [build dir (default build-h22)]
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -13,6 +13,8 @@ multi=x86_64-linux-gnu
 rm -rf "$out"
 mkdir -p "$out/bin" "$out/lib" "$out/ompi/bin" "$out/ompi/lib/$multi/openmpi/lib" "$out/ompi/share" "$out/pmix/lib"
 cp "$build/bin/almagest-cli" "$build/bin/bench_npcf_loadbalance" "$out/bin/"
+# The CUDA module when the build has one (tests/bench/mpi_cuda_device.sh: ALMAGEST_CUDA_MODULE).
+if [ -f "$build/bin/libalmagest_cuda.so" ]; then cp "$build/bin/libalmagest_cuda.so" "$out/bin/"; fi
 cp /usr/bin/orterun /usr/bin/orted "$out/ompi/bin/"
 ln -sf orterun "$out/ompi/bin/mpirun"
 cp -r "/usr/lib/$multi/openmpi/lib/openmpi3" "$out/ompi/lib/$multi/openmpi/lib/"
@@ -28,6 +30,7 @@ cp -r "/usr/lib/$multi/pmix2/lib/pmix" "$out/pmix/lib/"
   done
 } | awk '{print $3}' | grep '^/' | sort -u |
   grep -v -E '/(libc|libm|libgcc_s|libstdc\+\+|libresolv|libpthread|libdl|librt)\.so' |
+  grep -v '^/usr/local/cuda' |
   grep -v -E '/lib(ucp|uct|ucs|ucm|fabric|ibverbs|rdmacm|psm|psm2|cuda|nvidia|ze_loader|ofi)' |
   xargs -I{} cp -L {} "$out/lib/"
 strip --strip-unneeded "$out"/bin/* "$out"/lib/*.so* "$out"/ompi/lib/$multi/openmpi/lib/openmpi3/*.so 2> /dev/null || true

@@ -5,8 +5,8 @@
 
 #include <chrono>
 #include <cmath>
-#include <type_traits>
 #include <cstdio>
+#include <type_traits>
 
 #include "almagest/core/atomic_file.hpp"
 #include "almagest/core/backend.hpp"
@@ -67,9 +67,11 @@ void send_bytes(const std::vector<std::uint8_t>& b, int dest, int tag) {
 }  // namespace
 
 bool split_possible(const jobs::Job& job) {
-  // N-point jobs by hub ranges; stack searches by origin row bands (not in dense mode).
+  // N-point jobs by hub ranges (CPU) or hub partitions (CUDA: each rank's GPU); stack searches
+  // by origin row bands on the CPU (not in dense mode).
   if (job.engine() == "stack" && job.operation() != "search") return false;
-  if (job.engine() != "npcf" && job.engine() != "stack") return false;
+  if (job.engine() == "npcf") return true;
+  if (job.engine() != "stack") return false;
   const schema::Values v = job.values();
   try {
     const ResolvedBackend rb = resolve_backend(parse_backend(text_value(v, "backend").empty() ? "cpu" : text_value(v, "backend")));
@@ -152,6 +154,28 @@ void run_split(const jobs::RunPlan& plan, std::size_t batch, const CancelToken& 
       part.statistics = statistics_of(*m.job);
     } catch (...) {
       report_failure(0, std::current_exception());  // the same on every rank
+      return;
+    }
+    // Every rank must count on the same kind of backend (hub ranges on CPUs, partitions on
+    // GPUs): an `auto` job on a mix of GPU and CPU ranks is refused, on every rank alike.
+    int gpu = 0;
+    try {
+      gpu = resolve_backend(parse_backend(text_value(m.job->values(), "backend").empty()
+                                              ? "cpu"
+                                              : text_value(m.job->values(), "backend")))
+                    .cuda()
+                ? 1
+                : 0;
+    } catch (const std::exception&) {
+      gpu = 0;  // the job's own run reports the backend problem
+    }
+    int lo = gpu, hi = gpu;
+    MPI_Allreduce(&gpu, &lo, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    MPI_Allreduce(&gpu, &hi, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    if (lo != hi) {
+      report_failure(0, std::make_exception_ptr(ConfigError(
+                            "backend", "the ranks of a split N-point job resolve it differently (some have a usable GPU, "
+                                       "some not; --devices): give backend = \"cpu\", or a GPU to every rank")));
       return;
     }
   }
@@ -301,6 +325,17 @@ void run_split(const jobs::RunPlan& plan, std::size_t batch, const CancelToken& 
     outcome->timings_s["rank" + std::to_string(r)] = a[3];
     outcome->timings_s["rank" + std::to_string(r) + "_count"] = a[4];
     outcome->timings_s["rank" + std::to_string(r) + "_wait"] = a[5];
+  }
+  if (part.gpu) {
+    char line[200];
+    std::snprintf(line, sizeof line,
+                  "split over %d ranks by GPU hub partitions (each rank's GPU: the whole graph, one partition); "
+                  "counting %.2f-%.2f s per rank, chain waits up to %.2f s",
+                  K, cmin, cmax, wmax);
+    outcome->summary.push_back(line);
+    ++s.written;
+    observer.member_finished(b, m, *outcome, secs);
+    return;
   }
   double edges = 0, lo = 1e300, hi = 0;
   for (auto d : part.degrees) edges += d;

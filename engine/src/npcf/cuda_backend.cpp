@@ -30,6 +30,7 @@ kernels::NpcfOptions module_options(const CudaOptions& o, const JobContext& ctx)
   kernels::NpcfOptions k;
   k.windows = o.windows;
   k.partitions = o.partitions;
+  k.only_partition = o.only_partition;
   k.devices = o.devices;
   k.memory_limit = o.memory_limit;
   k.shared_degree_cap = o.shared_degree_cap;

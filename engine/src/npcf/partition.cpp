@@ -3,13 +3,16 @@
 #include "almagest/npcf/partition.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 
 #include "almagest/core/error.hpp"
+#include "almagest/npcf/cuda.hpp"
 #include "almagest/npcf/plan.hpp"
+#include "npcf/partition_reduce.hpp"
 
 namespace almagest::npcf {
 
@@ -301,6 +304,61 @@ Graph build_partition_graph(const PointSet& points, const NpcfConfig& config, co
   g.whole_edges = whole_edges;
   if (g.whole_edges == g.neighbour.size()) g.whole_edges = 0;
   return g;
+}
+
+namespace {
+/// The sums a CUDA count returns (the chain's accumulator: detail::chain serialises it).
+struct CudaSums {
+  std::vector<std::uint64_t> tuples, random_tuples, degenerate;
+  std::vector<double> n, r, n_odd, r_odd, legendre2, legendre4;
+};
+
+template <class T>
+void add_rows(std::vector<T>& total, const std::vector<T>& mine) {
+  if (total.empty()) {
+    total = mine;
+    return;
+  }
+  ALMAGEST_ASSERT(total.size() == mine.size(), "split CUDA job: partitions with different row counts");
+  for (std::size_t k = 0; k < mine.size(); ++k) total[k] += mine[k];
+}
+}  // namespace
+
+NpcfResult count_cuda_partitioned(HubPartition& part, Statistic statistic, const Graph& g, const PointSet& p,
+                                  const NpcfConfig& c, const JobContext& ctx, CudaOptions opt, CudaStats* stats) {
+  using Clock = std::chrono::steady_clock;
+  part.gpu = true;
+  opt.partitions = std::max(1, part.ranks);
+  opt.only_partition = part.rank;
+  const auto t0 = Clock::now();
+  NpcfResult r = count_cuda(statistic, g, p, c, ctx, opt, stats);
+  part.count_s += std::chrono::duration<double>(Clock::now() - t0).count();
+  if (part.ranks <= 1) return r;
+  // The running total of the partitions before this one, plus this one (rows in order: the
+  // same additions as the merge of one process with `ranks` partitions, which starts from zero).
+  CudaSums total;
+  detail::chain(part, total, [&](CudaSums& t) {
+    add_rows(t.tuples, r.tuples);
+    add_rows(t.random_tuples, r.random_tuples);
+    add_rows(t.degenerate, r.degenerate);
+    add_rows(t.n, r.n);
+    add_rows(t.r, r.r);
+    add_rows(t.n_odd, r.n_odd);
+    add_rows(t.r_odd, r.r_odd);
+    add_rows(t.legendre2, r.legendre2);
+    add_rows(t.legendre4, r.legendre4);
+  });
+  r.tuples = std::move(total.tuples);
+  r.random_tuples = std::move(total.random_tuples);
+  r.degenerate = std::move(total.degenerate);
+  r.n = std::move(total.n);
+  r.r = std::move(total.r);
+  r.n_odd = std::move(total.n_odd);
+  r.r_odd = std::move(total.r_odd);
+  r.legendre2 = std::move(total.legendre2);
+  r.legendre4 = std::move(total.legendre4);
+  ctx.check_cancel();
+  return r;
 }
 
 }  // namespace almagest::npcf

@@ -124,6 +124,31 @@ void decode(const std::vector<std::uint8_t>& in, Acc& a) {
 
 }  // namespace raw
 
+/// The chain of a split job: `total` starts as the identity; rank > 0 replaces it with the
+/// running total of every process before it, `add_mine(total)` adds this process's part in its
+/// order, and the total goes on to the next rank; rank 0 ends with the complete total (wait
+/// seconds in part.wait_s). One process: add_mine alone.
+template <class Acc, class AddMine>
+void chain(HubPartition& part, Acc& total, AddMine add_mine) {
+  using Clock = std::chrono::steady_clock;
+  auto since = [](Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); };
+  if (part.ranks > 1 && part.rank > 0) {
+    std::vector<std::uint8_t> bytes;
+    const auto t0 = Clock::now();
+    part.receive_prefix(bytes);
+    part.wait_s += since(t0);
+    raw::decode(bytes, total);
+  }
+  add_mine(total);
+  if (part.ranks > 1) {
+    std::vector<std::uint8_t> bytes = raw::encode(total);
+    const auto t0 = Clock::now();
+    part.pass_total(bytes);
+    part.wait_s += since(t0);
+    if (part.rank == 0) raw::decode(bytes, total);
+  }
+}
+
 template <class Acc, class Make, class Body, class Merge>
 Acc partitioned_reduce(HubPartition& part, const std::vector<std::uint64_t>& bounds, int threads,
                        const JobContext& ctx, const std::string& stage, Make make, Body body, Merge merge) {
@@ -153,22 +178,10 @@ Acc partitioned_reduce(HubPartition& part, const std::vector<std::uint64_t>& bou
   });
   part.count_s += since(t0);
   Acc total = make();
-  if (part.ranks > 1 && part.rank > 0) {
-    std::vector<std::uint8_t> bytes;
-    t0 = Clock::now();
-    part.receive_prefix(bytes);
-    part.wait_s += since(t0);
-    raw::decode(bytes, total);
-  }
-  for (const Acc& a : parts) merge(total, a);
+  chain(part, total, [&](Acc& t) {
+    for (const Acc& a : parts) merge(t, a);
+  });
   parts.clear();
-  if (part.ranks > 1) {
-    std::vector<std::uint8_t> bytes = raw::encode(total);
-    t0 = Clock::now();
-    part.pass_total(bytes);
-    part.wait_s += since(t0);
-    if (part.rank == 0) raw::decode(bytes, total);
-  }
   ctx.check_cancel();
   return total;
 }

@@ -11,6 +11,7 @@
 #include "almagest/core/gpu.hpp"
 #include "almagest/npcf/analytic.hpp"
 #include "almagest/npcf/cuda.hpp"
+#include "almagest/npcf/partition.hpp"
 
 namespace almagest::npcf {
 
@@ -143,6 +144,9 @@ NpcfResult NpcfPlan::execute(Statistic statistic, const JobContext& ctx) const {
   CudaStats stats;
   auto count = [&](Statistic st, const NpcfConfig& c) {
     if (cuda) {
+      // A job split over processes: this process's GPU counts its partition (partition.hpp).
+      if (HubPartition* part = active_partition())
+        return count_cuda_partitioned(*part, st, g, p, c, ctx, cuda_options(), &stats);
       return count_cuda(st, g, p, c, ctx, cuda_options(), &stats);
     }
     switch (st) {

@@ -54,6 +54,9 @@ std::uint64_t device_graph_bytes(const kernels::NpcfDeviceGraph* g);
 struct CudaOptions {
   int windows = 0;        ///< out-of-core edge windows: 0 = automatic, >= 1 forced (tests: 2, 3, 5)
   int partitions = 0;     ///< hub partitions: 0 = one per device, >= 1 forced (merged in order)
+  /// >= 0: count only this partition of `partitions` (one process of a split job; its sums are
+  /// those the merge in partition order adds: count_cuda_partitioned chains them)
+  int only_partition = -1;
   std::vector<int> devices;          ///< CUDA device indices; empty = all visible
   std::uint64_t memory_limit = 0;    ///< bytes per device the job may use; 0 = 85% of free memory
   std::uint32_t shared_degree_cap = 0;  ///< 4pCF: 0 = automatic; small values test the global path

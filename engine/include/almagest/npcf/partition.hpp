@@ -27,6 +27,7 @@
 #include "almagest/npcf/config.hpp"
 #include "almagest/npcf/graph.hpp"
 #include "almagest/npcf/points.hpp"
+#include "almagest/npcf/result.hpp"
 
 namespace almagest::npcf {
 
@@ -90,6 +91,7 @@ struct HubPartition {
   std::vector<std::vector<std::uint64_t>> probed;  ///< internal: chunk bounds of every counting pass
   std::uint64_t built_hubs = 0, built_edges = 0;   ///< this process's part of the graph
   double counted_cost = 0, total_cost = 0;   ///< range_costs work of this process's chunks / of all
+  bool gpu = false;                          ///< counted on the GPU (count_cuda_partitioned)
   double count_s = 0, wait_s = 0;            ///< seconds counting its chunks / in the chain's exchanges
   /// With time_chunks: per counting pass (as `probed`), the seconds of each chunk this process
   /// counted, from the pass's first chunk of its range.
@@ -111,6 +113,17 @@ private:
 
 /// The calling thread's partition (nullptr: a whole job).
 HubPartition* active_partition() noexcept;
+
+struct CudaOptions;
+struct CudaStats;
+/// A CUDA job split over processes (every process holds the whole graph, built on its GPU): this
+/// process counts hub partition `rank` of `ranks` (CudaOptions::only_partition; the partitions
+/// the CUDA backend cuts from the graph's (d + 1)^p, as one process with `ranks` devices does)
+/// and the sums go down the chain in partition order, so rank 0 ends with the sums one process
+/// with `ranks` partitions merges: counts identical to any one-process run, sums to the CUDA
+/// backend's summation order. Sets part.gpu and the seconds.
+NpcfResult count_cuda_partitioned(HubPartition& part, Statistic statistic, const Graph& g, const PointSet& p,
+                                  const NpcfConfig& c, const JobContext& ctx, CudaOptions opt, CudaStats* stats);
 
 /// (b): this process's part of the graph: degrees of every hub (each process queries a slice,
 /// all_degrees joins them), the chunks of every counting pass the statistics run, and the lists

@@ -15,7 +15,7 @@
 
 namespace almagest::kernels {
 
-inline constexpr std::uint32_t kAbiVersion = 9;  // 2: NpcfOptions::accumulate; 3: StackPlanes::memory_limit;
+inline constexpr std::uint32_t kAbiVersion = 10;  // 2: NpcfOptions::accumulate; 3: StackPlanes::memory_limit;
                                                  // 4: NpcfOptions::resident_key, release_resident;
                                                  // 5: ShtDevicePlan::synthesis_device, adjoint_device;
                                                  // 6: NpcfOptions::device_graph and
@@ -29,6 +29,8 @@ inline constexpr std::uint32_t kAbiVersion = 9;  // 2: NpcfOptions::accumulate; 
                                                  //    shifts on the GPU)
                                                  // 9: NpcfTriangleRows::bin_threshold/rmin2/rmax2,
                                                  //    NpcfOptions::dense_min_degree (dense 3pCF)
+                                                 // 10: NpcfOptions::only_partition (a job split
+                                                 //    over processes by partitions)
 
 class DeviceError : public std::runtime_error {
 public:

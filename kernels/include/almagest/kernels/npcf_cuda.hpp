@@ -74,6 +74,10 @@ struct NpcfOptions {
   /// Hub partitions: 0 = one per device used; >= 1 forces that many. Partitions are spread over
   /// devices round robin and their sums merged in partition order.
   int partitions = 0;
+  /// >= 0: compute only this partition (of `partitions`, which must then be >= 1) and return its
+  /// sums alone, as the merge in partition order would add them: one process of a job split over
+  /// several (each counts one partition; the sums are merged in partition order elsewhere).
+  int only_partition = -1;
   /// Devices: empty = all visible devices; otherwise these CUDA device indices.
   std::vector<int> devices;
   /// Device memory the job may use per device in bytes; 0 = 85% of the free memory.
