@@ -332,6 +332,36 @@ private slots:
                   {"3pcf", "4pcf-parity"});
   }
 
+  void splitSpatialHubOrderJobs() {
+    // hub-order auto without mu bins or parity: the points are sorted spatially (docs/npcf.md),
+    // every rank alike; each rank builds a compact region's part of the graph.
+    const fs::path d = root() / "split-spatial";
+    fs::create_directories(d);
+    write_catalogue(d / "gal.txt", 17, 1500);
+    write_catalogue(d / "ran.txt", 18, 3000);
+    compare_split(d,
+                  "data = \"gal.txt\"\nrandoms = \"ran.txt\"\nrmin = 2\nrmax = 14\nnbins = 4\n"
+                  "stat = \"3pcf,4pcf\"\nthreads = 2\n",
+                  {"3pcf", "4pcf"});
+    const auto attrs = attributes(d / "out1_4pcf.h5");
+    bool spatial = false;
+    for (const auto& [name, bytes] : attrs) spatial |= bytes.find("\"hub_order\":\"spatial\"") != std::string::npos;
+    QVERIFY2(spatial, "the result's configuration does not record the spatial hub order");
+    // A periodic box with analytic randoms (the 3pCF's internal 2pCF pass has its own chunks) in
+    // the spatial order (the Morton grid over [0, box)).
+    const fs::path p = root() / "split-spatial-periodic";
+    fs::create_directories(p);
+    write_catalogue(p / "gal.txt", 19, 6000);
+    compare_split(p,
+                  "data = \"gal.txt\"\nperiodic = true\nbox = 100\nrmin = 1\nrmax = 6\nnbins = 3\n"
+                  "stat = \"2pcf,3pcf\"\nthreads = 2\n",
+                  {"2pcf", "3pcf"});
+    // Compact regions: under 3 ranks no rank builds nearly the whole graph.
+    const QRegularExpression part("graph part per rank (\\d+)-(\\d+)%");
+    const auto m = part.match(QString::fromStdString(slurp(p / "log3.json")));
+    QVERIFY2(m.hasMatch() && m.captured(2).toInt() < 90, qPrintable(m.captured(0)));
+  }
+
   void splitPeriodicJobWithAnalyticRandoms() {
     // No randoms: the 3pCF runs an internal 2pCF pass first, with its own chunks; every rank
     // must build the lists of that pass's chunks too (partition.cpp probes every pass).
