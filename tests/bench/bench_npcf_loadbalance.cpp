@@ -32,10 +32,10 @@
 //
 // Usage: bench_npcf_loadbalance [--catalogue bench|bao|both|bao-check] [--n N] [--sample S] [--kmax K]
 //        [--threads T] [--write-catalogues DIR [--write-only]] [--ranks K1,K2,...] [--input-order]
-//        [--time-ranks K [--cost-model P,W,L]...] [--fit-costs]
+//        [--time-ranks K [--cost-model P,W,L[,Pr,Wr,Lr]]...] [--fit-costs]
 // --time-ranks K: the bench catalogue's 3pCF and 4pCF split over K ranks run one after the
 // other here, one thread each, exchanges replayed: every rank's measured counting seconds
-// (--cost-model P,W,L, repeatable: the hub ranges' CostModel instead of the engine's default).
+// (--cost-model P,W,L[,Pr,Wr,Lr], repeatable: the hub ranges' CostModel instead of the engine's default).
 // --fit-costs: every chunk of one process timed (T threads) and fitted against its hubs' sums of
 // (d + 1)^p, walk and d + 1 (CostModel), and the measured counting max/mean per rank that K
 // ranks get from the ranges of each model.
@@ -263,44 +263,50 @@ std::vector<double> whole_walks(const PointSet& p, const NpcfConfig& c, const st
   return w;
 }
 
-/// Least squares with non-negative coefficients for up to three features (every subset solved
-/// by its normal equations, the best one whose coefficients are all >= 0).
-std::array<double, 3> nnls3(const std::vector<std::array<double, 3>>& x, const std::vector<double>& y, double& r2) {
-  std::array<double, 3> best{0, 0, 0};
+/// Least squares with non-negative coefficients for up to N features (every subset solved by
+/// its normal equations, the best one whose coefficients are all >= 0).
+template <std::size_t N>
+std::array<double, N> nnls(const std::vector<std::array<double, N>>& x, const std::vector<double>& y, double& r2) {
+  std::array<double, N> best{};
   double best_rss = -1, tss = 0, mean = 0;
   for (double v : y) mean += v / static_cast<double>(y.size());
   for (double v : y) tss += (v - mean) * (v - mean);
-  for (int mask = 1; mask < 8; ++mask) {
-    int idx[3], k = 0;
-    for (int f = 0; f < 3; ++f)
-      if (mask & (1 << f)) idx[k++] = f;
-    double a[3][4] = {};
+  for (unsigned mask = 1; mask < (1u << N); ++mask) {
+    int idx[N], k = 0;
+    for (std::size_t f = 0; f < N; ++f)
+      if (mask & (1u << f)) idx[k++] = static_cast<int>(f);
+    double a[N][N + 1] = {};
     for (std::size_t i = 0; i < y.size(); ++i)
       for (int u = 0; u < k; ++u) {
         for (int v = 0; v < k; ++v) a[u][v] += x[i][idx[u]] * x[i][idx[v]];
-        a[u][3] += x[i][idx[u]] * y[i];
+        a[u][N] += x[i][idx[u]] * y[i];
       }
-    // Gauss-Jordan on the k x k system.
+    // Gauss-Jordan on the k x k system (the right-hand side in column N).
     bool ok = true;
     for (int u = 0; u < k && ok; ++u) {
       int piv = u;
       for (int v = u + 1; v < k; ++v)
         if (std::fabs(a[v][u]) > std::fabs(a[piv][u])) piv = v;
-      std::swap(a[u], a[piv]);
+      for (std::size_t w = 0; w <= N; ++w) std::swap(a[u][w], a[piv][w]);
       if (!(std::fabs(a[u][u]) > 0)) ok = false;
       for (int v = 0; v < k && ok; ++v) {
         if (v == u) continue;
         const double f = a[v][u] / a[u][u];
-        for (int w = u; w < 4; ++w) a[v][w] -= f * a[u][w];
+        for (std::size_t w = 0; w <= N; ++w) a[v][w] -= f * a[u][w];
       }
     }
     if (!ok) continue;
-    std::array<double, 3> coef{0, 0, 0};
-    for (int u = 0; u < k; ++u) coef[idx[u]] = a[u][3] / a[u][u];
-    if (coef[0] < 0 || coef[1] < 0 || coef[2] < 0) continue;
+    std::array<double, N> coef{};
+    bool neg = false;
+    for (int u = 0; u < k; ++u) {
+      coef[static_cast<std::size_t>(idx[u])] = a[u][N] / a[u][u];
+      neg |= coef[static_cast<std::size_t>(idx[u])] < 0;
+    }
+    if (neg) continue;
     double rss = 0;
     for (std::size_t i = 0; i < y.size(); ++i) {
-      const double e = y[i] - (coef[0] * x[i][0] + coef[1] * x[i][1] + coef[2] * x[i][2]);
+      double e = y[i];
+      for (std::size_t f = 0; f < N; ++f) e -= coef[f] * x[i][f];
       rss += e * e;
     }
     if (best_rss < 0 || rss < best_rss) {
@@ -338,35 +344,49 @@ void fit_costs(const PointSet& p, NpcfConfig c, int threads, const std::vector<i
   const auto& bounds = part.probed.back();
   const auto& secs = part.chunk_seconds.back();
   const std::vector<double> pc = hub_costs(part.degrees, power);
+  // Features per chunk: (d+1)^p, walk, d+1 of its data hubs, then of its random hubs.
+  std::vector<std::array<double, 6>> x6;
   std::vector<std::array<double, 3>> x;
   std::vector<double> y;
   for (std::size_t k = 0; k + 1 < bounds.size(); ++k) {
-    std::array<double, 3> f{0, 0, 0};
+    std::array<double, 6> f{};
     for (std::uint64_t i = bounds[k]; i < bounds[k + 1]; ++i) {
-      f[0] += pc[i];
-      f[1] += part.walks[i];
-      f[2] += part.degrees[i] + 1.0;
+      const std::size_t o = i < p.ndata ? 0 : 3;
+      f[o] += pc[i];
+      f[o + 1] += part.walks[i];
+      f[o + 2] += part.degrees[i] + 1.0;
     }
-    x.push_back(f);
+    x6.push_back(f);
+    x.push_back({f[0] + f[3], f[1] + f[4], f[2] + f[5]});
     y.push_back(secs[k]);
   }
-  double r2 = 0;
-  const std::array<double, 3> coef = nnls3(x, y, r2);
+  double r2 = 0, r2c = 0;
+  const std::array<double, 3> coef = nnls<3>(x, y, r2);
+  const std::array<double, 6> c6 = nnls<6>(x6, y, r2c);
   double total_s = 0;
   for (double v : y) total_s += v;
   std::printf("\n%s, %zu chunks, %d threads (%.2f s wall, %.2f s of chunk time): fit t = %.4g (d+1)^%d + %.4g walk + "
-              "%.4g (d+1) seconds, R^2 %.4f\n",
-              to_string(c.statistic), y.size(), threads, wall, total_s, coef[0], power, coef[1], coef[2], r2);
-  const CostModel fitted = coef[0] > 0 ? CostModel{1.0, coef[1] / coef[0], coef[2] / coef[0]}
-                                       : CostModel{0.0, coef[1] > 0 ? 1.0 : 0.0, coef[1] > 0 ? coef[2] / coef[1] : 1.0};
-  std::printf("as a CostModel (power term 1): {%.6g, %.6g, %.6g}\n", fitted.power_term, fitted.walk_term, fitted.linear_term);
-  // Shares of the chunk time of each class of hub, for the record.
-  const CostModel models[3] = {CostModel{1, 0, 0}, default_cost_model(power), fitted};
-  std::printf("| K | measured max/mean, (d+1)^p ranges | default model | fitted model |\n|---:|---:|---:|---:|\n");
+              "%.4g (d+1) seconds, R^2 %.4f; by class (data | randoms): %.4g, %.4g, %.4g | %.4g, %.4g, %.4g, R^2 %.4f\n",
+              to_string(c.statistic), y.size(), threads, wall, total_s, coef[0], power, coef[1], coef[2], r2, c6[0], c6[1],
+              c6[2], c6[3], c6[4], c6[5], r2c);
+  // As models relative to the data's power term (or to its largest term when that is 0).
+  auto relative = [](const double* d, const double* r) {
+    const double ref = d[0] > 0 ? d[0] : std::max({d[1], d[2], 1e-300});
+    return CostModel{d[0] / ref, d[1] / ref, d[2] / ref, r[0] / ref, r[1] / ref, r[2] / ref};
+  };
+  const CostModel fitted = relative(coef.data(), coef.data());
+  const CostModel by_class = relative(c6.data(), c6.data() + 3);
+  std::printf("as a CostModel (one for both classes): {%.6g, %.6g, %.6g}\n", fitted.power_term, fitted.walk_term,
+              fitted.linear_term);
+  std::printf("as a CostModel (data, randoms): {%.6g,%.6g,%.6g,%.6g,%.6g,%.6g}\n", by_class.power_term, by_class.walk_term,
+              by_class.linear_term, by_class.random_power_term, by_class.random_walk_term, by_class.random_linear_term);
+  const CostModel models[4] = {CostModel{}, default_cost_model(power), fitted, by_class};
+  std::printf("| K | measured max/mean, (d+1)^p ranges | default model | fitted model | fitted by class |\n"
+              "|---:|---:|---:|---:|---:|\n");
   for (int K : ks) {
     std::printf("| %d |", K);
     for (const CostModel& m : models) {
-      const std::vector<std::uint64_t> hb = balance_hubs(range_costs(part.degrees, part.walks, power, m), K);
+      const std::vector<std::uint64_t> hb = balance_hubs(range_costs(part.degrees, part.walks, power, m, p.ndata), K);
       std::vector<double> t(static_cast<std::size_t>(K), 0.0);
       for (std::size_t pass = 0; pass < part.probed.size(); ++pass)
         for (int r = 0; r < K; ++r) {
@@ -395,8 +415,9 @@ void time_ranks(const PointSet& p, NpcfConfig c, const std::vector<std::uint32_t
   std::vector<std::vector<std::uint8_t>> prev, next;
   const CostModel m = model ? *model : default_cost_model(c.statistic == Statistic::ThreePoint ? 2 : 3);
   std::printf("\n%s, %d ranks one after the other, 1 thread each (counting seconds without contention), "
-              "cost model %g (d+1)^p + %g walk + %g (d+1):\n",
-              to_string(c.statistic), K, m.power_term, m.walk_term, m.linear_term);
+              "cost model %g (d+1)^p + %g walk + %g (d+1) (data), %g, %g, %g (randoms):\n",
+              to_string(c.statistic), K, m.power_term, m.walk_term, m.linear_term, m.random_power_term,
+              m.random_walk_term, m.random_linear_term);
   std::printf("| rank | hubs | cost-model share | counting s | graph part |\n|---:|---:|---:|---:|---:|\n");
   double tmax = 0, tsum = 0;
   std::vector<double> walks;
@@ -507,8 +528,14 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--time-ranks")) time_k = std::atoi(next());
     else if (!std::strcmp(argv[i], "--cost-model")) {
       CostModel m;
-      if (std::sscanf(next(), "%lf,%lf,%lf", &m.power_term, &m.walk_term, &m.linear_term) != 3) {
-        std::fprintf(stderr, "--cost-model: P,W,L (three numbers)\n");
+      const int got = std::sscanf(next(), "%lf,%lf,%lf,%lf,%lf,%lf", &m.power_term, &m.walk_term, &m.linear_term,
+                                  &m.random_power_term, &m.random_walk_term, &m.random_linear_term);
+      if (got == 3) {
+        m.random_power_term = m.power_term;
+        m.random_walk_term = m.walk_term;
+        m.random_linear_term = m.linear_term;
+      } else if (got != 6) {
+        std::fprintf(stderr, "--cost-model: P,W,L or P,W,L,Pr,Wr,Lr\n");
         return 2;
       }
       cost_models.push_back(m);

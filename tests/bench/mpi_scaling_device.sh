@@ -4,8 +4,8 @@
 # the engine sorts the hubs spatially, NpcfConfig::hub_order), 1 rank x 16 threads against
 # 16 ranks x 1 thread (mpirun, each bound to one of the 16 logical CPUs), outputs compared bit for
 # bit. First `bench_npcf_loadbalance --fit-costs` times every chunk on 16 threads and fits the
-# hub ranges' cost model there; the 16-rank run is made with the engine's default model and with
-# the model fitted in this call (ALMAGEST_NPCF_COST_MODEL). Needs .device-libs/mpi22 from
+# hub ranges' cost model there (data and random hubs apart); the 16-rank run is made with the
+# engine's default model and with the model fitted in this call (ALMAGEST_NPCF_COST_MODEL). Needs .device-libs/mpi22 from
 # tests/bench/mpi_device_libs.sh (carried). Writes $OUT/scaling.txt.
 # Usage: bash tests/bench/mpi_scaling_device.sh [N (default 1000000)] [ranks (default 16)] [input]
 # (input: hub-order input, the catalogue order, for comparison)
@@ -46,8 +46,8 @@ log="${OUT:-/tmp}/scaling.txt"
   if [ "$order" = spatial ] && [ -z "${SKIP_FIT:-}" ]; then
     echo "== fit of the cost model on 16 threads"
     time bench_npcf_loadbalance --catalogue bench --n "$n" --threads 16 --fit-costs --ranks 2,4,8,16,32,64,128 | tee "$w/fit.txt"
-    m4=$(grep -A0 'as a CostModel' "$w/fit.txt" | tail -1 | sed -e 's/.*{//' -e 's/}.*//' -e 's/ //g')
-    m3=$(grep -A0 'as a CostModel' "$w/fit.txt" | head -1 | sed -e 's/.*{//' -e 's/}.*//' -e 's/ //g')
+    m4=$(grep 'as a CostModel (data, randoms)' "$w/fit.txt" | tail -1 | sed -e 's/.*{//' -e 's/}.*//' -e 's/ //g')
+    m3=$(grep 'as a CostModel (data, randoms)' "$w/fit.txt" | head -1 | sed -e 's/.*{//' -e 's/}.*//' -e 's/ //g')
     echo "== $k ranks x 1 thread, the model fitted here: ALMAGEST_NPCF_COST_MODEL='$m3;$m4'"
     time mpirun -n "$k" --use-hwthread-cpus --bind-to hwthread -x ALMAGEST_NPCF_COST_MODEL="$m3;$m4" almagest-cli run "$w/job1.toml" --force --log-json "$w/logfit.json"
     grep -o '"summary":\[[^]]*split[^]]*' "$w/logfit.json" | head -2

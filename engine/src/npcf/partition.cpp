@@ -21,8 +21,12 @@ thread_local HubPartition* t_partition = nullptr;
 
 bool is_four_point(Statistic s) { return s == Statistic::FourPoint || s == Statistic::FourPointParity; }
 
-// Fitted cost models (bench_npcf_loadbalance --fit-costs; docs/benchmarks.md, "Issue 22").
-constexpr CostModel kModel3{1.0, 0.0, 0.0}, kModel4{1.0, 0.0, 0.0};
+// Fitted cost models: bench_npcf_loadbalance --fit-costs on the device host's 16 cores (Intel Xeon,
+// 2026-12-07; docs/benchmarks.md, "Issue 22, session 15"): every chunk of the N = 10^6 benchmark's
+// 3pCF (10 bins) and 4pCF (5 bins) timed on 16 threads and fitted (non-negative least squares) to
+// its hubs' (d+1)^p, walk and d+1. Against (d+1)^p alone the measured counting max/mean of 16
+// ranks fell from 1.434 to 1.056 (3pCF) and from 1.442 to 1.136 (4pCF) on the replayed chunk times.
+constexpr CostModel kModel3{1.0, 1.87295, 94.29, 1.0, 1.87295, 94.29}, kModel4{1.0, 70.9872, 0.0, 1.0, 70.9872, 0.0};
 }  // namespace
 
 PartitionScope::PartitionScope(HubPartition& p) : previous_(t_partition) { t_partition = &p; }
@@ -53,13 +57,17 @@ std::vector<double> hub_costs(const std::vector<std::uint32_t>& degrees, int pow
 }
 
 std::vector<double> range_costs(const std::vector<std::uint32_t>& degrees, const std::vector<double>& walks, int power,
-                                const CostModel& model) {
+                                const CostModel& model, std::uint64_t ndata) {
   std::vector<double> cost = hub_costs(degrees, power);
-  const bool walk = !walks.empty() && model.walk_term != 0;
+  const bool walk = !walks.empty();
   ALMAGEST_ASSERT(!walk || walks.size() == degrees.size(), "range_costs: one walk per hub");
   for (std::size_t i = 0; i < degrees.size(); ++i) {
-    cost[i] = model.power_term * cost[i] + model.linear_term * (static_cast<double>(degrees[i]) + 1.0);
-    if (walk) cost[i] += model.walk_term * walks[i];
+    const bool data = i < ndata;
+    const double p = data ? model.power_term : model.random_power_term;
+    const double w = data ? model.walk_term : model.random_walk_term;
+    const double l = data ? model.linear_term : model.random_linear_term;
+    cost[i] = p * cost[i] + l * (static_cast<double>(degrees[i]) + 1.0);
+    if (walk) cost[i] += w * walks[i];
   }
   return cost;
 }
@@ -71,13 +79,17 @@ CostModel default_cost_model(int power) {
     std::string text(env);
     const auto semi = text.find(';');
     if (semi != std::string::npos) text = power == 2 ? text.substr(0, semi) : text.substr(semi + 1);
-    CostModel m;
-    if (std::sscanf(text.c_str(), "%lf,%lf,%lf", &m.power_term, &m.walk_term, &m.linear_term) != 3 ||
-        !(m.power_term >= 0 && m.walk_term >= 0 && m.linear_term >= 0) ||
-        !(m.power_term + m.walk_term + m.linear_term > 0))
-      throw ConfigError("ALMAGEST_NPCF_COST_MODEL",
-                        "'" + std::string(env) + "' is not three non-negative numbers P,W,L (or P3,W3,L3;P4,W4,L4)");
-    return m;
+    double v[6];
+    const int got = std::sscanf(text.c_str(), "%lf,%lf,%lf,%lf,%lf,%lf", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5]);
+    bool ok = got == 3 || got == 6;
+    for (int k = 0; k < got && ok; ++k) ok = v[k] >= 0;
+    if (ok && got == 3)
+      for (int k = 0; k < 3; ++k) v[k + 3] = v[k];
+    if (!ok || !(v[0] + v[1] + v[2] > 0) || !(v[3] + v[4] + v[5] > 0))
+      throw ConfigError("ALMAGEST_NPCF_COST_MODEL", "'" + std::string(env) +
+                                                        "' is not 3 or 6 non-negative numbers P,W,L[,Pr,Wr,Lr] (or "
+                                                        "triangles;tetrahedra)");
+    return CostModel{v[0], v[1], v[2], v[3], v[4], v[5]};
   }
   switch (power) {
     case 3: return kModel4;
@@ -218,7 +230,7 @@ Graph build_partition_graph(const PointSet& points, const NpcfConfig& config, co
 
   // 3. Hub ranges balanced by the cost model of the heaviest statistic (range_costs).
   const std::vector<double> costs =
-      range_costs(part.degrees, part.walks, power, part.cost_model ? *part.cost_model : default_cost_model(power));
+      range_costs(part.degrees, part.walks, power, part.cost_model ? *part.cost_model : default_cost_model(power), points.ndata);
   part.hub_bounds = balance_hubs(costs, K);
   part.total_cost = 0;
   for (double c : costs) part.total_cost += c;

@@ -41,16 +41,22 @@ std::vector<double> hub_costs(const std::vector<std::uint32_t>& degrees, int pow
 ///   power_term (d + 1)^power + walk_term walk + linear_term (d + 1),
 /// walk = the sum of the half-graph degrees of the hub's neighbours (the lists the triangle and
 /// tetrahedron walks read: the intersection work that (d + 1)^power misses, which dominates for
-/// hubs whose neighbours have long lists), d + 1 the per-neighbour set-up. Coefficients in
-/// seconds per unit, fitted to measured chunk times (bench_npcf_loadbalance --fit-costs).
+/// hubs whose neighbours have long lists), d + 1 the per-neighbour set-up; data and random hubs
+/// have their own coefficients (the data are clustered: more closed triangles and tetrahedra
+/// per neighbour). Coefficients relative to the data's power term, fitted to measured chunk
+/// times (bench_npcf_loadbalance --fit-costs).
 struct CostModel {
-  double power_term = 1, walk_term = 0, linear_term = 0;
+  double power_term = 1, walk_term = 0, linear_term = 0;                    ///< data hubs
+  double random_power_term = 1, random_walk_term = 0, random_linear_term = 0;  ///< random hubs
 };
 /// The fitted model for a power (2 triangles, 3 tetrahedra; 1 pairs: (d + 1)).
+/// ALMAGEST_NPCF_COST_MODEL replaces it: "P,W,L" (both classes) or "P,W,L,Pr,Wr,Lr" (data,
+/// randoms), for the triangles and tetrahedra alike, or "triangles;tetrahedra".
 CostModel default_cost_model(int power);
-/// Work of every hub under `model`; `walks` may be empty (then walk_term is not used).
+/// Work of every hub under `model`; hubs [0, ndata) are data, the rest randoms; `walks` may be
+/// empty (then the walk terms are not used).
 std::vector<double> range_costs(const std::vector<std::uint32_t>& degrees, const std::vector<double>& walks, int power,
-                                const CostModel& model);
+                                const CostModel& model, std::uint64_t ndata);
 /// parts + 1 hub boundaries: part r holds the hubs [b[r], b[r+1]), cut where the running cost
 /// first reaches r/parts of the total.
 std::vector<std::uint64_t> balance_hubs(const std::vector<double>& costs, int parts);
