@@ -215,6 +215,16 @@ class TestMpiRun : public QObject {
   QTemporaryDir tmp_{temp_dir_template("mpi-run")};
   fs::path root() const { return fs::path(tmp_.path().toStdString()); }
 
+  /// A fresh folder under the test's root with gal.txt (seed, n points) and, when nran > 0,
+  /// ran.txt (seed + 1, nran points).
+  fs::path catalogue_dir(const char* name, std::uint64_t seed, int ngal, int nran) {
+    const fs::path d = root() / name;
+    fs::create_directories(d);
+    write_catalogue(d / "gal.txt", seed, ngal);
+    if (nran > 0) write_catalogue(d / "ran.txt", seed + 1, nran);
+    return d;
+  }
+
   /// Runs `job` (output = "out<K>.h5") under 1, 2 and 3 ranks in `d`; every dataset of every
   /// statistic's output (`stats`, file suffixes) must be byte-identical to one process's, and so
   /// must the graph_edges attribute (the whole graph's, not a rank's part of it).
@@ -322,10 +332,7 @@ private slots:
   void initTestCase() { QVERIFY(tmp_.isValid()); }
 
   void splitJobIsBitIdenticalForOneTwoThreeRanks() {
-    const fs::path d = root() / "split";
-    fs::create_directories(d);
-    write_catalogue(d / "gal.txt", 11, 1200);
-    write_catalogue(d / "ran.txt", 12, 2400);
+    const fs::path d = catalogue_dir("split", 11, 1200, 2400);
     compare_split(d,
                   "data = \"gal.txt\"\nrandoms = \"ran.txt\"\nrmin = 2\nrmax = 16\nnbins = 4\n"
                   "stat = \"3pcf,4pcf-parity\"\nthreads = 2\n",
@@ -335,10 +342,7 @@ private slots:
   void splitSpatialHubOrderJobs() {
     // hub-order auto without mu bins or parity: the points are sorted spatially (docs/npcf.md),
     // every rank alike; each rank builds a compact region's part of the graph.
-    const fs::path d = root() / "split-spatial";
-    fs::create_directories(d);
-    write_catalogue(d / "gal.txt", 17, 1500);
-    write_catalogue(d / "ran.txt", 18, 3000);
+    const fs::path d = catalogue_dir("split-spatial", 17, 1500, 3000);
     compare_split(d,
                   "data = \"gal.txt\"\nrandoms = \"ran.txt\"\nrmin = 2\nrmax = 14\nnbins = 4\n"
                   "stat = \"3pcf,4pcf\"\nthreads = 2\n",
@@ -349,9 +353,7 @@ private slots:
     QVERIFY2(spatial, "the result's configuration does not record the spatial hub order");
     // A periodic box with analytic randoms (the 3pCF's internal 2pCF pass has its own chunks) in
     // the spatial order (the Morton grid over [0, box)).
-    const fs::path p = root() / "split-spatial-periodic";
-    fs::create_directories(p);
-    write_catalogue(p / "gal.txt", 19, 6000);
+    const fs::path p = catalogue_dir("split-spatial-periodic", 19, 6000, 0);
     compare_split(p,
                   "data = \"gal.txt\"\nperiodic = true\nbox = 100\nrmin = 1\nrmax = 6\nnbins = 3\n"
                   "stat = \"2pcf,3pcf\"\nthreads = 2\n",
@@ -365,9 +367,7 @@ private slots:
   void splitPeriodicJobWithAnalyticRandoms() {
     // No randoms: the 3pCF runs an internal 2pCF pass first, with its own chunks; every rank
     // must build the lists of that pass's chunks too (partition.cpp probes every pass).
-    const fs::path d = root() / "split-periodic";
-    fs::create_directories(d);
-    write_catalogue(d / "gal.txt", 13, 8000);
+    const fs::path d = catalogue_dir("split-periodic", 13, 8000, 0);
     compare_split(d,
                   "data = \"gal.txt\"\nperiodic = true\nbox = 100\nrmin = 1\nrmax = 6\nnbins = 4\nnmu = 2\n"
                   "stat = \"3pcf\"\nthreads = 2\n",

@@ -14,6 +14,7 @@
 #include "almagest/core/gpu.hpp"
 #include "almagest/npcf/cuda.hpp"
 #include "almagest/npcf/jackknife.hpp"
+#include "almagest/npcf/partition.hpp"
 #include "almagest/npcf/plan.hpp"
 #include "almagest/npcf/points.hpp"
 #include "almagest/npcf/synthetic.hpp"
@@ -149,20 +150,51 @@ struct Runner {
     });
   }
 
+  /// The CPU oracle of a statistic.
+  NpcfResult oracle(Statistic s, const Graph& g, const PointSet& p, const NpcfConfig& cc) {
+    switch (s) {
+      case Statistic::TwoPoint: return count_2pcf_cpu(g, p, cc, ctx);
+      case Statistic::ThreePoint: return count_3pcf_cpu(g, p, cc, false, ctx);
+      case Statistic::ThreePointEquilateral: return count_3pcf_cpu(g, p, cc, true, ctx);
+      case Statistic::FourPoint: return count_4pcf_cpu(g, p, cc, false, ctx);
+      case Statistic::FourPointParity: break;
+    }
+    return count_4pcf_cpu(g, p, cc, true, ctx);
+  }
+
+  /// A CUDA job split over `parts` processes (count_cuda_partitioned, docs/mpi.md), the processes
+  /// replayed here one after the other: each counts its partition and passes the running total
+  /// on; the last one holds every partition's sums merged in partition order, which must equal
+  /// the CPU oracle as one call does.
+  void split(const std::string& label, Statistic s, const Graph& g, const PointSet& p, const NpcfConfig& c, int parts) {
+    const auto t0 = Clock::now();
+    NpcfConfig cc = c;
+    cc.statistic = s;
+    const NpcfResult cpu = oracle(s, g, p, cc);
+    const double cpu_s = since(t0);
+    guarded(label, [&] {
+      std::vector<std::uint8_t> passed;
+      NpcfResult last;
+      CudaStats st;
+      for (int r = 0; r < parts; ++r) {
+        HubPartition part;
+        part.rank = r;
+        part.ranks = parts;
+        part.receive_prefix = [&](std::vector<std::uint8_t>& b) { b = passed; };
+        part.pass_total = [&](std::vector<std::uint8_t>& b) { passed = b; };
+        last = count_cuda_partitioned(part, s, g, p, cc, ctx, CudaOptions{}, &st);
+      }
+      compare(label, cpu, last, cpu_s, st);
+    });
+  }
+
   /// CPU oracle once, then the GPU in every variant.
   void statistic(const std::string& label, Statistic s, const Graph& g, const PointSet& p,
                  const NpcfConfig& c, std::vector<std::pair<std::string, CudaOptions>> variants) {
     const auto t0 = Clock::now();
     NpcfConfig cc = c;
     cc.statistic = s;
-    NpcfResult cpu;
-    switch (s) {
-      case Statistic::TwoPoint: cpu = count_2pcf_cpu(g, p, cc, ctx); break;
-      case Statistic::ThreePoint: cpu = count_3pcf_cpu(g, p, cc, false, ctx); break;
-      case Statistic::ThreePointEquilateral: cpu = count_3pcf_cpu(g, p, cc, true, ctx); break;
-      case Statistic::FourPoint: cpu = count_4pcf_cpu(g, p, cc, false, ctx); break;
-      case Statistic::FourPointParity: cpu = count_4pcf_cpu(g, p, cc, true, ctx); break;
-    }
+    const NpcfResult cpu = oracle(s, g, p, cc);
     const double cpu_s = since(t0);
     for (auto& [vname, o] : variants) {
       const std::string name = vname.empty() ? label : label + " " + vname;
@@ -339,6 +371,18 @@ SelftestReport run_npcf_gpu_selftest(const NpcfSelftestOptions& opt, const JobCo
       run.statistic("jackknife 4pcf-parity realisation " + std::to_string(m), Statistic::FourPointParity,
                     build_graph(sub, c4, ctx), sub, c4, {v4.front()});
     }
+  }
+  if (run.wanted("split")) {
+    // One job over 3 processes by GPU hub partitions (mpirun; here replayed in one process).
+    NpcfConfig c3 = ca;
+    c3.store_pixels = false;
+    const Graph g3 = build_graph(pa, c3, ctx);
+    run.split("split 3pcf over 3 processes", Statistic::ThreePoint, g3, pa, c3, 3);
+    run.split("split 4pcf-parity over 3 processes", Statistic::FourPointParity, ga, pa, ca, 3);
+    NpcfConfig cm = c3;
+    cm.nmu = 3;
+    cm.multipoles = true;
+    run.split("split 2pcf nmu=3 + multipoles over 2 processes", Statistic::TwoPoint, ga, pa, cm, 2);
   }
   if (run.wanted("resident")) {
     // Device graphs (what each NpcfPlan owns): the first call uploads, later calls reuse; a
