@@ -34,6 +34,7 @@
 #include "cuda_check.cuh"
 #include "device_buffer.cuh"
 #include "stack_fourier.cuh"
+#include "stack_fourier_mma.cuh"
 
 namespace almagest::kernels::stack_detail {
 namespace {
@@ -53,7 +54,7 @@ int good_size(int n) {
 }
 
 template <int S>
-__global__ void pad_kernel(DevPlanes P, int nx, int ny, int e0, float* out, unsigned int* min_phi_bits) {
+__global__ void pad_kernel(DevPlanes P, int nx, int ny, int e0, float* out, unsigned int* min_phi_bits, int slot_stride) {
   const int el = blockIdx.y, e = e0 + el;
   const std::size_t npad = std::size_t(nx) * ny;
   const std::size_t per_q = std::size_t(gridDim.y) * npad;
@@ -63,7 +64,7 @@ __global__ void pad_kernel(DevPlanes P, int nx, int ny, int e0, float* out, unsi
     if (x < P.width && y < P.height) s = load_sample<S>(P, e, x, y);
     out[std::size_t(el) * npad + i] = s.x;
     out[per_q + std::size_t(el) * npad + i] = s.y;
-    if (s.y > 0.f) atomicMin(min_phi_bits, __float_as_uint(s.y));
+    if (s.y > 0.f) atomicMin(min_phi_bits + el * slot_stride, __float_as_uint(s.y));
   }
 }
 
@@ -414,6 +415,7 @@ phase_gemm2_kernel(const __half2* __restrict__ spech, const float* __restrict__ 
 
 // vpt velocities per thread (blockIdx.y * vpt .. + vpt - 1 of the chunk's nvc): one digest
 // reduction per block of 256 x vpt trajectories.
+template <bool PREFETCH>
 __global__ void score_kernel(const float* __restrict__ ra, const float* __restrict__ rb, int nx, int ny,
                              int W, int H, int v0, int nvc, int vpt, float bfloor, ScanArgs A) {
   const int pix = blockIdx.x * blockDim.x + threadIdx.x;
@@ -421,6 +423,28 @@ __global__ void score_kernel(const float* __restrict__ ra, const float* __restri
   if (pix < W * H) {
     const int x = pix % W, y = pix / W;
     const int vb = blockIdx.y * vpt, ve = min(nvc, vb + vpt);
+    if (PREFETCH) {
+      // the loads of 8 velocities issued before their epilogues (which store and may add hits)
+      for (int v8 = vb; v8 < ve; v8 += 8) {
+        float av[8], bv[8];
+#pragma unroll
+        for (int k = 0; k < 8; ++k) {
+          const std::size_t i = (std::size_t(min(v8 + k, ve - 1)) * ny + y) * nx + x;
+          av[k] = __ldg(ra + i);
+          bv[k] = __ldg(rb + i);
+        }
+#pragma unroll
+        for (int k = 0; k < 8; ++k) {
+          if (v8 + k >= ve) break;
+          float a = av[k], b = bv[k];
+          if (!(b >= bfloor)) {
+            a = 0.f;
+            b = 0.f;
+          }
+          finish(a, b, -1, x, y, v0 + v8 + k, W, H, A, d, nullptr);
+        }
+      }
+    } else
     for (int vl = vb; vl < ve; ++vl) {
       const std::size_t i = (std::size_t(vl) * ny + y) * nx + x;
       float a = ra[i], b = rb[i];
@@ -454,7 +478,8 @@ struct FourierEngine::Impl {
   // Phase tables of the last bank (phase_gemm2_kernel), reused while the shifts are the same.
   int tnx = -1, tny = -1, tn = -1, tnvx = -1, tnvy = -1;
   std::vector<int> tsxm, tsym;
-  DeviceBuffer<__half> xr, xi;
+  DeviceBuffer<__half> xr, xi;   // v2's x tables (re, im planes), built on demand
+  DeviceBuffer<__half2> xc;      // the mma product's x table (interleaved), built on demand
   DeviceBuffer<__half2> py;
 };
 
@@ -494,9 +519,12 @@ void FourierEngine::scan(const DevPlanes& P, int storage, const StackShifts& sh,
 
   // ---- forward: pad + decode, R2C in exposure chunks, per-frequency scale, transpose to FP16
   DeviceBuffer<float2> spec(2 * std::size_t(n) * nf);
-  DeviceBuffer<unsigned int> minphi(1);
-  const unsigned int big = 0x7f7fffffu;
-  minphi.upload(&big, 1, s);
+  // smallest positive phi per exposure (one slot per exposure: no single hot address)
+  const int slot_stride = std::getenv("ALMAGEST_STACK_FOURIER_PAD1") ? 0 : 1;
+  const bool profile = std::getenv("ALMAGEST_STACK_FOURIER_PROFILE") != nullptr;
+  std::vector<unsigned int> minbits_h(std::size_t(n), 0x7f7fffffu);
+  DeviceBuffer<unsigned int> minphi{std::size_t(n)};
+  minphi.upload(minbits_h.data(), minbits_h.size(), s);
   const int ec = std::max(1, std::min(n, int((std::size_t(1) << 30) / (std::size_t(nx) * ny * 8))));
   DeviceBuffer<float> real(2 * std::size_t(ec) * nx * ny);
   DeviceBuffer<float2> tmp(std::size_t(ec) * nf);
@@ -504,10 +532,15 @@ void FourierEngine::scan(const DevPlanes& P, int storage, const StackShifts& sh,
   for (int e0 = 0; e0 < n; e0 += ec) {
     const int ne = std::min(ec, n - e0);
     dim3 g(unsigned(std::min<std::size_t>((std::size_t(nx) * ny + 255) / 256, 4096)), unsigned(ne));
-    if (storage == 0) pad_kernel<0><<<g, 256, 0, s>>>(P, nx, ny, e0, real.data(), minphi.data());
-    else if (storage == 1) pad_kernel<1><<<g, 256, 0, s>>>(P, nx, ny, e0, real.data(), minphi.data());
-    else pad_kernel<2><<<g, 256, 0, s>>>(P, nx, ny, e0, real.data(), minphi.data());
+    unsigned int* mp = minphi.data() + e0 * slot_stride;
+    if (storage == 0) pad_kernel<0><<<g, 256, 0, s>>>(P, nx, ny, e0, real.data(), mp, slot_stride);
+    else if (storage == 1) pad_kernel<1><<<g, 256, 0, s>>>(P, nx, ny, e0, real.data(), mp, slot_stride);
+    else pad_kernel<2><<<g, 256, 0, s>>>(P, nx, ny, e0, real.data(), mp, slot_stride);
     CUDA_CHECK_LAUNCH();
+    if (profile) {
+      toc("forward_pad");
+      tic();
+    }
     if (impl_->fwd.a != nx || impl_->fwd.b != ny || impl_->fwd.c != ne) {
       impl_->fwd.reset();
       int dims[2] = {ny, nx};
@@ -522,6 +555,10 @@ void FourierEngine::scan(const DevPlanes& P, int storage, const StackShifts& sh,
       CUFFT_CHECK(cufftExecR2C(impl_->fwd.h, real.data() + std::size_t(q) * ne * nx * ny,
                                reinterpret_cast<cufftComplex*>(spec.data() + (std::size_t(q) * n + e0) * nf)));
     }
+    if (profile) {
+      toc("forward_r2c");
+      tic();
+    }
   }
   DeviceBuffer<float> fscale(2 * std::size_t(nf));
   scale_kernel<<<dim3(unsigned((nf + 255) / 256), 2), 256, 0, s>>>(spec.data(), n, nf, fscale.data());
@@ -532,9 +569,9 @@ void FourierEngine::scan(const DevPlanes& P, int storage, const StackShifts& sh,
   transpose_kernel<<<dim3(unsigned((nf + 31) / 32), unsigned((n + 31) / 32), 2), dim3(32, 8), 0, s>>>(spec.data(), fscale.data(), n, nf, np, spech.data());
   CUDA_CHECK_LAUNCH();
   toc("forward_fft");
-  unsigned int minbits = 0;
-  minphi.download(&minbits, 1, s);
+  minphi.download(minbits_h.data(), minbits_h.size(), s);
   CUDA_CHECK(cudaStreamSynchronize(s));
+  const unsigned int minbits = *std::min_element(minbits_h.begin(), minbits_h.end());  // positive floats order as their bits
   float minphi_f;
   std::memcpy(&minphi_f, &minbits, 4);
   const float bfloor = 0.5f * minphi_f;
@@ -569,20 +606,23 @@ void FourierEngine::scan(const DevPlanes& P, int storage, const StackShifts& sh,
   // tiles (no padding to 80): 40.4 ms, the CUDA-core edge is the slower part; v2 with Y double-
   // buffered, X three stages deep and one barrier per chunk (so that one warp's complex products
   // overlap another's tensor products): 22.4 against 22.5 ms, no gain (session 14).
-  bool v2 = true, trans = false;
+  bool v2 = true, trans = false, mma = true;
   int nq = 2;
   if (const char* e = std::getenv("ALMAGEST_STACK_FOURIER_GEMM")) {
     const std::string g(e);
-    if (g == "v1") v2 = false;
-    else if (g == "v2t") trans = true;
-    else if (g == "v3") nq = 1, trans = true;
+    if (g == "v1") v2 = false, mma = false;
+    else if (g == "v2") mma = false;
+    else if (g == "v2t") trans = true, mma = false;
+    else if (g == "v3") nq = 1, trans = true, mma = false;
+    else if (g == "mma_t") trans = true;
   }
+  const int rows_x2 = (sh.nvx + mma5::kTI - 1) / mma5::kTI * mma5::kTI;
   int vpt = 8;
   if (const char* e = std::getenv("ALMAGEST_STACK_FOURIER_VPT")) vpt = std::max(1, std::atoi(e));
   {
     std::size_t fr0 = 0, tot0 = 0;
     CUDA_CHECK(cudaMemGetInfo(&fr0, &tot0));
-    if (table_bytes > fr0 / 4) v2 = false;
+    if (table_bytes > fr0 / 4) v2 = false, mma = false;
   }
   if (v2) {
     Impl& I = *impl_;
@@ -591,13 +631,9 @@ void FourierEngine::scan(const DevPlanes& P, int storage, const StackShifts& sh,
       I.tnx = -1;
       I.xr.release();
       I.xi.release();
+      I.xc.release();
       I.py.release();
-      I.xr.allocate(std::size_t(nfx) * rows_x * np);
-      I.xi.allocate(std::size_t(nfx) * rows_x * np);
       I.py.allocate(std::size_t(ny) * rows_y * np);
-      xtab_kernel<<<dim3(unsigned((np + 255) / 256), unsigned(rows_x), unsigned(nfx)), 256, 0, s>>>(
-          dtwx.data(), dsxi.data(), n, np, nx, sh.nvx, rows_x, I.xr.data(), I.xi.data());
-      CUDA_CHECK_LAUNCH();
       pytab_kernel<<<dim3(unsigned((np + 255) / 256), unsigned(rows_y), unsigned(ny)), 256, 0, s>>>(
           dtwy.data(), dsyj.data(), n, np, ny, sh.nvy, rows_y, I.py.data());
       CUDA_CHECK_LAUNCH();
@@ -610,6 +646,25 @@ void FourierEngine::scan(const DevPlanes& P, int storage, const StackShifts& sh,
       I.tsxm = sxm;
       I.tsym = sym;
     }
+    if (mma && I.xc.empty()) {
+      tic();
+      I.xc.allocate(std::size_t(nfx) * rows_x2 * np);
+      mma5::xtab_kernel<<<dim3(unsigned((np + 255) / 256), unsigned(rows_x2), unsigned(nfx)), 256, 0, s>>>(
+          dtwx.data(), dsxi.data(), n, np, nx, sh.nvx, rows_x2, I.xc.data());
+      CUDA_CHECK_LAUNCH();
+      toc("phase_tables");
+    }
+    if (!mma && I.xr.empty()) {
+      tic();
+      I.xr.allocate(std::size_t(nfx) * rows_x * np);
+      I.xi.allocate(std::size_t(nfx) * rows_x * np);
+      xtab_kernel<<<dim3(unsigned((np + 255) / 256), unsigned(rows_x), unsigned(nfx)), 256, 0, s>>>(
+          dtwx.data(), dsxi.data(), n, np, nx, sh.nvx, rows_x, I.xr.data(), I.xi.data());
+      CUDA_CHECK_LAUNCH();
+      toc("phase_tables");
+    }
+    CUDA_CHECK(cudaFuncSetAttribute(mma5::phase_mma_kernel<false>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(mma5::smem_bytes())));
+    CUDA_CHECK(cudaFuncSetAttribute(mma5::phase_mma_kernel<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(mma5::smem_bytes())));
     CUDA_CHECK(cudaFuncSetAttribute(phase_gemm2_kernel<2, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(gemm2_smem(2))));
     CUDA_CHECK(cudaFuncSetAttribute(phase_gemm2_kernel<2, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(gemm2_smem(2))));
     CUDA_CHECK(cudaFuncSetAttribute(phase_gemm2_kernel<1, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(gemm2_smem(1))));
@@ -678,7 +733,16 @@ void FourierEngine::scan(const DevPlanes& P, int storage, const StackShifts& sh,
     }
     tic();
     dim3 g(unsigned(nf), unsigned((sh.nvx + kGI - 1) / kGI), unsigned((njc + kGJ - 1) / kGJ));
-    if (v2) {
+    if (mma) {
+      const Impl& I = *impl_;
+      dim3 gm(unsigned(nf), unsigned((sh.nvx + mma5::kTI - 1) / mma5::kTI), unsigned((njc + mma5::kTJ - 1) / mma5::kTJ));
+      if (trans)
+        mma5::phase_mma_kernel<true><<<gm, mma5::kThreads, mma5::smem_bytes(), s>>>(
+            spech.data(), fscale.data(), I.xc.data(), I.py.data(), np, nfx, ny, nf, sh.nvx, rows_x2, rows_y, j0, njc, kSW, float(norm), prod.data());
+      else
+        mma5::phase_mma_kernel<false><<<gm, mma5::kThreads, mma5::smem_bytes(), s>>>(
+            spech.data(), fscale.data(), I.xc.data(), I.py.data(), np, nfx, ny, nf, sh.nvx, rows_x2, rows_y, j0, njc, kSW, float(norm), prod.data());
+    } else if (v2) {
       const Impl& I = *impl_;
       if (nq == 1) {
         dim3 g1(2 * g.x, g.y, g.z);
@@ -713,8 +777,12 @@ void FourierEngine::scan(const DevPlanes& P, int storage, const StackShifts& sh,
     dim3 gs(unsigned((n_org + 255) / 256), unsigned((nvc + vpt - 1) / vpt));
     dpart.reserve(std::size_t(gs.x) * gs.y);
     A.partials = dpart.data();
-    score_kernel<<<gs, 256, 0, s>>>(rout.data(), rout.data() + std::size_t(nvc) * nx * ny, nx, ny, W, H,
-                                    j0 * sh.nvx, nvc, vpt, bfloor, A);
+    if (std::getenv("ALMAGEST_STACK_FOURIER_SCORE1"))
+      score_kernel<false><<<gs, 256, 0, s>>>(rout.data(), rout.data() + std::size_t(nvc) * nx * ny, nx, ny, W, H,
+                                             j0 * sh.nvx, nvc, vpt, bfloor, A);
+    else
+      score_kernel<true><<<gs, 256, 0, s>>>(rout.data(), rout.data() + std::size_t(nvc) * nx * ny, nx, ny, W, H,
+                                            j0 * sh.nvx, nvc, vpt, bfloor, A);
     CUDA_CHECK_LAUNCH();
     toc("score");
     hpart.resize(std::size_t(gs.x) * gs.y);

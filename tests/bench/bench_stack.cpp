@@ -97,8 +97,35 @@ int main(int argc, char** argv) {
   // ALMAGEST_BENCH_POST_ONLY=1: the tiled fp32 scan and the post-processing sections only (host
   // filter timings, e.g. one filters build against another on the same host).
   const bool post_only = std::getenv("ALMAGEST_BENCH_POST_ONLY") != nullptr;
+  // ALMAGEST_BENCH_FOURIER_VARIANTS=SPEC,SPEC,...: the tiled fp32 scan (the reference digest), then
+  // the Fourier path once per SPEC and nothing else. SPEC = GEMM[+OPT...]: GEMM is the value of
+  // ALMAGEST_STACK_FOURIER_GEMM ("default" leaves it unset), each OPT sets
+  // ALMAGEST_STACK_FOURIER_<OPT>=1 for that run (stack_fourier.cu).
+  const char* fvariants = std::getenv("ALMAGEST_BENCH_FOURIER_VARIANTS");
   bench(Backend::GpuTiled, Encoding::Fp32);
-  if (!post_only) {
+  if (fvariants) {
+    std::string all(fvariants);
+    for (std::size_t pos = 0; pos <= all.size();) {
+      std::size_t end = all.find(',', pos);
+      if (end == std::string::npos) end = all.size();
+      const std::string spec = all.substr(pos, end - pos);
+      pos = end + 1;
+      if (spec.empty()) continue;
+      std::vector<std::string> toks;
+      for (std::size_t a = 0; a <= spec.size();) {
+        std::size_t b = spec.find('+', a);
+        if (b == std::string::npos) b = spec.size();
+        toks.push_back(spec.substr(a, b - a));
+        a = b + 1;
+      }
+      if (toks[0] != "default") setenv("ALMAGEST_STACK_FOURIER_GEMM", toks[0].c_str(), 1);
+      for (std::size_t k = 1; k < toks.size(); ++k) setenv(("ALMAGEST_STACK_FOURIER_" + toks[k]).c_str(), "1", 1);
+      bench(Backend::GpuFourier, Encoding::Fp32, (" [" + spec + "]").c_str());
+      unsetenv("ALMAGEST_STACK_FOURIER_GEMM");
+      for (std::size_t k = 1; k < toks.size(); ++k) unsetenv(("ALMAGEST_STACK_FOURIER_" + toks[k]).c_str());
+    }
+  }
+  if (!post_only && !fvariants) {
     bench(Backend::GpuTiled, Encoding::Fp16);
     bench(Backend::GpuTiled, Encoding::Int8);
     bench(Backend::GpuFourier, Encoding::Fp32);
@@ -149,7 +176,10 @@ int main(int argc, char** argv) {
       };
       const double nx = good(int(W) + ax), ny = good(int(H) + ay);
       const double nf = ny * (std::floor(nx / 2) + 1);
-      const double flop = 2 /*psi,phi*/ * nf * std::ceil(nv / 16.0) * 16 * std::ceil(nv / 16.0) * 16 * n * 8 /*complex MAC*/;
+      // issued products: the mma product pads each velocity axis to 72s, the WMMA ones (v1-v3) to 16s
+      const bool wmma = r.name.find("[v") != std::string::npos || r.name.find("(v") != std::string::npos;
+      const double padded = wmma ? std::ceil(nv / 16.0) * 16 : std::ceil(nv / 72.0) * 72;
+      const double flop = 2 /*psi,phi*/ * nf * padded * padded * n * 8 /*complex MAC*/;
       const double useful = 2 * nf * double(nv) * nv * n * 8;
       const double g = r.stages.at("phase_gemm");
       std::printf("%-22s padded %g x %g, %g frequencies; tensor FLOP %.3e (useful %.3e) in %.4f s -> %.1f TFLOP/s issued, %.1f%% of the 768 TFLOP/s FP16 GEMM ceiling\n",
@@ -165,6 +195,7 @@ int main(int argc, char** argv) {
   }
   // Post-processing: the job layer's filters on the hits of one scan (clustering off, as the job
   // runs it), median of 5 after one warm-up, host wall time (this machine's cores).
+  if (fvariants) return 0;
   for (Backend b : {Backend::GpuTiled, Backend::GpuFourier}) {
     if (post_only && b != Backend::GpuTiled) continue;
     SearchConfig cfg;
