@@ -11,11 +11,12 @@
 // A block owns a 144 x 72 output tile: rows (q, j) = 2 x 72 velocities of the y axis (both
 // quantities, so the spectrum's complex product is shared), columns 72 velocities of the x axis
 // (a 65 x 65 grid is padded to 72 x 72 instead of WMMA's 80 x 80: 0.81 of the products useful
-// instead of 0.66). 9 warps, each 48 x 24 (3 x 3 m16n8 tiles, re and im accumulators), fragments
-// loaded by ldmatrix. Per 64-exposure chunk: X (two stages, asynchronous copies), PY and the
-// spectrum slice copied; Y = PY * S formed once in shared memory; 8 k16 steps of 18 mma per warp.
-// Two blocks per multiprocessor (97 KB of shared memory each), so that one block's copies and Y
-// formation overlap the other's tensor products.
+// instead of 0.66). 6 warps, each 48 rows x 40 or 32 columns (3 x 5 or 3 x 4 m16n8 tiles, re and
+// im accumulators: 120 registers), fragments loaded by ldmatrix. Per 64-exposure chunk: X (two
+// stages, asynchronous copies), PY and the spectrum slice copied; Y = PY * S formed once in shared
+// memory; 8 k16 steps of 30 or 24 mma per warp. Two blocks per multiprocessor (97 KB of shared
+// memory, 168 registers a thread), so that one block's copies and Y formation overlap the other's
+// tensor products.
 #include <cuda_fp16.h>
 #include <cuda_pipeline.h>
 
@@ -134,7 +135,9 @@ phase_mma_kernel(const __half2* __restrict__ spech, const float* __restrict__ fs
   const int f = fy * nfx + fx;
   const int ib = blockIdx.y * kTI, jb = blockIdx.z * kTJ;
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
-  const int wm = warp >> 1, wn = warp & 1;  // rows wm * 48.., columns wn * 40.. (5 or 4 n8 tiles)
+  // rows wm * 48.., columns wn * 40.. (5 or 4 n8 tiles); the three 5-tile warps first, so that
+  // with warps dealt round-robin to the 4 schedulers two blocks load them within one tile
+  const int wm = warp % 3, wn = warp / 3;
   const __half2* xb = xc_t + (std::size_t(fx) * rows_x + ib) * np;
   const __half2* pb = py_t + (std::size_t(fy) * rows_y + j0 + jb) * np;
   const __half2* s0 = spech + std::size_t(f) * np;
