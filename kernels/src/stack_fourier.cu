@@ -416,7 +416,7 @@ phase_gemm2_kernel(const __half2* __restrict__ spech, const float* __restrict__ 
 // vpt velocities per thread (blockIdx.y * vpt .. + vpt - 1 of the chunk's nvc): one digest
 // reduction per block of 256 x vpt trajectories.
 template <bool PREFETCH>
-__global__ void score_kernel(const float* __restrict__ ra, const float* __restrict__ rb, int nx, int ny,
+__global__ void score_kernel(const float* __restrict__ ra, const float* __restrict__ rb, std::size_t sv, std::size_t sy,
                              int W, int H, int v0, int nvc, int vpt, float bfloor, ScanArgs A) {
   const int pix = blockIdx.x * blockDim.x + threadIdx.x;
   ThreadDigest d;
@@ -429,7 +429,7 @@ __global__ void score_kernel(const float* __restrict__ ra, const float* __restri
         float av[8], bv[8];
 #pragma unroll
         for (int k = 0; k < 8; ++k) {
-          const std::size_t i = (std::size_t(min(v8 + k, ve - 1)) * ny + y) * nx + x;
+          const std::size_t i = std::size_t(min(v8 + k, ve - 1)) * sv + std::size_t(y) * sy + x;
           av[k] = __ldg(ra + i);
           bv[k] = __ldg(rb + i);
         }
@@ -446,7 +446,7 @@ __global__ void score_kernel(const float* __restrict__ ra, const float* __restri
       }
     } else
     for (int vl = vb; vl < ve; ++vl) {
-      const std::size_t i = (std::size_t(vl) * ny + y) * nx + x;
+      const std::size_t i = std::size_t(vl) * sv + std::size_t(y) * sy + x;
       float a = ra[i], b = rb[i];
       if (!(b >= bfloor)) {
         a = 0.f;
@@ -474,7 +474,7 @@ struct Plans {
 }  // namespace
 
 struct FourierEngine::Impl {
-  Plans fwd, inv;
+  Plans fwd, inv, inv_y, inv_x;
   // Phase tables of the last bank (phase_gemm2_kernel), reused while the shifts are the same.
   int tnx = -1, tny = -1, tn = -1, tnvx = -1, tnvy = -1;
   std::vector<int> tsxm, tsym;
@@ -618,6 +618,8 @@ void FourierEngine::scan(const DevPlanes& P, int storage, const StackShifts& sh,
   }
   const int rows_x2 = (sh.nvx + mma5::kTI - 1) / mma5::kTI * mma5::kTI;
   int vpt = 8;
+  const bool ifft1d = !trans && std::getenv("ALMAGEST_STACK_FOURIER_IFFT1D") != nullptr &&
+                      double(ny) * nfx * sh.nvx * sh.nvy < 2e9;
   if (const char* e = std::getenv("ALMAGEST_STACK_FOURIER_VPT")) vpt = std::max(1, std::atoi(e));
   {
     std::size_t fr0 = 0, tot0 = 0;
@@ -716,7 +718,18 @@ void FourierEngine::scan(const DevPlanes& P, int storage, const StackShifts& sh,
       prod.allocate(2 * std::size_t(nf) * nvc);
       if (!trans) prodT.allocate(2 * std::size_t(nf) * nvc);
       rout.allocate(2 * std::size_t(nvc) * nx * ny);
-      if (impl_->inv.a != nx || impl_->inv.b != ny || impl_->inv.c != nvc) {
+      if (ifft1d && (impl_->inv_y.a != nx || impl_->inv_y.b != ny || impl_->inv_y.c != nvc)) {
+        impl_->inv_y.reset();
+        impl_->inv_x.reset();
+        int ny1[1] = {ny}, nx1[1] = {nx}, nfx1[1] = {nfx};
+        const int cols = nfx * nvc;  // y pass: one transform per (v, fx), elements fy at stride cols
+        CUFFT_CHECK(cufftPlanMany(&impl_->inv_y.h, 1, ny1, ny1, cols, 1, ny1, cols, 1, CUFFT_C2C, cols));
+        CUFFT_CHECK(cufftPlanMany(&impl_->inv_x.h, 1, nx1, nfx1, 1, nfx, nx1, 1, nx, CUFFT_C2R, H * nvc));
+        impl_->inv_y.a = impl_->inv_x.a = nx;
+        impl_->inv_y.b = impl_->inv_x.b = ny;
+        impl_->inv_y.c = impl_->inv_x.c = nvc;
+      }
+      if (!ifft1d && (impl_->inv.a != nx || impl_->inv.b != ny || impl_->inv.c != nvc)) {
         impl_->inv.reset();
         int dims[2] = {ny, nx};
         CUFFT_CHECK(cufftPlanMany(&impl_->inv.h, 2, dims, nullptr, 1, nf, nullptr, 1, nx * ny, CUFFT_C2R, nvc));
@@ -727,6 +740,8 @@ void FourierEngine::scan(const DevPlanes& P, int storage, const StackShifts& sh,
     } catch (const DeviceOutOfMemory&) {
       cudaGetLastError();
       impl_->inv.reset();
+      impl_->inv_y.reset();
+      impl_->inv_x.reset();
       if (nj == 1) throw;
       nj = (nj + 1) / 2;
       continue;
@@ -762,26 +777,42 @@ void FourierEngine::scan(const DevPlanes& P, int storage, const StackShifts& sh,
     toc("phase_gemm");
     if (!trans) {
       tic();
-      transpose_c_kernel<<<dim3(unsigned((nvc + 31) / 32), unsigned((nf + 31) / 32), 2), dim3(32, 8), 0, s>>>(prod.data(), nf, nvc, prodT.data());
+      if (ifft1d)  // [q][fy][fx][v] -> [q][fy][v][fx]
+        transpose_c_kernel<<<dim3(unsigned((nvc + 31) / 32), unsigned((nfx + 31) / 32), unsigned(2 * ny)), dim3(32, 8), 0, s>>>(prod.data(), nfx, nvc, prodT.data());
+      else  // [q][f][v] -> [q][v][f]
+        transpose_c_kernel<<<dim3(unsigned((nvc + 31) / 32), unsigned((nf + 31) / 32), 2), dim3(32, 8), 0, s>>>(prod.data(), nf, nvc, prodT.data());
       CUDA_CHECK_LAUNCH();
       toc("transpose");
     }
     float2* spectra = trans ? prod.data() : prodT.data();
     tic();
-    CUFFT_CHECK(cufftSetStream(impl_->inv.h, s));
-    for (int q = 0; q < 2; ++q)
-      CUFFT_CHECK(cufftExecC2R(impl_->inv.h, reinterpret_cast<cufftComplex*>(spectra + std::size_t(q) * nf * nvc),
-                               rout.data() + std::size_t(q) * nvc * nx * ny));
+    if (ifft1d) {
+      // y pass in place (all fy), then the x pass for the rows y < H only
+      CUFFT_CHECK(cufftSetStream(impl_->inv_y.h, s));
+      CUFFT_CHECK(cufftSetStream(impl_->inv_x.h, s));
+      for (int q = 0; q < 2; ++q) {
+        cufftComplex* sp = reinterpret_cast<cufftComplex*>(spectra + std::size_t(q) * nf * nvc);
+        CUFFT_CHECK(cufftExecC2C(impl_->inv_y.h, sp, sp, CUFFT_INVERSE));
+        CUFFT_CHECK(cufftExecC2R(impl_->inv_x.h, sp, rout.data() + std::size_t(q) * nvc * nx * ny));
+      }
+    } else {
+      CUFFT_CHECK(cufftSetStream(impl_->inv.h, s));
+      for (int q = 0; q < 2; ++q)
+        CUFFT_CHECK(cufftExecC2R(impl_->inv.h, reinterpret_cast<cufftComplex*>(spectra + std::size_t(q) * nf * nvc),
+                                 rout.data() + std::size_t(q) * nvc * nx * ny));
+    }
     toc("inverse_fft");
     tic();
     dim3 gs(unsigned((n_org + 255) / 256), unsigned((nvc + vpt - 1) / vpt));
     dpart.reserve(std::size_t(gs.x) * gs.y);
     A.partials = dpart.data();
+    // rout layout: [q][v][y][x] (2-D inverse) or [q][y][v][x] (two 1-D passes)
+    const std::size_t sv = ifft1d ? std::size_t(nx) : std::size_t(nx) * ny, sy = ifft1d ? std::size_t(nvc) * nx : std::size_t(nx);
     if (std::getenv("ALMAGEST_STACK_FOURIER_SCORE1"))
-      score_kernel<false><<<gs, 256, 0, s>>>(rout.data(), rout.data() + std::size_t(nvc) * nx * ny, nx, ny, W, H,
+      score_kernel<false><<<gs, 256, 0, s>>>(rout.data(), rout.data() + std::size_t(nvc) * nx * ny, sv, sy, W, H,
                                              j0 * sh.nvx, nvc, vpt, bfloor, A);
     else
-      score_kernel<true><<<gs, 256, 0, s>>>(rout.data(), rout.data() + std::size_t(nvc) * nx * ny, nx, ny, W, H,
+      score_kernel<true><<<gs, 256, 0, s>>>(rout.data(), rout.data() + std::size_t(nvc) * nx * ny, sv, sy, W, H,
                                             j0 * sh.nvx, nvc, vpt, bfloor, A);
     CUDA_CHECK_LAUNCH();
     toc("score");
