@@ -3,7 +3,7 @@
 # bench_stack, bench_stack_check and the CUDA module with the non-system libraries they load into
 # DEST/all (default .device-libs-fourier in the main checkout; list it in .git/info/exclude and
 # carry it) and copies this script beside them; without arguments (on the device, from DEST)
-# it runs bench_stack_check (CHECK_GEMM=... also with that product) and bench_stack with
+# it runs bench_stack_check (CHECK_ENVS='VAR=VAL;VAR=VAL ...': its Fourier checks again with each setting) and bench_stack with
 # ALMAGEST_BENCH_FOURIER_VARIANTS=$VARIANTS (the tiled fp32 reference, then each Fourier variant),
 # and writes their output to $OUT.
 set -u
@@ -35,9 +35,11 @@ if [ "${CHECK_S:-60}" != 0 ]; then
   timeout ${CHECK_S:-60} $B/bench_stack_check > "$OUT/stack_check.txt" 2>&1
   echo "bench_stack_check rc=$?"; grep -v '^PASS' "$OUT/stack_check.txt" | tail -n 12; grep -c '^PASS' "$OUT/stack_check.txt"; grep -i 'fourier' "$OUT/stack_check.txt"
 fi
-for g in ${CHECK_GEMM:-}; do
-  ALMAGEST_STACK_FOURIER_GEMM=$g timeout ${CHECK_S:-60} $B/bench_stack_check > "$OUT/stack_check_$g.txt" 2>&1
-  echo "bench_stack_check ($g) rc=$?"; grep -i -E "fourier|FAILED|PASSED" "$OUT/stack_check_$g.txt" | tail -n 12
+k=0
+for spec in ${CHECK_ENVS:-}; do  # VAR=VAL[;VAR=VAL]: the Fourier checks again with those settings
+  k=$((k + 1))
+  env $(echo "$spec" | tr ';' ' ') ALMAGEST_CHECK_FOURIER_ONLY=1 timeout ${CHECK_S:-60} $B/bench_stack_check > "$OUT/stack_check_$k.txt" 2>&1
+  echo "bench_stack_check ($spec, Fourier checks only) rc=$?"; grep -i -E "fourier|FAIL|PASSED" "$OUT/stack_check_$k.txt" | tail -n 12
 done
 date -u +%FT%TZ
 ALMAGEST_BENCH_FOURIER_VARIANTS=${VARIANTS:-default} timeout ${BENCH_S:-100} $B/bench_stack > "$OUT/bench_stack.txt" 2>&1
