@@ -112,10 +112,9 @@ __global__ void xtab_kernel(const float2* __restrict__ twx, const int* __restric
   xc[(std::size_t(fx) * rows_x + i) * np + e] = __floats2half2_rn(tw.x, tw.y);
 }
 
-// One block per (frequency, kTI columns i, kTJ rows j). TRANS: products written as [q][v][f] (the
-// inverse FFT's layout) instead of [q][f][v]. py rows: j0 + jb + r for r < kTJ must exist
-// (rows_y >= nvy + kTJ, zero beyond nvy).
-template <bool TRANS>
+// One block per (frequency, kTI columns i, kTJ rows j); products written as out[q][f][v], v = j * nvx
+// + i, scaled by fscale[q][f] * norm. py rows j0 + jb + r for r < kTJ must exist (rows_y >= nvy +
+// kTJ, zero beyond nvy); xc rows ib + r likewise (rows_x a multiple of kTI, zero beyond nvx).
 __global__ void __launch_bounds__(kThreads, 2)
 phase_mma_kernel(const __half2* __restrict__ spech, const float* __restrict__ fscale, const __half2* __restrict__ xc_t,
                  const __half2* __restrict__ py_t, int np, int nfx, int ny, int nf, int nvx, int rows_x, int rows_y,
@@ -228,8 +227,7 @@ phase_mma_kernel(const __half2* __restrict__ spech, const float* __restrict__ fs
     const float2 v = stg[(q * kTJ + jl) * kStageF2 + il];
     const std::size_t vel = std::size_t(jb + jl) * nvx + ib + il;
     const float2 val = make_float2(v.x * sc, v.y * sc);
-    if (TRANS) out[(std::size_t(q) * nvc + vel) * nf + f] = val;
-    else out[(std::size_t(q) * nf + f) * nvc + vel] = val;
+    out[(std::size_t(q) * nf + f) * nvc + vel] = val;
   }
 }
 

@@ -97,32 +97,22 @@ int main(int argc, char** argv) {
   // ALMAGEST_BENCH_POST_ONLY=1: the tiled fp32 scan and the post-processing sections only (host
   // filter timings, e.g. one filters build against another on the same host).
   const bool post_only = std::getenv("ALMAGEST_BENCH_POST_ONLY") != nullptr;
-  // ALMAGEST_BENCH_FOURIER_VARIANTS=SPEC,SPEC,...: the tiled fp32 scan (the reference digest), then
-  // the Fourier path once per SPEC and nothing else. SPEC = GEMM[+OPT...]: GEMM is the value of
-  // ALMAGEST_STACK_FOURIER_GEMM ("default" leaves it unset), each OPT sets
-  // ALMAGEST_STACK_FOURIER_<OPT>=1 for that run (stack_fourier.cu).
+  // ALMAGEST_BENCH_FOURIER_VARIANTS=G,G,...: the tiled fp32 scan (the reference digest), then the
+  // Fourier path once per G (the value of ALMAGEST_STACK_FOURIER_GEMM; "default" leaves it unset)
+  // and nothing else: products or modules (ALMAGEST_CUDA_MODULE) compared in one device call.
   const char* fvariants = std::getenv("ALMAGEST_BENCH_FOURIER_VARIANTS");
   bench(Backend::GpuTiled, Encoding::Fp32);
   if (fvariants) {
-    std::string all(fvariants);
+    const std::string all(fvariants);
     for (std::size_t pos = 0; pos <= all.size();) {
       std::size_t end = all.find(',', pos);
       if (end == std::string::npos) end = all.size();
-      const std::string spec = all.substr(pos, end - pos);
+      const std::string g = all.substr(pos, end - pos);
       pos = end + 1;
-      if (spec.empty()) continue;
-      std::vector<std::string> toks;
-      for (std::size_t a = 0; a <= spec.size();) {
-        std::size_t b = spec.find('+', a);
-        if (b == std::string::npos) b = spec.size();
-        toks.push_back(spec.substr(a, b - a));
-        a = b + 1;
-      }
-      if (toks[0] != "default") setenv("ALMAGEST_STACK_FOURIER_GEMM", toks[0].c_str(), 1);
-      for (std::size_t k = 1; k < toks.size(); ++k) setenv(("ALMAGEST_STACK_FOURIER_" + toks[k]).c_str(), "1", 1);
-      bench(Backend::GpuFourier, Encoding::Fp32, (" [" + spec + "]").c_str());
+      if (g.empty()) continue;
+      if (g != "default") setenv("ALMAGEST_STACK_FOURIER_GEMM", g.c_str(), 1);
+      bench(Backend::GpuFourier, Encoding::Fp32, (" [" + g + "]").c_str());
       unsetenv("ALMAGEST_STACK_FOURIER_GEMM");
-      for (std::size_t k = 1; k < toks.size(); ++k) unsetenv(("ALMAGEST_STACK_FOURIER_" + toks[k]).c_str());
     }
   }
   if (!post_only && !fvariants) {
@@ -130,10 +120,9 @@ int main(int argc, char** argv) {
     bench(Backend::GpuTiled, Encoding::Int8);
     bench(Backend::GpuFourier, Encoding::Fp32);
     bench(Backend::GpuGather, Encoding::Fp32);
-    // The other tensor-core products for comparison (stack_fourier.cu): v2t the default product
-    // writing the transposed layout itself, v3 one quantity per block, v1 phases generated per
-    // frequency.
-    for (const char* g : {"v2t", "v3", "v1"}) {
+    // The WMMA product that generates the phases per frequency (stack_fourier.cu: the fallback
+    // when the phase tables do not fit) for comparison.
+    for (const char* g : {"v1"}) {
       setenv("ALMAGEST_STACK_FOURIER_GEMM", g, 1);
       bench(Backend::GpuFourier, Encoding::Fp32, (std::string(" (") + g + " gemm)").c_str());
     }
@@ -176,8 +165,8 @@ int main(int argc, char** argv) {
       };
       const double nx = good(int(W) + ax), ny = good(int(H) + ay);
       const double nf = ny * (std::floor(nx / 2) + 1);
-      // issued products: the mma product pads each velocity axis to 72s, the WMMA ones (v1-v3) to 16s
-      const bool wmma = r.name.find("[v") != std::string::npos || r.name.find("(v") != std::string::npos;
+      // issued products: the mma product pads each velocity axis to 72s, the WMMA one (v1) to 16s
+      const bool wmma = r.name.find("v1") != std::string::npos;
       const double padded = wmma ? std::ceil(nv / 16.0) * 16 : std::ceil(nv / 72.0) * 72;
       const double flop = 2 /*psi,phi*/ * nf * padded * padded * n * 8 /*complex MAC*/;
       const double useful = 2 * nf * double(nv) * nv * n * 8;

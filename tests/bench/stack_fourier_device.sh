@@ -1,11 +1,12 @@
 #!/bin/bash
-# The Fourier-path device call of issue 24 (session 15): `collect [build dir] [dest]` (here) gathers
-# bench_stack, bench_stack_check and the CUDA module with the non-system libraries they load into
-# DEST/all (default .device-libs-fourier in the main checkout; list it in .git/info/exclude and
-# carry it) and copies this script beside them; without arguments (on the device, from DEST)
-# it runs bench_stack_check (CHECK_ENVS='VAR=VAL;VAR=VAL ...': its Fourier checks again with each setting) and bench_stack with
-# ALMAGEST_BENCH_FOURIER_VARIANTS=$VARIANTS (the tiled fp32 reference, then each Fourier variant),
-# and writes their output to $OUT.
+# The Fourier-path device call of issue 24 (session 15). `collect BUILD DEST [BASE_BUILD]` (here)
+# gathers bench_stack, bench_stack_check and the CUDA module of BUILD with the non-system
+# libraries they load into DEST/all, the module of BASE_BUILD (the baseline) into DEST/base, and
+# copies this script to DEST/run.sh (DEST in the main checkout, listed in .git/info/exclude, carried).
+# `bash DEST/run.sh` on the device runs bench_stack_check (then its Fourier checks again with each
+# setting of CHECK_ENVS='VAR=VAL;VAR=VAL ...'), and bench_stack with
+# ALMAGEST_BENCH_FOURIER_VARIANTS=$VARIANTS (the tiled fp32 reference, then each Fourier product)
+# ROUNDS times, alternating the baseline module (if collected) and the new one; output to $OUT.
 set -u
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 bins=(bench_stack bench_stack_check)
@@ -16,6 +17,7 @@ if [ "${1:-}" = collect ]; then
   rm -rf "$out"
   mkdir -p "$out/all"
   cp "$build/bin/libalmagest_cuda.so" "$out/all/"
+  if [ -n "${4:-}" ]; then mkdir -p "$out/base" && cp "$4/bin/libalmagest_cuda.so" "$out/base/"; fi
   for b in "${bins[@]}"; do cp "$build/bin/$b" "$out/all/"; done
   for b in "${bins[@]}"; do ldd "$build/bin/$b"; done | awk '{print $3}' | grep '^/' | sort -u |
     grep -v -E '/(libc|libm|libgcc_s|libstdc\+\+|libresolv|libcuda|libdl|libpthread|librt)\.so' | xargs -I{} cp -L {} "$out/"
@@ -42,6 +44,12 @@ for spec in ${CHECK_ENVS:-}; do  # VAR=VAL[;VAR=VAL]: the Fourier checks again w
   echo "bench_stack_check ($spec, Fourier checks only) rc=$?"; grep -i -E "fourier|FAIL|PASSED" "$OUT/stack_check_$k.txt" | tail -n 12
 done
 date -u +%FT%TZ
-ALMAGEST_BENCH_FOURIER_VARIANTS=${VARIANTS:-default} timeout ${BENCH_S:-100} $B/bench_stack > "$OUT/bench_stack.txt" 2>&1
-echo "bench_stack rc=$?"; cut -c1-240 "$OUT/bench_stack.txt"
+for r in $(seq 1 ${ROUNDS:-1}); do
+  for m in base all; do
+    [ -f "$here/$m/libalmagest_cuda.so" ] || continue
+    ALMAGEST_CUDA_MODULE=$here/$m/libalmagest_cuda.so ALMAGEST_BENCH_FOURIER_VARIANTS=${VARIANTS:-default} timeout ${BENCH_S:-100} \
+      $B/bench_stack > "$OUT/bench_${m}_$r.txt" 2>&1
+    echo "bench_stack (module $m, round $r) rc=$?"; grep -E "median|stage|agreement gpu-fourier|TFLOP" "$OUT/bench_${m}_$r.txt" | cut -c1-200
+  done
+done
 date -u +%FT%TZ
