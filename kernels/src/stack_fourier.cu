@@ -3,21 +3,22 @@
 // so that circular shifts never wrap valid pixels onto valid pixels),
 //   A^(f, i, j) = sum_e exp(2 pi i fx sxi[i][e] / Nx) * exp(2 pi i fy syj[j][e] / Ny) * Psi_e(f),
 // i.e. for every frequency a complex product X(f) Y(f)^T of an (nvx x n) phase table with an
-// (nvy x n) table whose rows are the other axis' phases times the spectrum. Both operands are
-// generated in shared memory as FP16 (the spectrum scaled per frequency) and multiplied on the
-// tensor cores with FP32 accumulation; nothing of size n_vel x n is materialised. Inverse real
-// FFTs (cuFFT, reading the strided products directly), then crop, score, threshold and digest in
-// one pass. Integer shifts make this the exact statistic up to FP16 rounding.
+// (nvy x n) table whose rows are the other axis' phases times the spectrum. Both operands are FP16
+// (the spectrum scaled per frequency), multiplied on the tensor cores with FP32 accumulation;
+// nothing of size n_vel x n is materialised. The products [q][f][v] are transposed to [q][v][f]
+// (contiguous spectra), inverse real FFTs (cuFFT), then crop, score, threshold and digest in one
+// pass. Integer shifts make this the exact statistic up to FP16 rounding.
 //
-// Operands (phase_gemm2_kernel, the default): the x phase table depends on fx alone and the y
+// Operands (the default, stack_fourier_mma.cuh): the x phase table depends on fx alone and the y
 // phase table on fy alone, so both are built once per bank as FP16 tables in device memory
-// (xtab [nfx][i][e], pytab [ny][j][e]; kept between scans of the same shifts) instead of being
-// regenerated for every frequency. Per 64-exposure chunk a block copies its X rows, PY rows and
-// the spectrum slice into shared memory with asynchronous copies (two stages: the next chunk's
-// copies run under this chunk's products), forms Y = PY * spectrum (one complex product per
-// element, both quantities) and multiplies on the tensor cores. Blocks walk the frequencies in
-// strips of kSW columns (fx) so that the X and PY slices of the blocks in flight stay in L2.
-// ALMAGEST_STACK_FOURIER_GEMM=v1 selects the earlier kernel (phases generated per frequency).
+// (xc [nfx][i][e], py [ny][j][e], complex pairs; kept between scans of the same shifts) instead of
+// being regenerated for every frequency. Per 64-exposure chunk a block copies its X rows, PY rows
+// and the spectrum slice into shared memory with asynchronous copies, forms Y = PY * spectrum
+// (one complex product per element, both quantities) and multiplies on the tensor cores
+// (mma.sync m16n8k16). Blocks walk the frequencies in strips of kSW columns (fx) so that the X
+// and PY slices of the blocks in flight stay in L2. ALMAGEST_STACK_FOURIER_GEMM=v1 selects the
+// earlier WMMA kernel that generates the phases per frequency (also the fallback when the tables
+// would take more than a quarter of the free memory).
 #include <cuda_fp16.h>
 #include <cuda_pipeline.h>
 #include <cuda_runtime.h>
@@ -34,6 +35,7 @@
 #include "cuda_check.cuh"
 #include "device_buffer.cuh"
 #include "stack_fourier.cuh"
+#include "stack_fourier_mma.cuh"
 
 namespace almagest::kernels::stack_detail {
 namespace {
@@ -52,18 +54,22 @@ int good_size(int n) {
   }
 }
 
+// Exposures e0 .. e0 + gridDim.y - 1 zero padded into [q][el][ny][nx]; the smallest positive phi
+// of exposure e0 + el goes to min_phi_bits[el] (float bits: positive floats order as their bits).
+// One slot per exposure, not one for the whole stack: the warp-aggregated atomics of all blocks
+// on a single address cost 0.4 ms of the reference workload's 2.2 ms (H100).
 template <int S>
-__global__ void pad_kernel(DevPlanes P, int nx, int ny, int e0, float* out, unsigned int* min_phi_bits) {
+__global__ void pad_kernel(DevPlanes P, int nx, int ny, int e0, float* __restrict__ out, unsigned int* __restrict__ min_phi_bits) {
   const int el = blockIdx.y, e = e0 + el;
   const std::size_t npad = std::size_t(nx) * ny;
   const std::size_t per_q = std::size_t(gridDim.y) * npad;
   for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < npad; i += std::size_t(gridDim.x) * blockDim.x) {
     const int x = int(i % nx), y = int(i / nx);
-    float2 s = make_float2(0.f, 0.f);
-    if (x < P.width && y < P.height) s = load_sample<S>(P, e, x, y);
-    out[std::size_t(el) * npad + i] = s.x;
-    out[per_q + std::size_t(el) * npad + i] = s.y;
-    if (s.y > 0.f) atomicMin(min_phi_bits, __float_as_uint(s.y));
+    float2 v = make_float2(0.f, 0.f);
+    if (x < P.width && y < P.height) v = load_sample<S>(P, e, x, y);
+    out[std::size_t(el) * npad + i] = v.x;
+    out[per_q + std::size_t(el) * npad + i] = v.y;
+    if (v.y > 0.f) atomicMin(min_phi_bits + el, __float_as_uint(v.y));
   }
 }
 
@@ -234,22 +240,8 @@ phase_gemm_kernel(const __half2* __restrict__ spech, const float* __restrict__ f
   }
 }
 
-// ---- phase tables and the table-fed product (default) ----------------------------------------
+// ---- phase tables of the mma product (stack_fourier_mma.cuh: the x table and the product) -----
 constexpr int kSW = 8;  // frequency strip width (fx columns) of the block order
-
-// xr/xi[fx][i][e] = FP16 of twx[(fx * sxm[i][e]) mod nx] (the v1 kernel's X operand); 0 for
-// i >= nvx or e >= n. Rows padded to rows_x, exposures to np.
-__global__ void xtab_kernel(const float2* __restrict__ twx, const int* __restrict__ sxm, int n, int np, int nx, int nvx,
-                            int rows_x, __half* __restrict__ xr, __half* __restrict__ xi) {
-  const int e = blockIdx.x * blockDim.x + threadIdx.x;
-  const int i = blockIdx.y, fx = blockIdx.z;
-  if (e >= np) return;
-  float2 tw = make_float2(0.f, 0.f);
-  if (i < nvx && e < n) tw = twx[(fx * sxm[std::size_t(i) * n + e]) % nx];
-  const std::size_t o = (std::size_t(fx) * rows_x + i) * np + e;
-  xr[o] = __float2half_rn(tw.x);
-  xi[o] = __float2half_rn(tw.y);
-}
 
 // py[fy][j][e] = FP16 pair of twy[(fy * sym[j][e]) mod ny]; 0 for j >= nvy or e >= n.
 __global__ void pytab_kernel(const float2* __restrict__ twy, const int* __restrict__ sym, int n, int np, int ny, int nvy,
@@ -262,173 +254,34 @@ __global__ void pytab_kernel(const float2* __restrict__ twy, const int* __restri
   py[(std::size_t(fy) * rows_y + j) * np + e] = __floats2half2_rn(tw.x, tw.y);
 }
 
-/// Shared memory of phase_gemm2_kernel<NQ>.
-constexpr std::size_t gemm2_smem(int nq) {
-  return std::size_t(2 * 2 * kGI * kLd) * 2        // X stages (re, im)
-         + std::size_t(nq * 2 * kGJ * kLd) * 2     // Y (its quantities, re, im)
-         + std::size_t(2 * kGJ * kKC) * 4          // PY stages
-         + std::size_t(2 * nq * kKC) * 4;          // spectrum stages
-}
-
-// One block per (frequency, 80-row tile of i, 80-row tile of j) and NQ = 2 quantities (warps as
-// phase_gemm_kernel), or per quantity with NQ = 1 (10 warps, two blocks per multiprocessor, so
-// that one block's operand generation overlaps the other's products; the two quantities of a
-// frequency are neighbouring blocks). TRANS: the products are written as [q][v][f], the layout
-// the inverse FFT reads, instead of [q][f][v] (no separate transpose).
-template <int NQ, bool TRANS>
-__global__ void __launch_bounds__(NQ * 320, NQ == 1 ? 2 : 1)
-phase_gemm2_kernel(const __half2* __restrict__ spech, const float* __restrict__ fscale,
-                   const __half* __restrict__ xr_t, const __half* __restrict__ xi_t,
-                   const __half2* __restrict__ py_t, int np, int nfx, int ny, int nf, int nvx, int rows_x,
-                   int rows_y, int j0, int nj, float norm, float2* __restrict__ out) {
-  constexpr int kThr = NQ * 320;
-  extern __shared__ __align__(128) unsigned char smem[];
-  __half* Xs = reinterpret_cast<__half*>(smem);                  // [stage][re, im][kGI][kLd]
-  __half* Ys = Xs + 2 * 2 * kGI * kLd;                           // [q][re, im][kGJ][kLd]
-  __half2* Ps = reinterpret_cast<__half2*>(Ys + NQ * 2 * kGJ * kLd);  // [stage][kGJ][kKC]
-  __half2* Ss = Ps + 2 * kGJ * kKC;                              // [stage][q][kKC]
-
-  const int q1 = NQ == 1 ? int(blockIdx.x & 1) : 0;  // the block's quantity (NQ = 1)
-  const int bl = NQ == 1 ? int(blockIdx.x >> 1) : int(blockIdx.x);
-  const int strip = bl / (kSW * ny);
-  const int rr0 = bl - strip * kSW * ny;
-  const int sw = min(kSW, nfx - strip * kSW);
-  const int fy = rr0 / sw, fx = strip * kSW + (rr0 - fy * sw);
-  const int f = fy * nfx + fx;
-  const int ib = blockIdx.y * kGI, jb = blockIdx.z * kGJ;
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  const int qw = warp / 10, it = (warp % 10) / 2, jt0 = (warp % 2) * 3, njt = (warp % 2) ? 2 : 3;
-  const int q = NQ == 1 ? q1 : qw;  // the warp's quantity; its Y is Ys[qw]
-  const __half* xr_b = xr_t + (std::size_t(fx) * rows_x + ib) * np;
-  const __half* xi_b = xi_t + (std::size_t(fx) * rows_x + ib) * np;
-  const __half2* py_b = py_t + (std::size_t(fy) * rows_y + j0 + jb) * np;
-
-  auto issue = [&](int c, int st) {
-    const int e0 = c * kKC;
-    for (int idx = threadIdx.x; idx < 2 * kGI * 8; idx += kThr) {
-      const int a = idx / (kGI * 8), r = (idx >> 3) % kGI, pc = idx & 7;
-      const __half* src = (a ? xi_b : xr_b) + std::size_t(r) * np + e0 + pc * 8;
-      __pipeline_memcpy_async(Xs + ((st * 2 + a) * kGI + r) * kLd + pc * 8, src, 16);
-    }
-    for (int idx = threadIdx.x; idx < kGJ * 16; idx += kThr) {
-      const int r = idx >> 4, pc = idx & 15;
-      __pipeline_memcpy_async(Ps + (st * kGJ + r) * kKC + pc * 4, py_b + std::size_t(r) * np + e0 + pc * 4, 16);
-    }
-    if (threadIdx.x < NQ * 16) {
-      const int qq = threadIdx.x >> 4, pc = threadIdx.x & 15;
-      const int qs = NQ == 1 ? q1 : qq;
-      __pipeline_memcpy_async(Ss + (st * NQ + qq) * kKC + pc * 4, spech + (std::size_t(qs) * nf + f) * np + e0 + pc * 4, 16);
-    }
-    __pipeline_commit();
-  };
-
-  wmma::fragment<wmma::accumulator, 16, 16, 16, float> re[3], im[3];
-#pragma unroll
-  for (int t = 0; t < 3; ++t) {
-    wmma::fill_fragment(re[t], 0.f);
-    wmma::fill_fragment(im[t], 0.f);
-  }
-  const bool warp_active = ib + it * 16 < nvx;
-  const int nch = np / kKC;
-  issue(0, 0);
-  for (int c = 0; c < nch; ++c) {
-    const int st = c & 1;
-    __pipeline_wait_prior(0);
-    __syncthreads();  // chunk c in shared memory for every thread's copies; the last products done
-    for (int idx = threadIdx.x; idx < kGJ * 16; idx += kThr) {
-      const int j = idx >> 4, kq = (idx & 15) * 4;
-      const uint4 pv = *reinterpret_cast<const uint4*>(Ps + (st * kGJ + j) * kKC + kq);
-      const __half2* ph = reinterpret_cast<const __half2*>(&pv);
-#pragma unroll
-      for (int qq = 0; qq < NQ; ++qq) {
-        const uint4 sv = *reinterpret_cast<const uint4*>(Ss + (st * NQ + qq) * kKC + kq);
-        const __half2* sp = reinterpret_cast<const __half2*>(&sv);
-        __align__(8) __half hr[4], hi[4];
-#pragma unroll
-        for (int t = 0; t < 4; ++t) {
-          const float2 tw = __half22float2(ph[t]);
-          const float2 p = __half22float2(sp[t]);
-          hr[t] = __float2half_rn(tw.x * p.x - tw.y * p.y);
-          hi[t] = __float2half_rn(tw.x * p.y + tw.y * p.x);
-        }
-        *reinterpret_cast<uint2*>(Ys + ((qq * 2 + 0) * kGJ + j) * kLd + kq) = *reinterpret_cast<const uint2*>(hr);
-        *reinterpret_cast<uint2*>(Ys + ((qq * 2 + 1) * kGJ + j) * kLd + kq) = *reinterpret_cast<const uint2*>(hi);
-      }
-    }
-    if (c + 1 < nch) issue(c + 1, st ^ 1);
-    __syncthreads();  // Y visible
-    if (warp_active) {
-      const __half* Xr = Xs + (st * 2 + 0) * kGI * kLd;
-      const __half* Xi = Xs + (st * 2 + 1) * kGI * kLd;
-      const __half* Yr = Ys + (qw * 2 + 0) * kGJ * kLd;
-      const __half* Yi = Ys + (qw * 2 + 1) * kGJ * kLd;
-#pragma unroll
-      for (int ks = 0; ks < kKC; ks += 16) {
-        wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> ar, ai, an;
-        wmma::load_matrix_sync(ar, Xr + it * 16 * kLd + ks, kLd);
-        wmma::load_matrix_sync(ai, Xi + it * 16 * kLd + ks, kLd);
-#pragma unroll
-        for (int t = 0; t < ai.num_elements; ++t) an.x[t] = __hneg(ai.x[t]);
-#pragma unroll
-        for (int t = 0; t < 3; ++t) {
-          const int jt = jt0 + t;
-          if (t < njt && jb + jt * 16 < nj) {
-            wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::col_major> br, bi;
-            wmma::load_matrix_sync(br, Yr + (jt * 16) * kLd + ks, kLd);
-            wmma::load_matrix_sync(bi, Yi + (jt * 16) * kLd + ks, kLd);
-            wmma::mma_sync(re[t], ar, br, re[t]);
-            wmma::mma_sync(re[t], an, bi, re[t]);
-            wmma::mma_sync(im[t], ar, bi, im[t]);
-            wmma::mma_sync(im[t], ai, br, im[t]);
-          }
-        }
-      }
-    }
-  }
-  __syncthreads();
-  float* scratch = reinterpret_cast<float*>(smem) + warp * 2 * 256;
-  const int nvc = nvx * nj;
-  const float sc = fscale[std::size_t(q) * nf + f] * norm;
-  if (warp_active) {
-#pragma unroll
-    for (int t = 0; t < 3; ++t) {
-      const int jt = jt0 + t;
-      if (t >= njt || jb + jt * 16 >= nj) continue;
-      wmma::store_matrix_sync(scratch, re[t], 16, wmma::mem_row_major);
-      wmma::store_matrix_sync(scratch + 256, im[t], 16, wmma::mem_row_major);
-      __syncwarp();
-      for (int u = lane; u < 256; u += 32) {
-        const int cc = u / 16, r = u % 16;
-        const int gi = ib + it * 16 + r, jj = jb + jt * 16 + cc;
-        if (gi < nvx && jj < nj) {
-          const float2 val = make_float2(scratch[r * 16 + cc] * sc, scratch[256 + r * 16 + cc] * sc);
-          const std::size_t v = std::size_t(jj) * nvx + gi;
-          if (TRANS) out[(std::size_t(q) * nvc + v) * nf + f] = val;
-          else out[(std::size_t(q) * nf + f) * nvc + v] = val;
-        }
-      }
-      __syncwarp();
-    }
-  }
-}
-
-// vpt velocities per thread (blockIdx.y * vpt .. + vpt - 1 of the chunk's nvc): one digest
-// reduction per block of 256 x vpt trajectories.
-__global__ void score_kernel(const float* __restrict__ ra, const float* __restrict__ rb, int nx, int ny,
-                             int W, int H, int v0, int nvc, int vpt, float bfloor, ScanArgs A) {
+// vpt velocities per thread (blockIdx.y * vpt .. + vpt - 1 of the chunk's nvc), rout as
+// [q][v][y][x]: one digest reduction per block of 256 x vpt trajectories. The loads of 8
+// velocities are issued before their epilogues (which store and may add hits).
+__global__ void score_kernel(const float* __restrict__ ra, const float* __restrict__ rb, int nx, int ny, int W, int H,
+                             int v0, int nvc, int vpt, float bfloor, ScanArgs A) {
   const int pix = blockIdx.x * blockDim.x + threadIdx.x;
   ThreadDigest d;
   if (pix < W * H) {
     const int x = pix % W, y = pix / W;
     const int vb = blockIdx.y * vpt, ve = min(nvc, vb + vpt);
-    for (int vl = vb; vl < ve; ++vl) {
-      const std::size_t i = (std::size_t(vl) * ny + y) * nx + x;
-      float a = ra[i], b = rb[i];
-      if (!(b >= bfloor)) {
-        a = 0.f;
-        b = 0.f;
+    for (int v8 = vb; v8 < ve; v8 += 8) {
+      float av[8], bv[8];
+#pragma unroll
+      for (int k = 0; k < 8; ++k) {
+        const std::size_t i = (std::size_t(min(v8 + k, ve - 1)) * ny + y) * nx + x;
+        av[k] = __ldg(ra + i);
+        bv[k] = __ldg(rb + i);
       }
-      finish(a, b, -1, x, y, v0 + vl, W, H, A, d, nullptr);
+#pragma unroll
+      for (int k = 0; k < 8; ++k) {
+        if (v8 + k >= ve) break;
+        float a = av[k], b = bv[k];
+        if (!(b >= bfloor)) {
+          a = 0.f;
+          b = 0.f;
+        }
+        finish(a, b, -1, x, y, v0 + v8 + k, W, H, A, d, nullptr);
+      }
     }
   }
   reduce_digest(d, A.partials);
@@ -451,11 +304,10 @@ struct Plans {
 
 struct FourierEngine::Impl {
   Plans fwd, inv;
-  // Phase tables of the last bank (phase_gemm2_kernel), reused while the shifts are the same.
+  // Phase tables of the last bank (the mma product's), reused while the shifts are the same.
   int tnx = -1, tny = -1, tn = -1, tnvx = -1, tnvy = -1;
   std::vector<int> tsxm, tsym;
-  DeviceBuffer<__half> xr, xi;
-  DeviceBuffer<__half2> py;
+  DeviceBuffer<__half2> xc, py;  // [nfx][rows_x][np], [ny][rows_y][np] complex pairs
 };
 
 FourierEngine::FourierEngine() : impl_(std::make_unique<Impl>()) {}
@@ -494,19 +346,19 @@ void FourierEngine::scan(const DevPlanes& P, int storage, const StackShifts& sh,
 
   // ---- forward: pad + decode, R2C in exposure chunks, per-frequency scale, transpose to FP16
   DeviceBuffer<float2> spec(2 * std::size_t(n) * nf);
-  DeviceBuffer<unsigned int> minphi(1);
-  const unsigned int big = 0x7f7fffffu;
-  minphi.upload(&big, 1, s);
   const int ec = std::max(1, std::min(n, int((std::size_t(1) << 30) / (std::size_t(nx) * ny * 8))));
+  std::vector<unsigned int> minbits_h(std::size_t(n), 0x7f7fffffu);  // smallest positive phi per exposure
+  DeviceBuffer<unsigned int> minphi{std::size_t(n)};
+  minphi.upload(minbits_h.data(), minbits_h.size(), s);
   DeviceBuffer<float> real(2 * std::size_t(ec) * nx * ny);
-  DeviceBuffer<float2> tmp(std::size_t(ec) * nf);
   tic();
   for (int e0 = 0; e0 < n; e0 += ec) {
     const int ne = std::min(ec, n - e0);
     dim3 g(unsigned(std::min<std::size_t>((std::size_t(nx) * ny + 255) / 256, 4096)), unsigned(ne));
-    if (storage == 0) pad_kernel<0><<<g, 256, 0, s>>>(P, nx, ny, e0, real.data(), minphi.data());
-    else if (storage == 1) pad_kernel<1><<<g, 256, 0, s>>>(P, nx, ny, e0, real.data(), minphi.data());
-    else pad_kernel<2><<<g, 256, 0, s>>>(P, nx, ny, e0, real.data(), minphi.data());
+    unsigned int* mp = minphi.data() + e0;
+    if (storage == 0) pad_kernel<0><<<g, 256, 0, s>>>(P, nx, ny, e0, real.data(), mp);
+    else if (storage == 1) pad_kernel<1><<<g, 256, 0, s>>>(P, nx, ny, e0, real.data(), mp);
+    else pad_kernel<2><<<g, 256, 0, s>>>(P, nx, ny, e0, real.data(), mp);
     CUDA_CHECK_LAUNCH();
     if (impl_->fwd.a != nx || impl_->fwd.b != ny || impl_->fwd.c != ne) {
       impl_->fwd.reset();
@@ -532,15 +384,14 @@ void FourierEngine::scan(const DevPlanes& P, int storage, const StackShifts& sh,
   transpose_kernel<<<dim3(unsigned((nf + 31) / 32), unsigned((n + 31) / 32), 2), dim3(32, 8), 0, s>>>(spec.data(), fscale.data(), n, nf, np, spech.data());
   CUDA_CHECK_LAUNCH();
   toc("forward_fft");
-  unsigned int minbits = 0;
-  minphi.download(&minbits, 1, s);
+  minphi.download(minbits_h.data(), minbits_h.size(), s);
   CUDA_CHECK(cudaStreamSynchronize(s));
+  const unsigned int minbits = *std::min_element(minbits_h.begin(), minbits_h.end());  // positive floats order as their bits
   float minphi_f;
   std::memcpy(&minphi_f, &minbits, 4);
   const float bfloor = 0.5f * minphi_f;
   spec.release();
   real.release();
-  tmp.release();
 
   // ---- twiddles and shift tables
   std::vector<float2> twx(nx), twy(ny);
@@ -557,46 +408,34 @@ void FourierEngine::scan(const DevPlanes& P, int storage, const StackShifts& sh,
   const std::size_t smem = std::size_t(kGI) * kLd * 2 * 2 + std::size_t(kGJ) * kLd * 2 * 2 * 2 +
                            2 * kKC * sizeof(float2) + std::size_t(nx + ny) * sizeof(float2);
   CUDA_CHECK(cudaFuncSetAttribute(phase_gemm_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-  // The table-fed kernel unless asked for v1 or the tables would take more than a quarter of
-  // the free memory.
-  const int rows_x = (sh.nvx + kGI - 1) / kGI * kGI, rows_y = sh.nvy + kGJ;
-  const std::size_t table_bytes = (std::size_t(nfx) * rows_x * 2 * 2 + std::size_t(ny) * rows_y * 4) * std::size_t(np);
-  // Variants (ALMAGEST_STACK_FOURIER_GEMM; docs/benchmarks.md, issue 24): v2 (default: both
-  // quantities per block, then the separate transpose; 22.7 + 2.0 ms on the reference workload),
-  // v2t (v2 writing [q][v][f] itself: 25.3 ms), v3 (one quantity per block, two blocks per SM,
-  // [q][v][f]: 26.7 ms), v1 (phases generated per frequency: 44.9 + 2.0 ms). Also measured and
-  // dropped: the last row and column of 16k + 1 grids on the CUDA cores beside 16k x 16k tensor
-  // tiles (no padding to 80): 40.4 ms, the CUDA-core edge is the slower part; v2 with Y double-
-  // buffered, X three stages deep and one barrier per chunk (so that one warp's complex products
-  // overlap another's tensor products): 22.4 against 22.5 ms, no gain (session 14).
-  bool v2 = true, trans = false;
-  int nq = 2;
-  if (const char* e = std::getenv("ALMAGEST_STACK_FOURIER_GEMM")) {
-    const std::string g(e);
-    if (g == "v1") v2 = false;
-    else if (g == "v2t") trans = true;
-    else if (g == "v3") nq = 1, trans = true;
-  }
+  // The table-fed mma product unless asked for v1 or the tables would take more than a quarter
+  // of the free memory. Earlier products, measured and dropped (docs/benchmarks.md, issue 24):
+  // WMMA m16n16k16 on the same tables (v2: 22.5 ms on the reference workload against 12.0 ms
+  // for the mma product, both on an H100; v2t, v3, v4 and a CUDA-core edge slower still), the
+  // mma product writing the inverse FFT's layout itself (19.9 ms: scattered 8-byte writes).
+  const int rows_x = (sh.nvx + mma5::kTI - 1) / mma5::kTI * mma5::kTI, rows_y = sh.nvy + mma5::kTJ;
+  const std::size_t table_bytes = (std::size_t(nfx) * rows_x + std::size_t(ny) * rows_y) * std::size_t(np) * sizeof(__half2);
+  bool tables = true;
+  if (const char* e = std::getenv("ALMAGEST_STACK_FOURIER_GEMM"))
+    if (std::string(e) == "v1") tables = false;
   int vpt = 8;
   if (const char* e = std::getenv("ALMAGEST_STACK_FOURIER_VPT")) vpt = std::max(1, std::atoi(e));
   {
     std::size_t fr0 = 0, tot0 = 0;
     CUDA_CHECK(cudaMemGetInfo(&fr0, &tot0));
-    if (table_bytes > fr0 / 4) v2 = false;
+    if (table_bytes > fr0 / 4) tables = false;
   }
-  if (v2) {
+  if (tables) {
     Impl& I = *impl_;
     if (!(I.tnx == nx && I.tny == ny && I.tn == n && I.tnvx == sh.nvx && I.tnvy == sh.nvy && I.tsxm == sxm && I.tsym == sym)) {
       tic();
       I.tnx = -1;
-      I.xr.release();
-      I.xi.release();
+      I.xc.release();
       I.py.release();
-      I.xr.allocate(std::size_t(nfx) * rows_x * np);
-      I.xi.allocate(std::size_t(nfx) * rows_x * np);
+      I.xc.allocate(std::size_t(nfx) * rows_x * np);
       I.py.allocate(std::size_t(ny) * rows_y * np);
-      xtab_kernel<<<dim3(unsigned((np + 255) / 256), unsigned(rows_x), unsigned(nfx)), 256, 0, s>>>(
-          dtwx.data(), dsxi.data(), n, np, nx, sh.nvx, rows_x, I.xr.data(), I.xi.data());
+      mma5::xtab_kernel<<<dim3(unsigned((np + 255) / 256), unsigned(rows_x), unsigned(nfx)), 256, 0, s>>>(
+          dtwx.data(), dsxi.data(), n, np, nx, sh.nvx, rows_x, I.xc.data());
       CUDA_CHECK_LAUNCH();
       pytab_kernel<<<dim3(unsigned((np + 255) / 256), unsigned(rows_y), unsigned(ny)), 256, 0, s>>>(
           dtwy.data(), dsyj.data(), n, np, ny, sh.nvy, rows_y, I.py.data());
@@ -610,11 +449,8 @@ void FourierEngine::scan(const DevPlanes& P, int storage, const StackShifts& sh,
       I.tsxm = sxm;
       I.tsym = sym;
     }
-    CUDA_CHECK(cudaFuncSetAttribute(phase_gemm2_kernel<2, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(gemm2_smem(2))));
-    CUDA_CHECK(cudaFuncSetAttribute(phase_gemm2_kernel<2, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(gemm2_smem(2))));
-    CUDA_CHECK(cudaFuncSetAttribute(phase_gemm2_kernel<1, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(gemm2_smem(1))));
+    CUDA_CHECK(cudaFuncSetAttribute(mma5::phase_mma_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(mma5::smem_bytes())));
   }
-  if (!v2) trans = false;
 
   // ---- velocity chunks over j
   std::size_t fr = 0, tot = 0;
@@ -655,11 +491,11 @@ void FourierEngine::scan(const DevPlanes& P, int storage, const StackShifts& sh,
     }
     const int njc = std::min(nj, sh.nvy - j0);
     const int nvc = sh.nvx * njc;
-    DeviceBuffer<float2> prod, prodT;  // prodT unused when the product is written transposed
+    DeviceBuffer<float2> prod, prodT;
     DeviceBuffer<float> rout;
     try {
       prod.allocate(2 * std::size_t(nf) * nvc);
-      if (!trans) prodT.allocate(2 * std::size_t(nf) * nvc);
+      prodT.allocate(2 * std::size_t(nf) * nvc);
       rout.allocate(2 * std::size_t(nvc) * nx * ny);
       if (impl_->inv.a != nx || impl_->inv.b != ny || impl_->inv.c != nvc) {
         impl_->inv.reset();
@@ -677,44 +513,34 @@ void FourierEngine::scan(const DevPlanes& P, int storage, const StackShifts& sh,
       continue;
     }
     tic();
-    dim3 g(unsigned(nf), unsigned((sh.nvx + kGI - 1) / kGI), unsigned((njc + kGJ - 1) / kGJ));
-    if (v2) {
+    if (tables) {
       const Impl& I = *impl_;
-      if (nq == 1) {
-        dim3 g1(2 * g.x, g.y, g.z);
-        phase_gemm2_kernel<1, true><<<g1, 320, gemm2_smem(1), s>>>(spech.data(), fscale.data(), I.xr.data(), I.xi.data(), I.py.data(),
-                                                                    np, nfx, ny, nf, sh.nvx, rows_x, rows_y, j0, njc, float(norm), prod.data());
-      } else if (trans) {
-        phase_gemm2_kernel<2, true><<<g, 640, gemm2_smem(2), s>>>(spech.data(), fscale.data(), I.xr.data(), I.xi.data(), I.py.data(),
-                                                                   np, nfx, ny, nf, sh.nvx, rows_x, rows_y, j0, njc, float(norm), prod.data());
-      } else {
-        phase_gemm2_kernel<2, false><<<g, 640, gemm2_smem(2), s>>>(spech.data(), fscale.data(), I.xr.data(), I.xi.data(), I.py.data(),
-                                                                    np, nfx, ny, nf, sh.nvx, rows_x, rows_y, j0, njc, float(norm), prod.data());
-      }
-    } else
+      const dim3 g(unsigned(nf), unsigned((sh.nvx + mma5::kTI - 1) / mma5::kTI), unsigned((njc + mma5::kTJ - 1) / mma5::kTJ));
+      mma5::phase_mma_kernel<<<g, mma5::kThreads, mma5::smem_bytes(), s>>>(spech.data(), fscale.data(), I.xc.data(), I.py.data(), np, nfx, ny,
+                                                                          nf, sh.nvx, rows_x, rows_y, j0, njc, kSW, float(norm), prod.data());
+    } else {
+      const dim3 g(unsigned(nf), unsigned((sh.nvx + kGI - 1) / kGI), unsigned((njc + kGJ - 1) / kGJ));
       phase_gemm_kernel<<<g, kGemmThreads, smem, s>>>(spech.data(), fscale.data(), dtwx.data(), dtwy.data(), dsxi.data(),
                                                       dsyj.data(), n, np, nx, ny, nfx, nf, sh.nvx, j0, njc, float(norm), prod.data());
+    }
     CUDA_CHECK_LAUNCH();
     toc("phase_gemm");
-    if (!trans) {
-      tic();
-      transpose_c_kernel<<<dim3(unsigned((nvc + 31) / 32), unsigned((nf + 31) / 32), 2), dim3(32, 8), 0, s>>>(prod.data(), nf, nvc, prodT.data());
-      CUDA_CHECK_LAUNCH();
-      toc("transpose");
-    }
-    float2* spectra = trans ? prod.data() : prodT.data();
+    tic();  // [q][f][v] -> [q][v][f]: contiguous spectra for the inverse FFT
+    transpose_c_kernel<<<dim3(unsigned((nvc + 31) / 32), unsigned((nf + 31) / 32), 2), dim3(32, 8), 0, s>>>(prod.data(), nf, nvc, prodT.data());
+    CUDA_CHECK_LAUNCH();
+    toc("transpose");
     tic();
     CUFFT_CHECK(cufftSetStream(impl_->inv.h, s));
     for (int q = 0; q < 2; ++q)
-      CUFFT_CHECK(cufftExecC2R(impl_->inv.h, reinterpret_cast<cufftComplex*>(spectra + std::size_t(q) * nf * nvc),
+      CUFFT_CHECK(cufftExecC2R(impl_->inv.h, reinterpret_cast<cufftComplex*>(prodT.data() + std::size_t(q) * nf * nvc),
                                rout.data() + std::size_t(q) * nvc * nx * ny));
     toc("inverse_fft");
     tic();
     dim3 gs(unsigned((n_org + 255) / 256), unsigned((nvc + vpt - 1) / vpt));
     dpart.reserve(std::size_t(gs.x) * gs.y);
     A.partials = dpart.data();
-    score_kernel<<<gs, 256, 0, s>>>(rout.data(), rout.data() + std::size_t(nvc) * nx * ny, nx, ny, W, H,
-                                    j0 * sh.nvx, nvc, vpt, bfloor, A);
+    score_kernel<<<gs, 256, 0, s>>>(rout.data(), rout.data() + std::size_t(nvc) * nx * ny, nx, ny, W, H, j0 * sh.nvx, nvc, vpt,
+                                    bfloor, A);
     CUDA_CHECK_LAUNCH();
     toc("score");
     hpart.resize(std::size_t(gs.x) * gs.y);

@@ -97,16 +97,32 @@ int main(int argc, char** argv) {
   // ALMAGEST_BENCH_POST_ONLY=1: the tiled fp32 scan and the post-processing sections only (host
   // filter timings, e.g. one filters build against another on the same host).
   const bool post_only = std::getenv("ALMAGEST_BENCH_POST_ONLY") != nullptr;
+  // ALMAGEST_BENCH_FOURIER_VARIANTS=G,G,...: the tiled fp32 scan (the reference digest), then the
+  // Fourier path once per G (the value of ALMAGEST_STACK_FOURIER_GEMM; "default" leaves it unset)
+  // and nothing else: products or modules (ALMAGEST_CUDA_MODULE) compared in one device call.
+  const char* fvariants = std::getenv("ALMAGEST_BENCH_FOURIER_VARIANTS");
   bench(Backend::GpuTiled, Encoding::Fp32);
-  if (!post_only) {
+  if (fvariants) {
+    const std::string all(fvariants);
+    for (std::size_t pos = 0; pos <= all.size();) {
+      std::size_t end = all.find(',', pos);
+      if (end == std::string::npos) end = all.size();
+      const std::string g = all.substr(pos, end - pos);
+      pos = end + 1;
+      if (g.empty()) continue;
+      if (g != "default") setenv("ALMAGEST_STACK_FOURIER_GEMM", g.c_str(), 1);
+      bench(Backend::GpuFourier, Encoding::Fp32, (" [" + g + "]").c_str());
+      unsetenv("ALMAGEST_STACK_FOURIER_GEMM");
+    }
+  }
+  if (!post_only && !fvariants) {
     bench(Backend::GpuTiled, Encoding::Fp16);
     bench(Backend::GpuTiled, Encoding::Int8);
     bench(Backend::GpuFourier, Encoding::Fp32);
     bench(Backend::GpuGather, Encoding::Fp32);
-    // The other tensor-core products for comparison (stack_fourier.cu): v2t the default product
-    // writing the transposed layout itself, v3 one quantity per block, v1 phases generated per
-    // frequency.
-    for (const char* g : {"v2t", "v3", "v1"}) {
+    // The WMMA product that generates the phases per frequency (stack_fourier.cu: the fallback
+    // when the phase tables do not fit) for comparison.
+    for (const char* g : {"v1"}) {
       setenv("ALMAGEST_STACK_FOURIER_GEMM", g, 1);
       bench(Backend::GpuFourier, Encoding::Fp32, (std::string(" (") + g + " gemm)").c_str());
     }
@@ -149,7 +165,10 @@ int main(int argc, char** argv) {
       };
       const double nx = good(int(W) + ax), ny = good(int(H) + ay);
       const double nf = ny * (std::floor(nx / 2) + 1);
-      const double flop = 2 /*psi,phi*/ * nf * std::ceil(nv / 16.0) * 16 * std::ceil(nv / 16.0) * 16 * n * 8 /*complex MAC*/;
+      // issued products: the mma product pads each velocity axis to 72s, the WMMA one (v1) to 16s
+      const bool wmma = r.name.find("v1") != std::string::npos;
+      const double padded = wmma ? std::ceil(nv / 16.0) * 16 : std::ceil(nv / 72.0) * 72;
+      const double flop = 2 /*psi,phi*/ * nf * padded * padded * n * 8 /*complex MAC*/;
       const double useful = 2 * nf * double(nv) * nv * n * 8;
       const double g = r.stages.at("phase_gemm");
       std::printf("%-22s padded %g x %g, %g frequencies; tensor FLOP %.3e (useful %.3e) in %.4f s -> %.1f TFLOP/s issued, %.1f%% of the 768 TFLOP/s FP16 GEMM ceiling\n",
@@ -165,6 +184,7 @@ int main(int argc, char** argv) {
   }
   // Post-processing: the job layer's filters on the hits of one scan (clustering off, as the job
   // runs it), median of 5 after one warm-up, host wall time (this machine's cores).
+  if (fvariants) return 0;
   for (Backend b : {Backend::GpuTiled, Backend::GpuFourier}) {
     if (post_only && b != Backend::GpuTiled) continue;
     SearchConfig cfg;
