@@ -51,7 +51,7 @@ double current_rss_mib() {
 void usage() {
   std::puts(
       "bench_npcf [--n N] [--rmax R] [--nbins B] [--stat LIST] [--threads T] [--seed S] [--box L] "
-      "[--exact]\n"
+      "[--exact] [--hub-order ORDER]\n"
       "  --n        total points (data N/3 Neyman-Scott + randoms 2N/3 uniform), default 100000\n"
       "  --rmax     maximum separation in Mpc/h (rmin = 1), default 71.0\n"
       "  --nbins    radial bins, default 10 (use 5 for the 4pCF)\n"
@@ -60,6 +60,7 @@ void usage() {
       "  --seed     catalogue seed, default 20240601\n"
       "  --box      box side in Mpc/h, default 1000\n"
       "  --exact    parity directions from coordinates instead of pixels\n"
+      "  --hub-order auto|spatial|input  the CPU plan's hub order (NpcfConfig::hub_order), default auto\n"
       "  --write-catalogues DIR  write the workload's data.txt and randoms.txt into DIR and stop\n"
       "             (the same points through `almagest-cli npcf` / `run`: the job layer's cost)");
 }
@@ -72,7 +73,7 @@ int main(int argc, char** argv) {
   int nbins = 10, threads = 2;
   std::uint64_t seed = 20240601;
   bool exact = false;
-  std::string write_dir;
+  std::string write_dir, hub_order = "auto";
   std::vector<Statistic> stats;
   try {
     bench::Args args(argc, argv);
@@ -91,6 +92,8 @@ int main(int argc, char** argv) {
         box = args.real();
       else if (args.is("--exact"))
         exact = true;
+      else if (args.is("--hub-order"))
+        hub_order = args.value();
       else if (args.is("--write-catalogues"))
         write_dir = args.value();
       else if (args.is("--stat")) {
@@ -113,7 +116,12 @@ int main(int argc, char** argv) {
     c.threads = threads;
     c.directions = exact ? DirectionMode::Exact : DirectionMode::Pixel;
     for (Statistic s : stats)
-      if (s == Statistic::FourPointParity && !exact) c.store_pixels = true;
+      if (s == Statistic::FourPointParity) {
+        if (!exact) c.store_pixels = true;
+        c.hub_order = HubOrder::Input;  // as the job layer does (docs/npcf.md, "Hub order")
+      }
+    if (hub_order == "input") c.hub_order = HubOrder::Input;
+    if (hub_order == "spatial") c.hub_order = HubOrder::Spatial;
     c.check();
 
     std::printf("# bench_npcf  Almagest %s  %s  threads %d\n", almagest::version().c_str(),

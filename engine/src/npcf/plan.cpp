@@ -56,6 +56,7 @@ struct NpcfPlan::Impl {
   std::string backend_note;  // why Auto chose the CPU
   std::vector<int> devices;  // CUDA devices (empty: every visible one)
   std::vector<std::uint32_t> input_index;  // spatial hub order: input index of every point
+  bool auto_spatial = false;  // hub_order auto chose the spatial order (for the plan's statistic)
   // CUDA plans: the graph and points stay on the devices between runs; freed with the plan.
   DeviceGraph device_graph;
 };
@@ -84,6 +85,7 @@ NpcfPlan::NpcfPlan(NpcfConfig config, PointSet points, const JobContext& ctx)
   // The CPU kernels and a split job's hub ranges work on compact regions of hubs (HubOrder).
   // The order used is recorded (results carry it in their configuration).
   const bool spatial = impl_->backend == "cpu" && config.spatial_hubs();
+  impl_->auto_spatial = spatial && config.hub_order == HubOrder::Auto;
   config.hub_order = spatial ? HubOrder::Spatial : HubOrder::Input;
   if (spatial) {
     ctx.progress(0, 1, "sorting points spatially");
@@ -132,6 +134,11 @@ NpcfResult NpcfPlan::execute(Statistic statistic, const JobContext& ctx) const {
                                      " statistic outside a periodic box (analytic randoms "
                                      "exist in a periodic box)");
   const bool parity = statistic == Statistic::FourPointParity;
+  if (parity && impl_->auto_spatial)
+    throw ConfigError("hub_order",
+                      "the 4pcf-parity statistic depends on which point of a tuple is its hub: this plan sorted "
+                      "its points spatially (hub_order auto, chosen for its own statistic); build the plan for "
+                      "4pcf-parity or with hub_order = input");
   if (parity && cfg.directions == DirectionMode::Pixel && g.pixel.size() != g.num_edges())
     throw ConfigError("store_pixels",
                       "pixel-direction parity needs direction pixels in the graph: build the plan "
