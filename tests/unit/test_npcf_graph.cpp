@@ -233,6 +233,21 @@ private slots:
       QCOMPARE(plan.input_index().empty(), k < 3);
       QCOMPARE(plan.config().hub_order, k < 3 ? HubOrder::Input : HubOrder::Spatial);
     }
+    // A plan that auto sorted for the 4pCF refuses the parity statistic (it would need the input order).
+    {
+      NpcfConfig c;
+      c.statistic = Statistic::FourPoint;
+      c.directions = DirectionMode::Exact;
+      c.bins = {1.0, 12.0, 4, BinScale::Linear};
+      const NpcfPlan plan(c, p, JobContext{});
+      bool refused = false;
+      try {
+        (void)plan.execute(Statistic::FourPointParity, JobContext{});
+      } catch (const ConfigError& e) {
+        refused = std::string(e.what()).find("hub_order") != std::string::npos;
+      }
+      QVERIFY(refused);
+    }
     // The parity odd channel depends on which point is the hub (relabelling signs of configurations
     // with repeated bins), also with exact spokes: only the even sums are compared there.
     for (Statistic st : {Statistic::ThreePoint, Statistic::FourPoint, Statistic::FourPointParity}) {
