@@ -420,7 +420,9 @@ void time_ranks(const PointSet& p, NpcfConfig c, const std::vector<std::uint32_t
               m.random_walk_term, m.random_linear_term);
   std::printf("| rank | hubs | cost-model share | counting s | graph part |\n|---:|---:|---:|---:|---:|\n");
   double tmax = 0, tsum = 0;
-  std::vector<double> walks;
+  // The whole set's walks, computed here (outside any partition: build_graph under a
+  // PartitionScope builds a partition's graph, which asks for the walks).
+  const std::vector<double> walks = whole_walks(p, c, deg);
   for (int r = 0; r < K; ++r) {
     HubPartition part;
     part.rank = r;
@@ -428,13 +430,7 @@ void time_ranks(const PointSet& p, NpcfConfig c, const std::vector<std::uint32_t
     part.statistics = {c.statistic};
     part.cost_model = m;
     part.all_degrees = [&](const std::vector<std::uint32_t>&, std::uint64_t) { return deg; };
-    // Every rank's walks are the whole set's (computed once, by rank 0's whole-slice pass below).
-    part.all_walks = [&](const std::vector<double>& mine, std::uint64_t first) {
-      if (walks.empty()) walks = whole_walks(p, c, deg);
-      (void)mine;
-      (void)first;
-      return walks;
-    };
+    part.all_walks = [&](const std::vector<double>&, std::uint64_t) { return walks; };
     std::size_t at = 0;
     part.receive_prefix = [&](std::vector<std::uint8_t>& bytes) { bytes = prev.at(at++); };
     part.pass_total = [&](std::vector<std::uint8_t>& bytes) { next.push_back(bytes); };
