@@ -56,8 +56,9 @@ public:
     // every started worker takes part in every later round.
     const std::size_t want_workers = std::min<std::size_t>(std::size_t(nt_ - 1), n - 1);
     while (workers_.size() < want_workers) workers_.emplace_back([this, r = round_.load(std::memory_order_relaxed)] { worker(r); });
-    call_ = [](void* f, std::size_t t) { (*static_cast<std::remove_reference_t<Fn>*>(f))(t); };
-    fn_ = static_cast<void*>(&fn);
+    using F = std::remove_reference_t<Fn>;
+    call_ = [](void* f, std::size_t t) { (*static_cast<F*>(f))(t); };
+    fn_ = const_cast<void*>(static_cast<const void*>(&fn));
     n_ = n;
     stage_ = stage;
     every_ = std::max<std::size_t>(1, n / 100);
