@@ -10,9 +10,11 @@
 #include <fmt/format.h>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "almagest/core/error.hpp"
-#include "core/parallel.hpp"
+#include "stack/filter_stamps.hpp"
+#include "stack/task_pool.hpp"
 
 namespace almagest::stack {
 
@@ -49,72 +51,9 @@ bool stronger(const Candidate& a, const Candidate& b) {
   return a.v < b.v;
 }
 
-/// Exposures read ahead (software prefetch) where a loop over exposures touches one pixel or
-/// row per plane: every step is a new page, so the loops are bound by memory latency.
-constexpr int kAhead = 8;
-
-struct Work {
-  Candidate c;
-  std::vector<float> a, b;           ///< the curve
-  std::vector<std::uint8_t> keep;    ///< sigma-G kept (observed) epochs
-  std::vector<std::int32_t> px, py;  ///< the sampled pixel per exposure (duplicate test's shared samples)
-  double z_unclipped = 0;
-  std::int32_t clipped = 0;
-  bool ok = true;
-};
-
-/// Mean normalised PSF of the stack on a (2R+1)^2 grid and the mean PSF sigma.
-void mean_psf(const ExposureStack& st, int R, std::vector<double>& k, double& sigma) {
-  const int side = 2 * R + 1;
-  k.assign(std::size_t(side) * side, 0.0);
-  double m2 = 0;
-  std::size_t used = 0;
-  for (const Psf& p : st.psf) {
-    double sum = 0;
-    for (float v : p.kernel) sum += v;
-    if (p.size <= 0 || !(sum > 0)) continue;
-    const int r = p.size / 2;
-    double mm = 0;
-    for (int y = 0; y < p.size; ++y)
-      for (int x = 0; x < p.size; ++x) {
-        const double v = p.kernel[std::size_t(y) * p.size + x] / sum;
-        mm += v * double((x - r) * (x - r) + (y - r) * (y - r));
-        const int u = x - r + R, w = y - r + R;
-        if (u >= 0 && u < side && w >= 0 && w < side) k[std::size_t(w) * side + u] += v;
-      }
-    m2 += mm;
-    ++used;
-  }
-  if (used) {
-    for (double& v : k) v /= double(used);
-    sigma = std::sqrt(m2 / double(used) / 2.0);
-  } else {
-    sigma = 1.0;
-  }
-}
-
-/// Second moments about the stamp centre with a Gaussian weight of sigma w: size T = Mxx + Myy
-/// and ellipticity |(Mxx - Myy, 2 Mxy)| / T. False when the weighted flux is not positive.
-bool moments(const std::vector<double>& s, int R, double w, double& T, double& e) {
-  const int side = 2 * R + 1;
-  double m0 = 0, xx = 0, yy = 0, xy = 0;
-  for (int y = -R; y <= R; ++y)
-    for (int x = -R; x <= R; ++x) {
-      const double g = std::exp(-0.5 * (x * x + y * y) / (w * w)) * s[std::size_t(y + R) * side + (x + R)];
-      m0 += g;
-      xx += g * x * x;
-      yy += g * y * y;
-      xy += g * x * y;
-    }
-  if (!(m0 > 0)) return false;
-  xx /= m0;
-  yy /= m0;
-  xy /= m0;
-  T = xx + yy;
-  if (!(T > 0)) return false;
-  e = std::hypot(xx - yy, 2 * xy) / T;
-  return true;
-}
+using Work = detail::FilterWork;
+using detail::kAhead;
+using detail::prefetch;
 
 }  // namespace
 
@@ -222,6 +161,7 @@ void filter_candidates(SearchResult& r, const SearchPlan& plan, const PsiPhi& p,
   const SearchConfig& sc = plan.config();
   const int n = p.n;
   if (s.n_exp != n) throw ConfigError("plan", "the plan's shift table does not match the planes");
+  detail::TaskPool pool(sc.threads, ctx);
   FilterReport rep;
   rep.input = r.candidates.size();
   rep.config_json = cfg.to_json();
@@ -243,15 +183,15 @@ void filter_candidates(SearchResult& r, const SearchPlan& plan, const PsiPhi& p,
 
   // ALMAGEST_STACK_FILTER_PROFILE=1: the wall time of each stage on stderr (benchmarks).
   const bool profile = std::getenv("ALMAGEST_STACK_FILTER_PROFILE") != nullptr;
-  double t_sigma = 0, t_static = 0, t_gather = 0, t_reduce = 0, t_alloc = 0;
-  std::size_t n_batches = 0, n_groups = 0, n_stamped = 0;
+  double t_sigma = 0, t_static = 0;
+  std::size_t n_batches = 0;
   auto now = [] { return std::chrono::steady_clock::now(); };
   auto since = [&](std::chrono::steady_clock::time_point a) { return std::chrono::duration<double>(now() - a).count(); };
   const auto t_sg0 = now();
   // 2. sigma-G (curves for every candidate: the duplicate and stamp stages use them too).
   const double coeff = sigma_g_coeff(cfg);
   const bool threshold_mode = sc.mode == ResultMode::Threshold;
-  parallel::parallel_for(work.size(), sc.threads, ctx, "sigma-G", [&](std::size_t i) {
+  pool.run(work.size(), "sigma-G", [&](std::size_t i) {
     Work& w = work[i];
     w.a.resize(std::size_t(n));
     w.b.resize(std::size_t(n));
@@ -380,15 +320,15 @@ void filter_candidates(SearchResult& r, const SearchPlan& plan, const PsiPhi& p,
       for (int e = 0; e < n; ++e) {
         const std::size_t i = std::size_t(e) * p.pixels() + q;
         if (e + kAhead < n) {
-          __builtin_prefetch(p.psi.data() + i + kAhead * p.pixels());
-          __builtin_prefetch(p.phi.data() + i + kAhead * p.pixels());
+          prefetch(p.psi.data() + i + kAhead * p.pixels());
+          prefetch(p.phi.data() + i + kAhead * p.pixels());
         }
         A += p.psi[i];
         B += p.phi[i];
       }
       static_flux[q] = B > 0 ? A / B : 0.0;
     };
-    if (need.size() >= 16) parallel::parallel_for(need.size(), sc.threads, ctx, "static sources", coadd);
+    if (need.size() >= 16) pool.run(need.size(), "static sources", coadd);
     else for (std::size_t t = 0; t < need.size(); ++t) coadd(t);
   };
   // The share; every pixel of w's track computed (static_need + static_coadd first).
@@ -404,357 +344,108 @@ void filter_candidates(SearchResult& r, const SearchPlan& plan, const PsiPhi& p,
     }
     return explained / double(w.c.a);
   };
-  // Stamps over the kept epochs.
+  // Stamps over the kept epochs (filter_stamps.hpp).
   const bool stamps = cfg.stamp_filter && stack;
   if (stamps && (stack->width != p.width || stack->height != p.height || int(stack->size()) != n))
     throw IoError(stack->source, "psi/phi", "planes do not match the stack");
-  const int Rs = cfg.stamp_radius, side = 2 * Rs + 1;
-  std::vector<double> K;
-  double sigma = 1, kk = 0, Tpsf = 0, epsf = 0;
-  bool psf_ok = false;
-  if (stamps) {
-    mean_psf(*stack, Rs, K, sigma);
-    for (double v : K) kk += v * v;
-    psf_ok = moments(K, Rs, 2.0 * sigma, Tpsf, epsf);
-  }
-  // The stamp test of several candidates, in three steps whose results do not depend on how the
-  // work is split: (1) gather: each kept exposure's (2R+1)^2 block of sci and var (0 where the
-  // pixel is masked, not finite, outside the image or has no positive variance), exposure-major,
-  // in parallel over (candidate, exposure range) tasks (the cost is memory
-  // latency: every exposure is a new page); (2) per stamp row and candidate, each pixel's
-  // sums in exposure order (the same additions as one pass over the exposures) and its median;
-  // (3) per candidate, the PSF-matched fluxes and moments in pixel order. (A pixel-major gather
-  // buffer was slower: with 1,024 kept epochs its 2 (2R+1)^2 write streams are 4 KB apart and
-  // fall into the same cache sets.)
-  const std::size_t spix = std::size_t(side) * side;
-  struct Stamp {
-    std::size_t nk = 0;                      ///< kept epochs
-    std::vector<int> epochs;                 ///< the kept epochs, in order
-    float* sv = nullptr;                     ///< [nk][spix]: value (in gather_buf; every element written)
-    float* vv = nullptr;                     ///< [nk][spix]: variance, 0 = not valid
-    std::vector<double> mean, med, weighted; ///< [spix]
-    std::vector<std::uint8_t> any;           ///< [spix]: at least one valid value
-  };
-  // Gather order (ALMAGEST_STACK_STAMP_ORDER): row by row over a range's exposures with a
-  // software prefetch kAhead exposures ahead (default; the order the stamp sums were formed in
-  // before), or "exposure": all rows of one exposure before the next (fewer pages per step),
-  // prefetching two exposures' blocks ahead.
-  const bool exposure_order = [] {
-    const char* e = std::getenv("ALMAGEST_STACK_STAMP_ORDER");
-    return e && std::string(e) == "exposure";
-  }();
-  auto stamp_gather = [&](const Work& w, Stamp& st, std::size_t k0, std::size_t k1) {
-    const int W = p.width, H = p.height;
-    const std::size_t np = p.pixels();
-    auto prefetch_row = [&](std::size_t k, int v) {
-      const int ea = st.epochs[k];
-      const std::size_t ka = std::size_t(w.c.v) * n + ea;
-      const std::int64_t ya = std::int64_t(w.c.y) + s.sy[ka] + v, xa = std::int64_t(w.c.x) + s.sx[ka] - Rs;
-      if (ya < 0 || ya >= H) return;
-      const std::size_t r0 = std::size_t(ea) * np + std::size_t(ya) * W;
-      const std::size_t ia = r0 + std::size_t(std::clamp<std::int64_t>(xa, 0, W - 1));
-      const std::size_t ib = r0 + std::size_t(std::clamp<std::int64_t>(xa + 2 * Rs, 0, W - 1));
-      __builtin_prefetch(stack->sci.data() + ia);
-      __builtin_prefetch(stack->sci.data() + ib);
-      __builtin_prefetch(stack->var.data() + ia);
-      __builtin_prefetch(stack->var.data() + ib);
-      __builtin_prefetch(stack->mask.data() + ia);
-    };
-    auto copy_row = [&](std::size_t k, int v) {
-      const int e = st.epochs[k];
-      const std::size_t ke = std::size_t(w.c.v) * n + e;
-      const std::int64_t x = std::int64_t(w.c.x) + s.sx[ke], yy = std::int64_t(w.c.y) + s.sy[ke] + v;
-      float* sd = st.sv + k * spix + std::size_t(v + Rs) * side;
-      float* vd = st.vv + k * spix + std::size_t(v + Rs) * side;
-      for (int u = -Rs; u <= Rs; ++u) {
-        const std::int64_t xx = x + u;
-        float sv = 0, vv = 0;
-        if (yy >= 0 && yy < H && xx >= 0 && xx < W) {
-          const std::size_t i = std::size_t(e) * np + std::size_t(yy) * W + std::size_t(xx);
-          sv = stack->sci[i];
-          vv = stack->var[i];
-          if (stack->mask[i] || !std::isfinite(sv) || !(vv > 0)) sv = vv = 0;
-        }
-        sd[u + Rs] = sv;
-        vd[u + Rs] = vv;
-      }
-    };
-    if (exposure_order) {
-      constexpr std::size_t kBlocksAhead = 2;
-      for (std::size_t k = k0; k < std::min(k1, k0 + kBlocksAhead); ++k)
-        for (int v = -Rs; v <= Rs; ++v) prefetch_row(k, v);
-      for (std::size_t k = k0; k < k1; ++k) {
-        if (k + kBlocksAhead < k1)
-          for (int v = -Rs; v <= Rs; ++v) prefetch_row(k + kBlocksAhead, v);
-        for (int v = -Rs; v <= Rs; ++v) copy_row(k, v);
-      }
-      return;
-    }
-    for (int v = -Rs; v <= Rs; ++v)
-      for (std::size_t k = k0; k < k1; ++k) {
-        if (k + kAhead < k1) prefetch_row(k + kAhead, v);
-        copy_row(k, v);
-      }
-  };
-  auto stamp_reduce_row = [&](Stamp& st, std::size_t row) {
-    const std::size_t nk = st.nk, q0 = row * side;
-    std::vector<float> val(std::size_t(side) * nk);  // [pixel of the row][valid values, in order]
-    std::vector<std::size_t> cnt(static_cast<std::size_t>(side), 0);
-    std::vector<double> sum(static_cast<std::size_t>(side), 0.0), wsum(sum), wval(sum);
-    for (std::size_t k = 0; k < nk; ++k) {
-      const float* sk = st.sv + k * spix + q0;
-      const float* vk = st.vv + k * spix + q0;
-      for (std::size_t c = 0; c < std::size_t(side); ++c) {
-        const float sv = sk[c], vv = vk[c];
-        if (!(vv > 0)) continue;
-        val[c * nk + cnt[c]++] = sv;
-        sum[c] += sv;
-        wsum[c] += 1.0 / vv;
-        wval[c] += sv / vv;
-      }
-    }
-    for (std::size_t c = 0; c < std::size_t(side); ++c) {
-      const std::size_t n_c = cnt[c], q = q0 + c;
-      if (n_c == 0) continue;
-      float* v = val.data() + c * nk;
-      st.any[q] = 1;
-      st.weighted[q] = wval[c] / wsum[c];
-      st.mean[q] = sum[c] / double(n_c);
-      const std::size_t m = n_c / 2;
-      std::nth_element(v, v + m, v + n_c);
-      double med = v[m];
-      if (n_c % 2 == 0) med = 0.5 * (med + *std::max_element(v, v + m));
-      st.med[q] = med;
-    }
-  };
-  auto stamp_verdict = [&](const Stamp& st) {
-    double fm = 0, fmed = 0;
-    for (std::size_t q = 0; q < spix; ++q) {
-      if (!st.any[q]) continue;
-      fm += st.mean[q] * K[q];
-      fmed += st.med[q] * K[q];
-    }
-    fm /= kk;
-    fmed /= kk;
-    double T = 0, e = 0;
-    if (!(fm > 0) || fmed < cfg.stamp_median_ratio * fm) return false;
-    if (!psf_ok) return true;
-    return moments(st.weighted, Rs, 2.0 * sigma, T, e) && T <= cfg.stamp_max_size_ratio * Tpsf && T >= Tpsf / cfg.stamp_max_size_ratio &&
-           e <= cfg.stamp_max_ellipticity;
-  };
-  // Verdicts (1 passes) of the stamp test for the candidates `list`, in groups whose gathered
-  // blocks stay under kStampBytes (large radii); each step in parallel.
-  // One candidate's stamp test in one task (the form before the split gather): used when a
-  // batch has at least as many stamp candidates as threads, where the split's extra pass over
-  // the gathered blocks and its two thread rounds cost more than they save (2-core machine:
-  // bench_stack_post 1024 128 128 17 2). Same additions in the same order as the split form.
-  auto stamp_ok_fused = [&](const Work& w) {
-    const int W = p.width, H = p.height;
-    const std::size_t np = p.pixels();
-    std::vector<std::vector<float>> pix(std::size_t(side) * side);
-    std::vector<double> sum(pix.size(), 0.0), wsum(pix.size(), 0.0), wval(pix.size(), 0.0);
-    // Row by row (each stamp pixel's values and sums in exposure order); the reads are the cost,
-    // one cache line per row and exposure. Candidates are tested in parallel batches (below).
-    auto stamp_row = [&](std::size_t row) {
-      const int v = int(row) - Rs;
-      // The row's accumulators stay local to the task (neighbouring rows share cache lines).
-      std::vector<std::vector<float>> rpix(static_cast<std::size_t>(side));
-      for (auto& r : rpix) r.reserve(std::size_t(n));
-      std::vector<double> rsum(static_cast<std::size_t>(side), 0.0), rwsum(rsum), rwval(rsum);
-      for (int e = 0; e < n; ++e) {
-        // Each exposure's row is a new page: prefetch a few exposures ahead (latency bound).
-        if (e + kAhead < n) {
-          const std::size_t ka = std::size_t(w.c.v) * n + e + kAhead;
-          const std::int64_t ya = std::int64_t(w.c.y) + s.sy[ka] + v, xa = std::int64_t(w.c.x) + s.sx[ka] - Rs;
-          if (ya >= 0 && ya < H) {
-            const std::size_t ia = std::size_t(e + kAhead) * np + std::size_t(ya) * W + std::size_t(std::clamp<std::int64_t>(xa, 0, W - 1));
-            const std::size_t ib = std::size_t(e + kAhead) * np + std::size_t(ya) * W + std::size_t(std::clamp<std::int64_t>(xa + 2 * Rs, 0, W - 1));
-            __builtin_prefetch(stack->sci.data() + ia);
-            __builtin_prefetch(stack->sci.data() + ib);
-            __builtin_prefetch(stack->var.data() + ia);
-            __builtin_prefetch(stack->var.data() + ib);
-            __builtin_prefetch(stack->mask.data() + ia);
-          }
-        }
-        if (!w.keep[e]) continue;
-        const std::size_t ke = std::size_t(w.c.v) * n + e;
-        const std::int64_t x = std::int64_t(w.c.x) + s.sx[ke], yy = std::int64_t(w.c.y) + s.sy[ke] + v;
-        if (yy < 0 || yy >= H) continue;
-        for (int u = -Rs; u <= Rs; ++u) {
-          const std::int64_t xx = x + u;
-          if (xx < 0 || xx >= W) continue;
-          const std::size_t i = std::size_t(e) * np + std::size_t(yy) * W + std::size_t(xx);
-          const float sv = stack->sci[i], vv = stack->var[i];
-          if (stack->mask[i] || !std::isfinite(sv) || !(vv > 0)) continue;
-          const std::size_t c = std::size_t(u + Rs);
-          rpix[c].push_back(sv);
-          rsum[c] += sv;
-          rwsum[c] += 1.0 / vv;
-          rwval[c] += sv / vv;
-        }
-      }
-      for (std::size_t c = 0; c < std::size_t(side); ++c) {
-        const std::size_t q = row * side + c;
-        pix[q] = std::move(rpix[c]);
-        sum[q] = rsum[c];
-        wsum[q] = rwsum[c];
-        wval[q] = rwval[c];
-      }
-    };
-    for (std::size_t row = 0; row < std::size_t(side); ++row) stamp_row(row);
-    std::vector<double> weighted(pix.size(), 0.0);
-    double fm = 0, fmed = 0;
-    for (std::size_t q = 0; q < pix.size(); ++q) {
-      auto& v = pix[q];
-      if (v.empty()) continue;
-      weighted[q] = wval[q] / wsum[q];
-      const std::size_t m = v.size() / 2;
-      std::nth_element(v.begin(), v.begin() + m, v.end());
-      double med = v[m];
-      if (v.size() % 2 == 0) med = 0.5 * (med + *std::max_element(v.begin(), v.begin() + m));
-      fm += sum[q] / double(v.size()) * K[q];
-      fmed += med * K[q];
-    }
-    fm /= kk;
-    fmed /= kk;
-    double T = 0, e = 0;
-    if (!(fm > 0) || fmed < cfg.stamp_median_ratio * fm) return false;
-    if (!psf_ok) return true;
-    return moments(weighted, Rs, 2.0 * sigma, T, e) && T <= cfg.stamp_max_size_ratio * Tpsf && T >= Tpsf / cfg.stamp_max_size_ratio &&
-           e <= cfg.stamp_max_ellipticity;
-  };
-  std::unique_ptr<float[]> gather_buf;
-  std::size_t gather_cap = 0;
-  auto stamps_ok = [&](const std::vector<std::size_t>& list) {
-    std::vector<std::int8_t> ok(list.size(), 0);
-    const std::size_t nthreads = std::size_t(std::max(1, resolve_threads(sc.threads)));
-    if (list.size() >= nthreads) {
-      auto one = [&](std::size_t t) { ok[t] = stamp_ok_fused(work[list[t]]) ? 1 : 0; };
-      if (list.size() > 1) parallel::parallel_for(list.size(), sc.threads, ctx, "stamps", one);
-      else one(0);
-      return ok;
-    }
-    constexpr std::size_t kStampBytes = std::size_t(512) << 20;
-    const std::size_t per = std::max<std::size_t>(1, spix * std::size_t(std::max(n, 1)) * 2 * sizeof(float));
-    const std::size_t group = std::max<std::size_t>(1, std::min(list.size(), kStampBytes / per));
-    for (std::size_t g0 = 0; g0 < list.size(); g0 += group) {
-      const std::size_t g1 = std::min(list.size(), g0 + group), ng = g1 - g0;
-      const auto ta = now();
-      ++n_groups;
-      n_stamped += ng;
-      std::vector<Stamp> st(ng);
-      std::size_t need = 0;
-      for (std::size_t t = 0; t < ng; ++t) {
-        const Work& w = work[list[g0 + t]];
-        for (int e = 0; e < n; ++e)
-          if (w.keep[e]) st[t].epochs.push_back(e);
-        st[t].nk = st[t].epochs.size();
-        need += 2 * spix * st[t].nk;
-      }
-      // One uninitialised buffer for the call, grown when needed (no zero fill: the gather writes
-      // every element; its pages are first touched by the gather tasks).
-      if (need > gather_cap) {
-        gather_buf.reset(new float[need]);
-        gather_cap = need;
-      }
-      for (std::size_t t = 0, off = 0; t < ng; ++t) {
-        st[t].sv = gather_buf.get() + off;
-        st[t].vv = st[t].sv + spix * st[t].nk;
-        off += 2 * spix * st[t].nk;
-        st[t].mean.assign(spix, 0.0);
-        st[t].med.assign(spix, 0.0);
-        st[t].weighted.assign(spix, 0.0);
-        st[t].any.assign(spix, 0);
-      }
-      // Exposure ranges of at least 64 epochs, about two tasks per thread over the group.
-      const std::size_t parts = std::max<std::size_t>(1, (2 * nthreads + ng - 1) / ng);
-      struct Range { std::size_t t, k0, k1; };
-      std::vector<Range> ranges;
-      for (std::size_t t = 0; t < ng; ++t) {
-        const std::size_t nk = st[t].nk;
-        const std::size_t chunk = std::max<std::size_t>(64, (nk + parts - 1) / parts);
-        for (std::size_t k0 = 0; k0 < nk; k0 += chunk) ranges.push_back({t, k0, std::min(nk, k0 + chunk)});
-      }
-      auto gather = [&](std::size_t r) { stamp_gather(work[list[g0 + ranges[r].t]], st[ranges[r].t], ranges[r].k0, ranges[r].k1); };
-      t_alloc += since(ta);
-      const auto tg = now();
-      if (ranges.size() > 1) parallel::parallel_for(ranges.size(), sc.threads, ctx, "stamps", gather);
-      else if (!ranges.empty()) gather(0);
-      t_gather += since(tg);
-      const auto tr = now();
-      auto reduce = [&](std::size_t r) { stamp_reduce_row(st[r / side], r % side); };
-      const std::size_t rows = ng * std::size_t(side);
-      if (rows > 1 && nthreads > 1) parallel::parallel_for(rows, sc.threads, ctx, "stamps", reduce);
-      else for (std::size_t r = 0; r < rows; ++r) reduce(r);
-      for (std::size_t t = 0; t < ng; ++t) ok[g0 + t] = stamp_verdict(st[t]) ? 1 : 0;
-      t_reduce += since(tr);
-    }
-    return ok;
-  };
+  std::optional<detail::StampTest> stamp_test;
+  if (stamps) stamp_test.emplace(*stack, p, s, cfg, pool);
   std::vector<std::size_t> survivors;
   std::vector<std::vector<std::size_t>> members;
   // Verdicts of the stationary and stamp tests (-1 unknown, 0 passes, 1 stationary, 2 stamps),
-  // each a pure function of its candidate, evaluated in batches: the candidate that needs one now
-  // and the next candidates that are no duplicate of the survivors or of it (the ones the loop
-  // will most likely test next), their static-source pixels in one parallel pass and their stamps
-  // in parallel, one candidate per task. The loop's decisions are those of testing one candidate
-  // at a time; the batch only saves starting threads for every test.
+  // each a pure function of its candidate, evaluated in batches, so the loop's decisions are those
+  // of testing one candidate at a time; a batch only shares the thread rounds and memory passes.
+  // The batch: the candidate that needs a verdict now (i), the next candidates that are no
+  // duplicate of i or of a survivor (tested whatever i's verdict), and, while there is room (one
+  // candidate per thread), the next ones that are a duplicate of i but of no survivor: those the
+  // loop tests in turn if i and the ones before them are rejected (speculation). In the reference
+  // workload the 6 best trajectories of the mover are rejected by the stamp moments one after the
+  // other, each being the next one's only obstacle: 7 batches of one candidate without it.
+  // ALMAGEST_STACK_FILTER_SPECULATE=N caps the speculative candidates per batch (0: none).
   std::vector<std::int8_t> verdict(work.size(), -1);
-  const std::size_t batch_max = std::size_t(std::max(1, resolve_threads(sc.threads)));
+  const std::size_t batch_max = std::size_t(pool.threads());
+  const std::size_t spec_max = [&] {
+    const char* e = std::getenv("ALMAGEST_STACK_FILTER_SPECULATE");
+    return e ? std::size_t(std::max(0, std::atoi(e))) : batch_max;
+  }();
+  std::size_t n_spec = 0;
+  auto dup_of_survivor = [&](std::size_t j) {
+    for (std::size_t k = 0; k < survivors.size(); ++k)
+      if (same_source(work[j], work[survivors[k]])) return true;
+    return false;
+  };
   auto evaluate_batch = [&](std::size_t i) {
-    std::vector<std::size_t> batch{i};
-    // The next candidates in order that are no duplicate of i or of a survivor. The duplicate
-    // tests are pure: the first 128 candidates are tested one by one (most batches fill there;
-    // starting threads for every batch cost 10x in a field with a bright star), the rest, when
-    // the batch is still not full (many duplicates of one source: the scan runs over all of
-    // them), in parallel over blocks of 1,024; the batch is the same as testing them in order.
-    const std::size_t j_end = std::min(work.size(), i + 4096);
-    auto is_dup = [&](std::size_t j) {
-      if (!cfg.dedup) return false;
-      bool dup = same_source(work[j], work[i]);
-      for (std::size_t k = 0; !dup && k < survivors.size(); ++k) dup = same_source(work[j], work[survivors[k]]);
-      return dup;
+    std::vector<std::size_t> batch{i}, spec;
+    // The duplicate tests are pure: the first 128 candidates are tested one by one (most batches
+    // fill there; a parallel round for every batch cost 10x in a field with a bright star), the
+    // rest, when the batch is still not full (many duplicates of one source: the scan runs over all
+    // of them), in parallel over blocks of 1,024; the batch is the same as testing them in order.
+    // Kind of candidate j: 0 no duplicate of i or of a survivor, 1 a duplicate of i only (looked
+    // for while want_spec), 2 known verdict or a duplicate of a survivor.
+    auto kind = [&](std::size_t j, bool want_spec) -> std::uint8_t {
+      if (verdict[j] >= 0) return 2;
+      if (!cfg.dedup) return 0;
+      if (same_source(work[j], work[i])) return want_spec && !dup_of_survivor(j) ? 1 : 2;
+      return dup_of_survivor(j) ? 2 : 0;
     };
-    std::vector<std::uint8_t> dup;
+    auto room_for_spec = [&] { return batch.size() + spec.size() < batch_max && spec.size() < spec_max; };
+    const std::size_t j_end = std::min(work.size(), i + 4096);
+    std::vector<std::uint8_t> kinds;
     for (std::size_t j0 = i + 1; j0 < j_end && batch.size() < batch_max;) {
       const std::size_t j1 = std::min(j_end, j0 + (j0 < i + 1 + 128 ? std::size_t(128) : std::size_t(1024)));
-      dup.assign(j1 - j0, 0);
-      auto one = [&](std::size_t t) { dup[t] = verdict[j0 + t] >= 0 ? 1 : is_dup(j0 + t) ? 1 : 0; };
       if (j0 == i + 1 || !cfg.dedup || batch_max == 1 || j1 - j0 < 32) {
         // One by one, stopping when the batch is full.
         for (std::size_t j = j0; j < j1 && batch.size() < batch_max; ++j) {
-          one(j - j0);
-          if (!dup[j - j0]) batch.push_back(j);
+          const std::uint8_t k = kind(j, room_for_spec());
+          if (k == 0) batch.push_back(j);
+          else if (k == 1) spec.push_back(j);
         }
       } else {
-        parallel::parallel_for(j1 - j0, sc.threads, ctx, "duplicates", one);
-        for (std::size_t j = j0; j < j1 && batch.size() < batch_max; ++j)
-          if (!dup[j - j0]) batch.push_back(j);
+        const bool want_spec = room_for_spec();
+        kinds.assign(j1 - j0, 2);
+        pool.run(j1 - j0, "duplicates", [&](std::size_t t) { kinds[t] = kind(j0 + t, want_spec); });
+        for (std::size_t j = j0; j < j1 && batch.size() < batch_max; ++j) {
+          if (kinds[j - j0] == 0) batch.push_back(j);
+          else if (kinds[j - j0] == 1 && room_for_spec()) spec.push_back(j);
+        }
       }
       j0 = j1;
     }
-    std::vector<std::size_t> tested;
+    // The sure ones first, the speculative ones in the room left.
+    spec.resize(std::min(spec.size(), batch_max - std::min(batch_max, batch.size())));
+    n_spec += spec.size();
+    const std::size_t n_sure = batch.size();
+    batch.insert(batch.end(), spec.begin(), spec.end());
+    std::vector<std::size_t> tested;  // positions in batch
     std::vector<std::size_t> need;
-    for (std::size_t b : batch) {
+    for (std::size_t t = 0; t < batch.size(); ++t) {
+      const std::size_t b = batch[t];
       if (stationary(work[b].c)) {
         verdict[b] = 1;
         continue;
       }
       if (cfg.stationary_ratio > 0) static_need(work[b], need);
-      tested.push_back(b);
+      tested.push_back(t);
     }
     ++n_batches;
     const auto ts0 = now();
     static_coadd(need);
     t_static += since(ts0);
     std::vector<std::size_t> stamp_list;
-    for (std::size_t b : tested) {
+    std::size_t spec_from = 0;  // stamp_list[0, spec_from): from the sure part of the batch
+    for (std::size_t t : tested) {
+      const std::size_t b = batch[t];
       if (cfg.stationary_ratio > 0 && static_share(work[b]) >= cfg.stationary_ratio) verdict[b] = 1;
       else if (stamps) stamp_list.push_back(b);
       else verdict[b] = 0;
+      if (t < n_sure) spec_from = stamp_list.size();
     }
-    const std::vector<std::int8_t> ok = stamps_ok(stamp_list);
-    for (std::size_t t = 0; t < stamp_list.size(); ++t) verdict[stamp_list[t]] = ok[t] ? 0 : 2;
+    if (stamp_list.empty()) return;
+    std::vector<const Work*> list;
+    for (std::size_t b : stamp_list) list.push_back(&work[b]);
+    const std::vector<std::int8_t> ok = stamp_test->verdicts(list, spec_from, stamp_list[0] == i);
+    // Undecided speculative candidates stay unknown: tested again if the loop needs them.
+    for (std::size_t t = 0; t < stamp_list.size(); ++t) verdict[stamp_list[t]] = ok[t] > 0 ? 0 : ok[t] == 0 ? 2 : -1;
   };
   for (std::size_t i = 0; i < work.size(); ++i) {
     if (i % 256 == 0) ctx.check_cancel();
@@ -831,12 +522,15 @@ void filter_candidates(SearchResult& r, const SearchPlan& plan, const PsiPhi& p,
     groups.push_back(std::move(g));
   }
   rep.output = out.size();
-  if (profile)
+  if (profile) {
+    const detail::StampProfile sp = stamp_test ? stamp_test->profile : detail::StampProfile{};
     std::fprintf(stderr,
-                 "filter profile: total %.4f s; curves + sigma-G %.4f; static coadd %.4f (%zu batches); stamps: setup %.4f, "
-                 "gather %.4f, sums + medians %.4f (%zu candidates in %zu groups; %d threads)\n",
-                 std::chrono::duration<double>(now() - t_start).count(), t_sigma, t_static, n_batches, t_alloc, t_gather,
-                 t_reduce, n_stamped, n_groups, resolve_threads(sc.threads));
+                 "filter profile: total %.4f s; curves + sigma-G %.4f; static coadd %.4f (%zu batches, %zu speculative candidates); "
+                 "stamps: setup %.4f, gather %.4f, sums + medians %.4f (%zu candidates gathered in %zu groups, %zu fused, %zu with "
+                 "medians, %zu undecided; %d threads)\n",
+                 std::chrono::duration<double>(now() - t_start).count(), t_sigma, t_static, n_batches, n_spec, sp.setup, sp.gather,
+                 sp.reduce, sp.gathered, sp.groups, sp.fused, sp.medians, sp.undecided, pool.threads());
+  }
   rep.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
   r.candidates = std::move(out);
   r.groups = std::move(groups);
