@@ -239,7 +239,16 @@ int run_job_file(const std::string& path, const RunFlags& flags_in) {
   if (dist::active()) {
     my_rank = dist::rank();
     ranks = dist::size();
-    device = dist::select_device(flags.devices);
+    // --devices, else the job file's top-level `devices` (reading it loads no CUDA).
+    std::vector<std::string> map = flags.devices;
+    if (map.empty()) {
+      try {
+        map = jobs::read_job_file(path).devices;
+      } catch (const std::exception&) {
+        // Reported below, where the job file is read for the run.
+      }
+    }
+    device = dist::select_device(map);
     if (my_rank != 0) {
       flags.quiet = true;
       flags.verbose = false;

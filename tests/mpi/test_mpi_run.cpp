@@ -364,6 +364,21 @@ private slots:
     QVERIFY2(m.hasMatch() && m.captured(2).toInt() < 90, qPrintable(m.captured(0)));
   }
 
+  void deviceMapFromTheJobFile() {
+    // The job file's top-level `devices` (no --devices): every rank takes "cpu" here, which its
+    // rank line in the JSON log reports.
+    const fs::path d = catalogue_dir("devices", 31, 600, 1200);
+    write_text(d / "job.toml",
+               "devices = [\"cpu\"]\ndata = \"gal.txt\"\nrandoms = \"ran.txt\"\nrmin = 2\nrmax = 12\nnbins = 3\n"
+               "stat = \"2pcf\"\nthreads = 1\noutput = \"out.h5\"\n");
+    const CliRun r = mpirun(2, {"run", q(d / "job.toml"), "--log-json", q(d / "log.json")});
+    QVERIFY2(r.code == 0, qPrintable(r.err + r.out));
+    const std::string log = slurp(d / "log.json");
+    std::size_t cpu_ranks = 0;
+    for (std::size_t at = 0; (at = log.find("\"device\":\"cpu\"", at)) != std::string::npos; ++at) ++cpu_ranks;
+    QVERIFY2(cpu_ranks == 2, log.c_str());
+  }
+
   void splitPeriodicJobWithAnalyticRandoms() {
     // No randoms: the 3pCF runs an internal 2pCF pass first, with its own chunks; every rank
     // must build the lists of that pass's chunks too (partition.cpp probes every pass).

@@ -95,6 +95,22 @@ private slots:
     QVERIFY(error_of<ConfigError>([&] { read_job_file(p.string()); }).contains("also the name of"));
   }
 
+  // The ranks' device map (docs/mpi.md, "Devices"): top level only, GPU indices or "cpu".
+  void deviceMapAtTheTopLevel() {
+    auto p = file("dev.toml", "devices = [0, 1, \"cpu\"]\nstat = \"2pcf\"\n[[job]]\ndata = \"mocks/a.txt\"\n");
+    JobFile jf = read_job_file(p.string());
+    QCOMPARE(jf.devices, (std::vector<std::string>{"0", "1", "cpu"}));
+    QVERIFY(!jf.jobs[0].values.count("devices"));  // not an engine key
+    p = file("dev1.json", R"({"devices": 2, "stat": "2pcf", "data": "mocks/a.txt"})");
+    QCOMPARE(read_job_file(p.string()).devices, (std::vector<std::string>{"2"}));
+    p = file("devbad.toml", "devices = [0, \"gpu1\"]\n[[job]]\nstat = \"2pcf\"\n");
+    QString e = error_of<ConfigError>([&] { read_job_file(p.string()); });
+    QVERIFY2(e.contains("devices") && e.contains("'gpu1'"), qPrintable(e));
+    p = file("devjob.toml", "[[job]]\nstat = \"2pcf\"\ndevices = [0]\n");
+    e = error_of<ConfigError>([&] { read_job_file(p.string()); });
+    QVERIFY2(e.contains("job 1: devices") && e.contains("top level"), qPrintable(e));
+  }
+
   void sharedKeysGoToTheEnginesThatKnowThem() {
     if (!find_engine("sht")) QSKIP("no sht engine in the registry");
     auto p = file("mix.toml", "randoms = \"ran.txt\"\n[[job]]\ndata = \"mocks/a.txt\"\n[[job]]\nengine = \"sht\"\nop = \"cl\"\n");

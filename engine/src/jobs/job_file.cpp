@@ -128,7 +128,7 @@ Value option_value(const Node& n, const std::string& where) {
 
 /// Keys of a job table that are the job file's, not an engine's.
 bool is_file_key(const std::string& k) {
-  return k == "engine" || k == "name" || k == "batch" || k == "job" || k == "aggregate";
+  return k == "engine" || k == "name" || k == "batch" || k == "job" || k == "aggregate" || k == "devices";
 }
 
 Values table_values(const Node& t, const std::string& prefix) {
@@ -251,6 +251,20 @@ JobFile build(const Node& root, JobFile jf, const std::string& name, bool root_i
     if (defaults->get("batch")) throw ConfigError(name + ": batch", "belongs in a [[job]] table");
     if (defaults->get("name")) throw ConfigError(name + ": name", "belongs in a [[job]] table");
   }
+  // The ranks' devices: top level only (one map for the whole run).
+  const Node* devices = root_is_array ? nullptr : root.get("devices");
+  if (devices) {
+    const Value v = option_value(*devices, name + ": devices");
+    if (auto list = std::get_if<std::vector<std::string>>(&v)) jf.devices = *list;
+    else if (auto s = std::get_if<std::string>(&v)) jf.devices = {*s};
+    else if (auto i = std::get_if<std::int64_t>(&v)) jf.devices = {std::to_string(*i)};
+    else throw ConfigError(name + ": devices", "must be a list of GPU indices or \"cpu\", e.g. [0, 1, \"cpu\"]");
+    for (const auto& d : jf.devices) {
+      const bool index = !d.empty() && d.find_first_not_of("0123456789") == std::string::npos;
+      if (!index && d != "cpu")
+        throw ConfigError(name + ": devices", "'" + d + "' is neither a GPU index (0, 1, ...) nor \"cpu\"");
+    }
+  }
 
   for (std::size_t i = 0; i < raw.size(); ++i) {
     JobEntry e;
@@ -258,6 +272,8 @@ JobFile build(const Node& root, JobFile jf, const std::string& name, bool root_i
     const Node& t = *raw[i].table;
     e.engine = text_of(t.get("engine"), e.label + "engine", default_engine);
     e.name = text_of(t.get("name"), e.label + "name", "job " + std::to_string(i + 1));
+    if (&t != &root && t.get("devices"))
+      throw ConfigError(e.label + "devices", "belongs at the top level of the job file (one map for the whole run)");
     if (const Node* b = t.get("batch")) e.batch = read_batch(*b, jf.base_dir, e.label);
     e.values = table_values(t, e.label);
     jf.jobs.push_back(std::move(e));

@@ -60,6 +60,10 @@ struct JobFile {
   std::string base_dir;           ///< directory of the job file (absolute)
   std::vector<JobEntry> jobs;
   std::vector<AggregateEntry> aggregates;
+  /// Top-level `devices = [0, 1, "cpu"]`: under mpirun rank r takes entry r modulo their count
+  /// (an index into the visible GPUs, or "cpu"); empty: its local rank modulo the visible GPUs.
+  /// `almagest-cli run --devices` replaces it (docs/mpi.md, "Devices").
+  std::vector<std::string> devices;
 };
 
 /// Reads a job file. Throws IoError (missing or unreadable file) or ConfigError (syntax error
