@@ -240,19 +240,8 @@ phase_gemm_kernel(const __half2* __restrict__ spech, const float* __restrict__ f
   }
 }
 
-// ---- phase tables of the mma product (stack_fourier_mma.cuh: the x table and the product) -----
+// ---- the mma product's phase tables and the product itself are in stack_fourier_mma.cuh ------
 constexpr int kSW = 8;  // frequency strip width (fx columns) of the block order
-
-// py[fy][j][e] = FP16 pair of twy[(fy * sym[j][e]) mod ny]; 0 for j >= nvy or e >= n.
-__global__ void pytab_kernel(const float2* __restrict__ twy, const int* __restrict__ sym, int n, int np, int ny, int nvy,
-                             int rows_y, __half2* __restrict__ py) {
-  const int e = blockIdx.x * blockDim.x + threadIdx.x;
-  const int j = blockIdx.y, fy = blockIdx.z;
-  if (e >= np) return;
-  float2 tw = make_float2(0.f, 0.f);
-  if (j < nvy && e < n) tw = twy[(fy * sym[std::size_t(j) * n + e]) % ny];
-  py[(std::size_t(fy) * rows_y + j) * np + e] = __floats2half2_rn(tw.x, tw.y);
-}
 
 // vpt velocities per thread (blockIdx.y * vpt .. + vpt - 1 of the chunk's nvc), rout as
 // [q][v][y][x]: one digest reduction per block of 256 x vpt trajectories. The loads of 8
@@ -434,10 +423,10 @@ void FourierEngine::scan(const DevPlanes& P, int storage, const StackShifts& sh,
       I.py.release();
       I.xc.allocate(std::size_t(nfx) * rows_x * np);
       I.py.allocate(std::size_t(ny) * rows_y * np);
-      mma5::xtab_kernel<<<dim3(unsigned((np + 255) / 256), unsigned(rows_x), unsigned(nfx)), 256, 0, s>>>(
+      mma5::phase_table_kernel<<<dim3(unsigned((np + 255) / 256), unsigned(rows_x), unsigned(nfx)), 256, 0, s>>>(
           dtwx.data(), dsxi.data(), n, np, nx, sh.nvx, rows_x, I.xc.data());
       CUDA_CHECK_LAUNCH();
-      pytab_kernel<<<dim3(unsigned((np + 255) / 256), unsigned(rows_y), unsigned(ny)), 256, 0, s>>>(
+      mma5::phase_table_kernel<<<dim3(unsigned((np + 255) / 256), unsigned(rows_y), unsigned(ny)), 256, 0, s>>>(
           dtwy.data(), dsyj.data(), n, np, ny, sh.nvy, rows_y, I.py.data());
       CUDA_CHECK_LAUNCH();
       toc("phase_tables");

@@ -100,16 +100,17 @@ __device__ __forceinline__ void stage_products(float2* stg, int r0, int c0, int 
       }
 }
 
-// xc[fx][i][e] = FP16 pair of twx[(fx * sxm[i][e]) mod nx]; 0 for i >= nvx or e >= n. Rows
-// padded to rows_x (a multiple of kTI), exposures to np.
-__global__ void xtab_kernel(const float2* __restrict__ twx, const int* __restrict__ sxm, int n, int np, int nx, int nvx,
-                            int rows_x, __half2* __restrict__ xc) {
+// One axis's phase table: tab[f][i][e] = FP16 pair of tw[(f * shift[i][e]) mod nf]; 0 for
+// i >= nv or e >= n. Rows padded to rows (a multiple of the tile), exposures to np. The x table
+// (xc, rows_x a multiple of kTI) and the y table (py) of the product are both made by it.
+__global__ void phase_table_kernel(const float2* __restrict__ tw, const int* __restrict__ shift, int n, int np, int nf,
+                                   int nv, int rows, __half2* __restrict__ tab) {
   const int e = blockIdx.x * blockDim.x + threadIdx.x;
-  const int i = blockIdx.y, fx = blockIdx.z;
+  const int i = blockIdx.y, f = blockIdx.z;
   if (e >= np) return;
-  float2 tw = make_float2(0.f, 0.f);
-  if (i < nvx && e < n) tw = twx[(fx * sxm[std::size_t(i) * n + e]) % nx];
-  xc[(std::size_t(fx) * rows_x + i) * np + e] = __floats2half2_rn(tw.x, tw.y);
+  float2 t = make_float2(0.f, 0.f);
+  if (i < nv && e < n) t = tw[(f * shift[std::size_t(i) * n + e]) % nf];
+  tab[(std::size_t(f) * rows + i) * np + e] = __floats2half2_rn(t.x, t.y);
 }
 
 // One block per (frequency, kTI columns i, kTJ rows j); products written as out[q][f][v], v = j * nvx
