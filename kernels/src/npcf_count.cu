@@ -1122,11 +1122,17 @@ NpcfSums run_job(Job& job, const NpcfOptions& opt) {
                                          g.offsets[job.win_row[k + 1]] - g.offsets[job.win_row[k]]);
   const int P = static_cast<int>(std::clamp<u64>(
       static_cast<u64>(opt.partitions > 0 ? opt.partitions : static_cast<int>(devices.size())), 1, n));
-  // One partition only (a process of a split job): computed on the first device, returned alone.
+  // The partitions this call computes: every one, or one only (a process of a split job: its
+  // partition's sums returned alone).
   const int only = opt.only_partition;
   if (only >= 0 && (opt.partitions < 1 || only >= P))
     throw DeviceError("NpCF on the GPU: only_partition " + std::to_string(only) + " outside the " +
                       std::to_string(P) + " partitions");
+  std::vector<int> todo;
+  if (only >= 0)
+    todo.push_back(only);
+  else
+    for (int p = 0; p < P; ++p) todo.push_back(p);
   job.part_row = balanced_rows(n, P, prefix_cost);
   job.seg_row = job.win_row;
   job.seg_row.insert(job.seg_row.end(), job.part_row.begin(), job.part_row.end());
@@ -1136,8 +1142,8 @@ NpcfSums run_job(Job& job, const NpcfOptions& opt) {
 
   // Tiles per partition (for progress).
   u64 tiles = 0;
-  for (int p = 0; p < P; ++p)
-    for (int h = 0; h < W && (only < 0 || p == only); ++h) {
+  for (int p : todo)
+    for (int h = 0; h < W; ++h) {
       if (std::max(job.part_row[p], job.win_row[h]) >= std::min(job.part_row[p + 1], job.win_row[h + 1])) continue;
       const u64 m = static_cast<u64>(W - h);
       tiles += job.kind == Kind::Two ? 1 : job.kind == Kind::Three ? m : m <= 2 ? 1 : (m - 1) * (m - 2) / 2;
@@ -1149,12 +1155,9 @@ NpcfSums run_job(Job& job, const NpcfOptions& opt) {
   job.tiles_total = tiles;
 
   // Partitions round robin over devices; one host thread per device.
-  const int ndev = only >= 0 ? 1 : std::min<int>(static_cast<int>(devices.size()), P);
+  const int ndev = std::min<int>(static_cast<int>(devices.size()), static_cast<int>(todo.size()));
   std::vector<std::vector<int>> parts_of(static_cast<std::size_t>(ndev));
-  if (only >= 0)
-    parts_of[0].push_back(only);
-  else
-    for (int p = 0; p < P; ++p) parts_of[static_cast<std::size_t>(p % ndev)].push_back(p);
+  for (std::size_t t = 0; t < todo.size(); ++t) parts_of[t % static_cast<std::size_t>(ndev)].push_back(todo[t]);
   std::vector<std::vector<PartSums>> results(static_cast<std::size_t>(ndev));
   std::vector<NpcfRunInfo> infos(static_cast<std::size_t>(ndev));
   std::vector<std::exception_ptr> errors(static_cast<std::size_t>(ndev));
@@ -1189,9 +1192,9 @@ NpcfSums run_job(Job& job, const NpcfOptions& opt) {
     out.degenerate.assign(R, 0);
   }
   std::vector<std::size_t> next(static_cast<std::size_t>(ndev), 0);
-  for (int p = only >= 0 ? only : 0; p < (only >= 0 ? only + 1 : P); ++p) {
-    const int k = only >= 0 ? 0 : p % ndev;
-    const PartSums& s = results[static_cast<std::size_t>(k)][next[static_cast<std::size_t>(k)]++];
+  for (std::size_t t = 0; t < todo.size(); ++t) {
+    const std::size_t k = t % static_cast<std::size_t>(ndev);
+    const PartSums& s = results[k][next[k]++];
     for (u64 r = 0; r < R; ++r) {
       out.tuples[r] += s.cnt[r] + s.cnt[R + r];
       out.random_tuples[r] += s.cnt[R + r];

@@ -76,32 +76,33 @@ std::uint64_t digest(const SearchResult& r) {
 /// The filter configurations of the digest: defaults, no duplicates, no static share, both, no
 /// sigma-G, tight stamp and sigma-G limits, stamp radius 3.
 std::vector<std::pair<const char*, FilterConfig>> digest_configs() {
+  // Each configuration is the defaults with these changes.
+  const std::pair<const char*, void (*)(FilterConfig&)> changes[] = {
+      {"defaults", [](FilterConfig&) {}},
+      {"no-dedup", [](FilterConfig& f) { f.dedup = false; }},
+      {"no-static-share", [](FilterConfig& f) { f.stationary_ratio = 0; }},
+      {"no-dedup-no-static",
+       [](FilterConfig& f) {
+         f.dedup = false;
+         f.stationary_ratio = 0;
+       }},
+      {"no-sigma-g", [](FilterConfig& f) { f.sigma_g = false; }},
+      {"tight",
+       [](FilterConfig& f) {
+         f.stamp_median_ratio = 0.7;
+         f.stamp_max_size_ratio = 1.3;
+         f.stamp_max_ellipticity = 0.3;
+         f.sigma_g_n = 2.0;
+         f.sigma_g_min_kept = 40;
+       }},
+      {"stamp-radius-3", [](FilterConfig& f) { f.stamp_radius = 3; }},
+  };
   std::vector<std::pair<const char*, FilterConfig>> out;
-  FilterConfig f;
-  out.push_back({"defaults", f});
-  f = {};
-  f.dedup = false;
-  out.push_back({"no-dedup", f});
-  f = {};
-  f.stationary_ratio = 0;
-  out.push_back({"no-static-share", f});
-  f = {};
-  f.dedup = false;
-  f.stationary_ratio = 0;
-  out.push_back({"no-dedup-no-static", f});
-  f = {};
-  f.sigma_g = false;
-  out.push_back({"no-sigma-g", f});
-  f = {};
-  f.stamp_median_ratio = 0.7;
-  f.stamp_max_size_ratio = 1.3;
-  f.stamp_max_ellipticity = 0.3;
-  f.sigma_g_n = 2.0;
-  f.sigma_g_min_kept = 40;
-  out.push_back({"tight", f});
-  f = {};
-  f.stamp_radius = 3;
-  out.push_back({"stamp-radius-3", f});
+  for (const auto& [name, change] : changes) {
+    FilterConfig f;
+    change(f);
+    out.push_back({name, f});
+  }
   return out;
 }
 

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 #include <type_traits>
 
 #include "almagest/core/atomic_file.hpp"
@@ -64,6 +65,17 @@ void send_bytes(const std::vector<std::uint8_t>& b, int dest, int tag) {
   MPI_Send(b.data(), static_cast<int>(b.size()), MPI_BYTE, dest, tag, MPI_COMM_WORLD);
 }
 
+/// Whether the job's backend resolves to CUDA on this rank (default cpu); nullopt when it does
+/// not resolve (the job's own run reports the backend problem).
+std::optional<bool> runs_on_gpu(const jobs::Job& job) {
+  const schema::Values v = job.values();
+  try {
+    return resolve_backend(parse_backend(text_value(v, "backend").empty() ? "cpu" : text_value(v, "backend"))).cuda();
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
 }  // namespace
 
 bool split_possible(const jobs::Job& job) {
@@ -72,13 +84,7 @@ bool split_possible(const jobs::Job& job) {
   if (job.engine() == "stack" && job.operation() != "search") return false;
   if (job.engine() == "npcf") return true;
   if (job.engine() != "stack") return false;
-  const schema::Values v = job.values();
-  try {
-    const ResolvedBackend rb = resolve_backend(parse_backend(text_value(v, "backend").empty() ? "cpu" : text_value(v, "backend")));
-    return !rb.cuda();
-  } catch (const std::exception&) {
-    return false;  // the job's own run reports the backend problem
-  }
+  return runs_on_gpu(job) == false;
 }
 
 void run_split(const jobs::RunPlan& plan, std::size_t batch, const CancelToken& cancel,
@@ -158,17 +164,7 @@ void run_split(const jobs::RunPlan& plan, std::size_t batch, const CancelToken& 
     }
     // Every rank must count on the same kind of backend (hub ranges on CPUs, partitions on
     // GPUs): an `auto` job on a mix of GPU and CPU ranks is refused, on every rank alike.
-    int gpu = 0;
-    try {
-      gpu = resolve_backend(parse_backend(text_value(m.job->values(), "backend").empty()
-                                              ? "cpu"
-                                              : text_value(m.job->values(), "backend")))
-                    .cuda()
-                ? 1
-                : 0;
-    } catch (const std::exception&) {
-      gpu = 0;  // the job's own run reports the backend problem
-    }
+    int gpu = runs_on_gpu(*m.job) == true ? 1 : 0;
     int lo = gpu, hi = gpu;
     MPI_Allreduce(&gpu, &lo, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     MPI_Allreduce(&gpu, &hi, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
@@ -326,29 +322,25 @@ void run_split(const jobs::RunPlan& plan, std::size_t batch, const CancelToken& 
     outcome->timings_s["rank" + std::to_string(r) + "_count"] = a[4];
     outcome->timings_s["rank" + std::to_string(r) + "_wait"] = a[5];
   }
+  char line[256];
   if (part.gpu) {
-    char line[200];
     std::snprintf(line, sizeof line,
                   "split over %d ranks by GPU hub partitions (each rank's GPU: the whole graph, one partition); "
                   "counting %.2f-%.2f s per rank, chain waits up to %.2f s",
                   K, cmin, cmax, wmax);
-    outcome->summary.push_back(line);
-    ++s.written;
-    observer.member_finished(b, m, *outcome, secs);
-    return;
+  } else {
+    double edges = 0, lo = 1e300, hi = 0;
+    for (auto d : part.degrees) edges += d;
+    for (int r = 0; r < K; ++r) {
+      lo = std::min(lo, all[F * static_cast<std::size_t>(r) + 1]);
+      hi = std::max(hi, all[F * static_cast<std::size_t>(r) + 1]);
+    }
+    edges = std::max(1.0, edges);
+    std::snprintf(line, sizeof line,
+                  "split over %d ranks by hub ranges: cost-model work max/mean %.3f; graph part per rank %.0f-%.0f%% "
+                  "of the edges; counting %.2f-%.2f s per rank, chain waits up to %.2f s",
+                  K, sumc > 0 ? maxc / (sumc / K) : 1.0, 100.0 * lo / edges, 100.0 * hi / edges, cmin, cmax, wmax);
   }
-  double edges = 0, lo = 1e300, hi = 0;
-  for (auto d : part.degrees) edges += d;
-  for (int r = 0; r < K; ++r) {
-    lo = std::min(lo, all[F * static_cast<std::size_t>(r) + 1]);
-    hi = std::max(hi, all[F * static_cast<std::size_t>(r) + 1]);
-  }
-  edges = std::max(1.0, edges);
-  char line[256];
-  std::snprintf(line, sizeof line,
-                "split over %d ranks by hub ranges: cost-model work max/mean %.3f; graph part per rank %.0f-%.0f%% "
-                "of the edges; counting %.2f-%.2f s per rank, chain waits up to %.2f s",
-                K, sumc > 0 ? maxc / (sumc / K) : 1.0, 100.0 * lo / edges, 100.0 * hi / edges, cmin, cmax, wmax);
   outcome->summary.push_back(line);
   ++s.written;
   observer.member_finished(b, m, *outcome, secs);

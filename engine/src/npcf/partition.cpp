@@ -247,62 +247,50 @@ Graph build_partition_graph(const PointSet& points, const NpcfConfig& config, co
     if (pass_power[k] == power)
       for (std::uint64_t i = bounds[c0]; i < bounds[c1]; ++i) part.counted_cost += costs[i];
   }
-  // The lists of those hubs outside the slice ...
+  // The lists the slice does not hold: of this process's hubs, then of their neighbours, whose
+  // lists the triangle and tetrahedron walks read.
   auto in_slice = [&](std::uint64_t i) { return i >= s0 && i < s1; };
-  std::vector<std::uint8_t> build(n, 0);
-  bool any = false;
-  for (std::uint64_t i = 0; i < n; ++i)
-    if (want[i] && !in_slice(i)) {
-      build[i] = 1;
-      any = true;
-    }
-  Graph hubs;
-  if (any) hubs = build_graph_hubs(index, build, ctx);
-  auto source = [&](std::uint64_t i) -> const Graph& { return in_slice(i) ? slice : hubs; };
-  // 5. ... and of their neighbours, whose lists the triangle and tetrahedron walks read.
+  auto lists_outside_slice = [&](const std::vector<std::uint8_t>& mask) {
+    std::vector<std::uint8_t> build(n, 0);
+    bool any = false;
+    for (std::uint64_t i = 0; i < n; ++i)
+      if (mask[i] && !in_slice(i)) {
+        build[i] = 1;
+        any = true;
+      }
+    return any ? build_graph_hubs(index, build, ctx) : Graph{};
+  };
+  const Graph hubs = lists_outside_slice(want);
+  Graph extra;
+  // The part that holds hub i's list (hubs and neighbours are disjoint sets).
+  auto source = [&](std::uint64_t i) -> const Graph& { return in_slice(i) ? slice : want[i] ? hubs : extra; };
+  // 5. ... and of their neighbours.
   std::vector<std::uint8_t> more(n, 0);
-  std::fill(build.begin(), build.end(), 0);
-  any = false;
   for (std::uint64_t i = 0; i < n; ++i)
     if (want[i]) {
       const Graph& src = source(i);
-      for (std::uint64_t e = src.offsets[i]; e < src.offsets[i + 1]; ++e) {
-        const std::uint32_t j = src.neighbour[e];
-        if (want[j] || more[j]) continue;
-        more[j] = 1;
-        if (!in_slice(j)) {
-          build[j] = 1;
-          any = true;
-        }
-      }
+      for (std::uint64_t e = src.offsets[i]; e < src.offsets[i + 1]; ++e)
+        if (!want[src.neighbour[e]]) more[src.neighbour[e]] = 1;
     }
-  Graph extra;
-  if (any) extra = build_graph_hubs(index, build, ctx);
-  build = {};
+  extra = lists_outside_slice(more);
 
-  // 6. One CSR of the parts (disjoint hub sets), offsets over every hub.
+  // 6. One CSR of the parts, offsets over every hub (every part was built with this
+  //    configuration: direction pixels in all of them or in none).
   Graph g;
   g.ntheta = slice.ntheta;
   g.nphi = slice.nphi;
   g.offsets.resize(n + 1);
   g.offsets[0] = 0;
-  const bool pixels = !slice.pixel.empty() || !hubs.pixel.empty() || !extra.pixel.empty();
-  if (pixels && g.ntheta == 0) {
-    g.ntheta = !hubs.pixel.empty() ? hubs.ntheta : extra.ntheta;
-    g.nphi = !hubs.pixel.empty() ? hubs.nphi : extra.nphi;
-  }
+  const bool pixels = g.ntheta > 0;
   std::uint64_t total = 0;
-  for (std::uint64_t i = 0; i < n; ++i) {
-    if (!want[i] && !more[i]) continue;
-    const Graph& src = in_slice(i) ? slice : want[i] ? hubs : extra;
-    total += src.offsets[i + 1] - src.offsets[i];
-  }
+  for (std::uint64_t i = 0; i < n; ++i)
+    if (want[i] || more[i]) total += source(i).offsets[i + 1] - source(i).offsets[i];
   g.neighbour.reserve(total);
   g.bin.reserve(total);
   if (pixels) g.pixel.reserve(total);
   for (std::uint64_t i = 0; i < n; ++i) {
     if (want[i] || more[i]) {
-      const Graph& src = in_slice(i) ? slice : want[i] ? hubs : extra;
+      const Graph& src = source(i);
       const auto e0 = static_cast<std::ptrdiff_t>(src.offsets[i]), e1 = static_cast<std::ptrdiff_t>(src.offsets[i + 1]);
       g.neighbour.insert(g.neighbour.end(), src.neighbour.begin() + e0, src.neighbour.begin() + e1);
       g.bin.insert(g.bin.end(), src.bin.begin() + e0, src.bin.begin() + e1);

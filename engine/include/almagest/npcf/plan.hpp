@@ -8,8 +8,8 @@
 //   NpcfResult r4 = plan.execute(Statistic::FourPointParity, ctx);
 #include <cstdint>
 #include <memory>
-#include <vector>
 #include <string>
+#include <vector>
 
 #include "almagest/core/job_context.hpp"
 #include "almagest/npcf/config.hpp"
