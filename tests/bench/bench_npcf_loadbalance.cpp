@@ -53,6 +53,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
+#include <map>
 #include <fstream>
 #include <numbers>
 #include <optional>
@@ -412,7 +414,9 @@ void fit_costs(const PointSet& p, NpcfConfig c, int threads, const std::vector<i
 void time_ranks(const PointSet& p, NpcfConfig c, const std::vector<std::uint32_t>& deg, int K,
                 const std::optional<CostModel>& model) {
   c.threads = 1;
-  std::vector<std::vector<std::uint8_t>> prev, next;
+  // The exchanges of the chunk-ordered merge, replayed: what rank `from` sent to rank `to`, in
+  // order (rank 0's final receive finds nothing: its total is not used here).
+  std::map<std::pair<int, int>, std::deque<std::vector<std::uint8_t>>> mail;
   const CostModel m = model ? *model : default_cost_model(c.statistic == Statistic::ThreePoint ? 2 : 3);
   std::printf("\n%s, %d ranks one after the other, 1 thread each (counting seconds without contention), "
               "cost model %g (d+1)^p + %g walk + %g (d+1) (data), %g, %g, %g (randoms):\n",
@@ -431,9 +435,13 @@ void time_ranks(const PointSet& p, NpcfConfig c, const std::vector<std::uint32_t
     part.cost_model = m;
     part.all_degrees = [&](const std::vector<std::uint32_t>&, std::uint64_t) { return deg; };
     part.all_walks = [&](const std::vector<double>&, std::uint64_t) { return walks; };
-    std::size_t at = 0;
-    part.receive_prefix = [&](std::vector<std::uint8_t>& bytes) { bytes = prev.at(at++); };
-    part.pass_total = [&](std::vector<std::uint8_t>& bytes) { next.push_back(bytes); };
+    part.send_total = [&, r](std::vector<std::uint8_t>& bytes, int to) { mail[{r, to}].push_back(bytes); };
+    part.receive_total = [&, r](std::vector<std::uint8_t>& bytes, int from) {
+      auto& q = mail[{from, r}];
+      if (q.empty()) return;
+      bytes = std::move(q.front());
+      q.pop_front();
+    };
     JobContext ctx;
     ctx.threads = 1;
     {
@@ -441,8 +449,6 @@ void time_ranks(const PointSet& p, NpcfConfig c, const std::vector<std::uint32_t
       NpcfPlan plan(c, p, ctx);
       (void)plan.execute(c.statistic, ctx);
     }
-    prev = std::move(next);
-    next.clear();
     tmax = std::max(tmax, part.count_s);
     tsum += part.count_s;
     std::printf("| %d | %llu-%llu | %.4f | %.3f | %.2f |\n", r, static_cast<unsigned long long>(part.hub_bounds[static_cast<std::size_t>(r)]),

@@ -11,6 +11,7 @@ namespace almagest::dist {
 
 namespace {
 bool g_active = false;
+bool g_serialized = false;
 int g_rank = 0, g_size = 1;
 
 std::string env(const char* name) {
@@ -54,6 +55,7 @@ Session::Session(int* argc, char*** argv) {
   if (!launched_by_mpirun()) return;
   int provided = 0;
   MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided);
+  g_serialized = provided >= MPI_THREAD_SERIALIZED;
   // Errors come back as codes (checked where it matters) instead of aborting inside MPI.
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
@@ -67,6 +69,7 @@ Session::~Session() {
 }
 
 bool active() { return g_active; }
+bool threads_serialized() { return g_serialized; }
 int rank() { return g_rank; }
 int size() { return g_size; }
 

@@ -4,8 +4,13 @@
 #include <mpi.h>
 
 #include <chrono>
+#include <atomic>
+#include <functional>
+#include <mutex>
+#include <thread>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <optional>
 #include <type_traits>
 
@@ -75,6 +80,154 @@ std::optional<bool> runs_on_gpu(const jobs::Job& job) {
     return std::nullopt;
   }
 }
+
+
+/// Claims of chunks, rank > 0 to rank 0, and the grants back (the chunk, -1 when none is
+/// left): tags by pass (consecutive passes apart), kTagClaim + 2 (pass mod 32), grant + 1.
+constexpr int kTagClaim = 200;
+int claim_tag(int pass) { return kTagClaim + 2 * (pass % 32); }
+
+/// The hand-out of a split N-point job's chunks (npcf::ChunkLedger, npcf/partition.hpp (c)) over
+/// MPI, and the ranks' agreements. Rank 0 keeps the ledger; its counting threads claim from it
+/// directly and a thread of its own answers the other ranks' claims while rank 0 counts
+/// (polling, so that it takes next to nothing from rank 0's counting; rank 0's other threads
+/// make no MPI call meanwhile: MPI_THREAD_SERIALIZED). A rank's counting threads claim one at a
+/// time. An agreement (MIN over ranks of "the rank that failed, else K") is non-blocking on
+/// rank 0, which answers every claim that comes meanwhile -- from the ledger (the others may
+/// still have chunks when rank 0 has none), with -1 once it is closed or for the next pass --:
+/// a rank that fails, in a pass or between passes, never leaves another waiting for a chunk.
+class HandOut {
+public:
+  HandOut(int me, int ranks) : me_(me), ranks_(ranks) {}
+  ~HandOut() { stop_server(); }
+  HandOut(const HandOut&) = delete;
+  HandOut& operator=(const HandOut&) = delete;
+
+  void begin(const npcf::PassShare& share) {
+    ++pass_;
+    exhausted_ = false;
+    nchunks_ = share.first.back();
+    if (me_ != 0) return;
+    ledger_.emplace(share);
+    stop_ = false;
+    if (ranks_ > 1) server_ = std::thread([this] { serve(); });
+  }
+
+  std::int64_t claim() {
+    if (me_ == 0) {
+      std::lock_guard<std::mutex> lock(ledger_mu_);
+      return ledger_->claim(0);
+    }
+    std::lock_guard<std::mutex> lock(claim_mu_);
+    if (exhausted_) return -1;
+    std::int64_t chunk = -1;
+    const int tag = claim_tag(pass_);
+    MPI_Send(&chunk, 1, MPI_INT64_T, 0, tag, MPI_COMM_WORLD);
+    MPI_Recv(&chunk, 1, MPI_INT64_T, 0, tag + 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    if (chunk < 0) exhausted_ = true;
+    return chunk;
+  }
+
+  /// This rank stops counting with an error: rank 0 hands nothing out any more (its agreement
+  /// answers the claims that come); another rank claims nothing more.
+  void leave() {
+    if (me_ == 0) {
+      {
+        std::lock_guard<std::mutex> lock(ledger_mu_);
+        if (ledger_) ledger_->close();
+      }
+      stop_server();
+      return;
+    }
+    std::lock_guard<std::mutex> lock(claim_mu_);
+    exhausted_ = true;
+  }
+
+  /// The agreement: the lowest `mine` over the ranks. `failed`: this rank failed (rank 0 then
+  /// also answers claims of the next pass, which the others may have begun).
+  int agree(int mine, bool failed) {
+    stop_server();
+    int first = ranks_;
+    MPI_Request req;
+    MPI_Iallreduce(&mine, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD, &req);
+    if (me_ != 0 || ranks_ == 1) {
+      MPI_Wait(&req, MPI_STATUS_IGNORE);
+      return first;
+    }
+    for (;;) {
+      int done = 0;
+      MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+      if (done) return first;
+      bool any = answer(claim_tag(pass_), true);
+      if (failed) any = answer(claim_tag(pass_ + 1), false) || any;
+      if (!any) std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+  }
+
+  /// Who counted each chunk, on every rank (after the agreement `check`).
+  std::vector<std::int32_t> end(const std::function<void()>& check) {
+    check();
+    std::vector<std::int32_t> owners(nchunks_, -1);
+    if (me_ == 0) owners = ledger_->owners();
+    ALMAGEST_ASSERT(owners.size() == nchunks_, "hand-out: owners of another pass");
+    if (nchunks_ > static_cast<std::uint64_t>(INT32_MAX)) throw Error("hand-out: more chunks than one MPI message holds");
+    MPI_Bcast(owners.data(), static_cast<int>(owners.size()), MPI_INT32_T, 0, MPI_COMM_WORLD);
+    if (me_ == 0) ledger_.reset();
+    return owners;
+  }
+
+private:
+  /// Rank 0: answers one waiting claim of `tag` from the ledger (`ledger`, while it is kept: a
+  /// rank may still have chunks of its own when rank 0 has none), else with -1; false: none
+  /// waiting.
+  bool answer(int tag, bool ledger) {
+    int flag = 0;
+    MPI_Status st;
+    MPI_Iprobe(MPI_ANY_SOURCE, tag, MPI_COMM_WORLD, &flag, &st);
+    if (!flag) return false;
+    std::int64_t chunk = -1;
+    MPI_Recv(&chunk, 1, MPI_INT64_T, st.MPI_SOURCE, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    chunk = -1;
+    if (ledger) {
+      std::lock_guard<std::mutex> lock(ledger_mu_);
+      if (ledger_) chunk = ledger_->claim(st.MPI_SOURCE);
+    }
+    MPI_Send(&chunk, 1, MPI_INT64_T, st.MPI_SOURCE, tag + 1, MPI_COMM_WORLD);
+    return true;
+  }
+  void serve() {
+    const int tag = claim_tag(pass_);
+    while (!stop_.load()) {
+      int flag = 0;
+      MPI_Status st;
+      MPI_Iprobe(MPI_ANY_SOURCE, tag, MPI_COMM_WORLD, &flag, &st);
+      if (!flag) {
+        std::this_thread::sleep_for(std::chrono::microseconds(200));
+        continue;
+      }
+      std::int64_t chunk = -1;
+      MPI_Recv(&chunk, 1, MPI_INT64_T, st.MPI_SOURCE, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      {
+        std::lock_guard<std::mutex> lock(ledger_mu_);
+        chunk = ledger_->claim(st.MPI_SOURCE);
+      }
+      MPI_Send(&chunk, 1, MPI_INT64_T, st.MPI_SOURCE, tag + 1, MPI_COMM_WORLD);
+    }
+  }
+  void stop_server() {
+    stop_ = true;
+    if (server_.joinable()) server_.join();
+  }
+
+  int me_, ranks_;
+  int pass_ = -1;
+  std::uint64_t nchunks_ = 0;
+  std::optional<npcf::ChunkLedger> ledger_;
+  std::mutex ledger_mu_, claim_mu_;
+  bool exhausted_ = false;
+  std::atomic<bool> stop_{true};
+  std::thread server_;
+};
 
 }  // namespace
 
@@ -183,11 +336,10 @@ void run_split(const jobs::RunPlan& plan, std::size_t batch, const CancelToken& 
   struct OtherRankFailed {};
   int first_failed = K;
   bool in_exchange = false;
-  auto agree = [&](int mine) {
-    int first = K;
-    MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-    return first;
-  };
+  // The agreements go through the hand-out: rank 0 answers the claims of ranks still in a
+  // pass meanwhile (HandOut::agree).
+  HandOut handout(me, K);
+  auto agree = [&](int mine) { return handout.agree(mine, mine < K); };
   auto check = [&] {
     first_failed = agree(K);
     if (first_failed < K) throw OtherRankFailed{};
@@ -209,21 +361,67 @@ void run_split(const jobs::RunPlan& plan, std::size_t batch, const CancelToken& 
   };
   part.all_degrees = [join](const std::vector<std::uint32_t>& mine, std::uint64_t) { return join(mine, MPI_UINT32_T); };
   part.all_walks = [join](const std::vector<double>& mine, std::uint64_t) { return join(mine, MPI_DOUBLE); };
-  // One agreement per counting pass on every rank: rank > 0 before it receives the running
-  // total, rank 0 before it passes its own on; from the receive to the send a rank is inside
-  // the exchange (the next rank waits for it).
-  part.receive_prefix = [me, &check, &in_exchange](std::vector<std::uint8_t>& bytes) {
+  // Bytes to and from every rank: K - 1 rounds of pairwise exchanges (round k: to rank + k, from
+  // rank - k), sizes first, then pieces of at most 1 GiB.
+  part.exchange = [me, K, &check](std::vector<std::vector<std::uint8_t>>& to) {
     check();
-    bytes = receive_bytes(me - 1, wire::kTagChain);
+    std::vector<std::vector<std::uint8_t>> from(static_cast<std::size_t>(K));
+    from[static_cast<std::size_t>(me)] = std::move(to[static_cast<std::size_t>(me)]);
+    constexpr std::uint64_t piece = std::uint64_t{1} << 30;
+    for (int k = 1; k < K; ++k) {
+      const int dst = (me + k) % K, src = (me - k + K) % K;
+      const auto& out = to[static_cast<std::size_t>(dst)];
+      auto& in = from[static_cast<std::size_t>(src)];
+      std::uint64_t ns = out.size(), nr = 0;
+      MPI_Sendrecv(&ns, 1, MPI_UINT64_T, dst, wire::kTagLists, &nr, 1, MPI_UINT64_T, src, wire::kTagLists, MPI_COMM_WORLD,
+                   MPI_STATUS_IGNORE);
+      in.resize(nr);
+      std::vector<MPI_Request> reqs;
+      for (std::uint64_t at = 0; at < nr; at += piece) {
+        reqs.emplace_back();
+        MPI_Irecv(in.data() + at, static_cast<int>(std::min(piece, nr - at)), MPI_BYTE, src, wire::kTagLists, MPI_COMM_WORLD,
+                  &reqs.back());
+      }
+      for (std::uint64_t at = 0; at < ns; at += piece) {
+        reqs.emplace_back();
+        MPI_Isend(out.data() + at, static_cast<int>(std::min(piece, ns - at)), MPI_BYTE, dst, wire::kTagLists, MPI_COMM_WORLD,
+                  &reqs.back());
+      }
+      MPI_Waitall(static_cast<int>(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE);
+    }
+    return from;
+  };
+  // The chunk hand-out and the chunk-ordered merge (npcf/partition.hpp (c), (d)). One
+  // agreement per counting pass on every rank: in end_pass (CPU ranks), or before a rank's
+  // first exchange of the pass (GPU ranks: each holds one partition); from there to the end of
+  // its part of the merge a rank is inside the exchange (other ranks wait for its bytes).
+  bool agreed = false;
+  if (threads_serialized() && K > 1) {
+    part.begin_pass = [&handout](const npcf::PassShare& share) { handout.begin(share); };
+    part.claim = [&handout] { return handout.claim(); };
+    part.leave_pass = [&handout] { handout.leave(); };
+    part.end_pass = [&handout, &check, &agreed, &in_exchange] {
+      auto owners = handout.end(check);
+      agreed = true;
+      in_exchange = true;
+      return owners;
+    };
+  }
+  auto enter = [&check, &agreed, &in_exchange] {
+    if (!agreed) check();
+    agreed = true;
     in_exchange = true;
   };
-  part.pass_total = [me, K, &check, &in_exchange](std::vector<std::uint8_t>& bytes) {
-    if (me == 0) {
-      check();
-      in_exchange = true;
-    }
-    send_bytes(bytes, me == K - 1 ? 0 : me + 1, wire::kTagChain);
-    if (me == 0) bytes = receive_bytes(K - 1, wire::kTagChain);
+  part.receive_total = [enter](std::vector<std::uint8_t>& bytes, int from) {
+    enter();
+    bytes = receive_bytes(from, wire::kTagChain);
+  };
+  part.send_total = [enter](std::vector<std::uint8_t>& bytes, int to) {
+    enter();
+    send_bytes(bytes, to, wire::kTagChain);
+  };
+  part.merged = [&agreed, &in_exchange] {
+    agreed = false;
     in_exchange = false;
   };
   // Stack: every band's rows to rank 0, in rank order (point to point: a band's hits may pass
@@ -304,13 +502,22 @@ void run_split(const jobs::RunPlan& plan, std::size_t batch, const CancelToken& 
   }
   // Per-rank work for the summary and the log: graph part, cost-model share, seconds (all, in
   // the counting of its chunks, waiting in the chain).
-  constexpr std::size_t F = 6;
+  // ALMAGEST_SPLIT_TRACE: every rank's stages on its stderr (benchmarks, docs/mpi.md).
+  if (const char* trace = std::getenv("ALMAGEST_SPLIT_TRACE"); trace && *trace && std::string(trace) != "0") {
+    std::string stages;
+    for (double x : part.graph_stages_s) stages += (stages.empty() ? "" : " ") + std::to_string(x).substr(0, 5);
+    std::fprintf(stderr, "split rank %d/%d: wall %.3f s; graph %.3f s [kd-tree, slice, joins, probing, range, neighbours, "
+                         "assembly: %s]; counting %.3f s (%llu chunks taken, their lists %.3f s); waits %.3f s\n",
+                 me, K, secs, part.graph_s, stages.c_str(), part.count_s, static_cast<unsigned long long>(part.taken_chunks),
+                 part.taken_graph_s, part.wait_s);
+  }
+  constexpr std::size_t F = 9;
   double mine[F] = {static_cast<double>(part.built_hubs), static_cast<double>(part.built_edges), part.counted_cost, secs,
-                    part.count_s, part.wait_s};
+                    part.count_s, part.wait_s, part.graph_s, static_cast<double>(part.taken_chunks), part.taken_graph_s};
   std::vector<double> all(F * static_cast<std::size_t>(K));
   MPI_Gather(mine, F, MPI_DOUBLE, all.data(), F, MPI_DOUBLE, 0, MPI_COMM_WORLD);
   if (me != 0) return;
-  double maxc = 0, sumc = 0, cmin = 1e300, cmax = 0, wmax = 0;
+  double maxc = 0, sumc = 0, cmin = 1e300, cmax = 0, wmax = 0, taken = 0, taken_s = 0, gmax = 0;
   for (int r = 0; r < K; ++r) {
     const double* a = all.data() + F * static_cast<std::size_t>(r);
     maxc = std::max(maxc, a[2]);
@@ -318,11 +525,15 @@ void run_split(const jobs::RunPlan& plan, std::size_t batch, const CancelToken& 
     cmin = std::min(cmin, a[4]);
     cmax = std::max(cmax, a[4]);
     wmax = std::max(wmax, a[5]);
+    gmax = std::max(gmax, a[6]);
+    taken += a[7];
+    taken_s += a[8];
+    outcome->timings_s["rank" + std::to_string(r) + "_graph"] = a[6];
     outcome->timings_s["rank" + std::to_string(r)] = a[3];
     outcome->timings_s["rank" + std::to_string(r) + "_count"] = a[4];
     outcome->timings_s["rank" + std::to_string(r) + "_wait"] = a[5];
   }
-  char line[256];
+  char line[400];
   if (part.gpu) {
     std::snprintf(line, sizeof line,
                   "split over %d ranks by GPU hub partitions (each rank's GPU: the whole graph, one partition); "
@@ -337,9 +548,11 @@ void run_split(const jobs::RunPlan& plan, std::size_t batch, const CancelToken& 
     }
     edges = std::max(1.0, edges);
     std::snprintf(line, sizeof line,
-                  "split over %d ranks by hub ranges: cost-model work max/mean %.3f; graph part per rank %.0f-%.0f%% "
-                  "of the edges; counting %.2f-%.2f s per rank, chain waits up to %.2f s",
-                  K, sumc > 0 ? maxc / (sumc / K) : 1.0, 100.0 * lo / edges, 100.0 * hi / edges, cmin, cmax, wmax);
+                  "split over %d ranks by hub ranges: graph part per rank %.0f-%.0f%% of the edges (up to %.2f s); "
+                  "chunks handed out: %.0f taken from other ranges (lists built in %.2f s), cost-model work counted "
+                  "max/mean %.3f; counting %.2f-%.2f s per rank, waits up to %.2f s",
+                  K, 100.0 * lo / edges, 100.0 * hi / edges, gmax, taken, taken_s, sumc > 0 ? maxc / (sumc / K) : 1.0,
+                  cmin, cmax, wmax);
   }
   outcome->summary.push_back(line);
   ++s.written;

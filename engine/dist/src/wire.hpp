@@ -16,6 +16,7 @@ namespace almagest::dist::wire {
 constexpr int kTagEvent = 101;   // worker -> rank 0: member events (JSON)
 constexpr int kTagChain = 102;   // split job: running totals along the ranks
 constexpr int kTagDegrees = 103; // split job: degree slices
+constexpr int kTagLists = 107;   // split job: neighbour lists between degree slices
 
 /// Non-blocking sends whose buffers live until they complete.
 class Outbox {

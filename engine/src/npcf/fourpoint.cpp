@@ -304,9 +304,7 @@ NpcfResult run(const Graph& g, const PointSet& p, const NpcfConfig& c, bool pari
   const std::vector<std::uint64_t> bounds = detail::make_chunks(g, 3, target);
   const int threads = resolve_threads(c.threads > 0 ? c.threads : ctx.threads);
   const std::uint64_t ndata = p.ndata;
-  std::size_t maxdeg = 0;
-  for (std::uint64_t i = 0; i < g.num_vertices(); ++i)
-    maxdeg = std::max<std::size_t>(maxdeg, static_cast<std::size_t>(g.offsets[i + 1] - g.offsets[i]));
+  const std::size_t maxdeg = detail::max_degree(g);
 
   // Scratch pool: a worker takes one for a chunk and returns it (at most `threads` exist).
   std::mutex pool_mu;
@@ -332,7 +330,10 @@ NpcfResult run(const Graph& g, const PointSet& p, const NpcfConfig& c, bool pari
     a.init(rows, parity);
     return a;
   };
-  auto body = [&](std::uint64_t, std::uint64_t hb, std::uint64_t he, Acc4& acc) {
+  auto body = [&](std::uint64_t, std::uint64_t hb, std::uint64_t he, Acc4& acc, const Graph& lists) {
+    // The chunk's lists: g, or those a split job built for a chunk of another range.
+    Params Q = P;
+    Q.g = &lists;
     std::unique_ptr<Scratch> s = acquire();
     // Data hubs first (their tetrahedra go to n), then all-random hubs (every vertex >= hub >=
     // ndata is a random: into r, added to n below). A chunk holds at most one switch.
@@ -342,20 +343,20 @@ NpcfResult run(const Graph& g, const PointSet& p, const NpcfConfig& c, bool pari
       if (((i - hb) & 15u) == 0 && ctx.cancelled()) throw Cancelled();
       const bool all_random = i >= ndata;
       if (i == ndata && any[0]) {
-        fold_banks(P, *s, false, acc);
+        fold_banks(Q, *s, false, acc);
         any[0] = false;
       }
-      if (g.offsets[i + 1] - g.offsets[i] < 3) continue;
+      if (lists.offsets[i + 1] - lists.offsets[i] < 3) continue;
       any[all_random ? 1 : 0] = true;
-      const std::size_t m = build_neighbourhood(P, i, *s);
+      const std::size_t m = build_neighbourhood(Q, i, *s);
       if (parity)
-        enumerate_hub<true>(P, i, m, *s, tab);
+        enumerate_hub<true>(Q, i, m, *s, tab);
       else
-        enumerate_hub<false>(P, i, m, *s, tab);
-      clear_positions(g, i, *s);
+        enumerate_hub<false>(Q, i, m, *s, tab);
+      clear_positions(lists, i, *s);
     }
-    if (any[0]) fold_banks(P, *s, false, acc);
-    if (any[1]) fold_banks(P, *s, true, acc);
+    if (any[0]) fold_banks(Q, *s, false, acc);
+    if (any[1]) fold_banks(Q, *s, true, acc);
     release(std::move(s));
     for (std::size_t k = 0; k < rows; ++k) {
       acc.tuples[k] += acc.random_tuples[k];
@@ -382,7 +383,7 @@ NpcfResult run(const Graph& g, const PointSet& p, const NpcfConfig& c, bool pari
         total.r_odd[k] += part.r_odd[k];
       }
   };
-  Acc4 total = detail::chunked_reduce<Acc4>(bounds, threads, ctx, parity ? "4pcf-parity" : "4pcf",
+  Acc4 total = detail::chunked_reduce<Acc4>(g, bounds, threads, ctx, parity ? "4pcf-parity" : "4pcf",
                                             make, body, merge);
 
   NpcfResult res;

@@ -48,14 +48,30 @@ inline std::vector<std::uint64_t> make_chunks(const Graph& g, int cost_power,
   return bounds;
 }
 
-/// The one deterministic chunked reduction (core/parallel.hpp), over the chunks above; in a
-/// split job, this process's chunks merged into the running total (npcf/partition_reduce.hpp).
+/// Highest half-graph degree of any hub (scratch sizes): in a split job from the whole graph's
+/// degrees, since this process may count chunks whose lists its own part does not hold.
+inline std::size_t max_degree(const Graph& g) {
+  std::size_t m = 0;
+  const HubPartition* part = active_partition();
+  if (part && part->degrees.size() == g.num_vertices()) {
+    for (auto d : part->degrees) m = std::max<std::size_t>(m, d);
+    return m;
+  }
+  for (std::uint64_t i = 0; i < g.num_vertices(); ++i) m = std::max<std::size_t>(m, static_cast<std::size_t>(g.offsets[i + 1] - g.offsets[i]));
+  return m;
+}
+
+/// The one deterministic chunked reduction (core/parallel.hpp), over the chunks above, on graph
+/// g: body(chunk, h0, h1, acc, lists) reads the hubs' lists from `lists` -- g, or in a split job
+/// the lists built for a chunk of another process's range (npcf/partition_reduce.hpp).
 template <class Acc, class Make, class Body, class Merge>
-Acc chunked_reduce(const std::vector<std::uint64_t>& bounds, int threads, const JobContext& ctx,
+Acc chunked_reduce(const Graph& g, const std::vector<std::uint64_t>& bounds, int threads, const JobContext& ctx,
                    const std::string& stage, Make make, Body body, Merge merge) {
   if (HubPartition* part = active_partition())
-    return partitioned_reduce<Acc>(*part, bounds, threads, ctx, stage, make, body, merge);
-  return almagest::parallel::chunked_reduce<Acc>(bounds, threads, ctx, stage, make, body, merge);
+    return partitioned_reduce<Acc>(*part, g, bounds, threads, ctx, stage, make, body, merge);
+  return almagest::parallel::chunked_reduce<Acc>(
+      bounds, threads, ctx, stage, make,
+      [&](std::uint64_t c, std::uint64_t h0, std::uint64_t h1, Acc& a) { body(c, h0, h1, a, g); }, merge);
 }
 
 }  // namespace almagest::npcf::detail

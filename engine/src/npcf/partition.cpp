@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 
 #include "almagest/core/error.hpp"
@@ -32,6 +33,60 @@ constexpr CostModel kModel3{1.0, 1.87295, 94.29, 1.0, 1.87295, 94.29}, kModel4{1
 PartitionScope::PartitionScope(HubPartition& p) : previous_(t_partition) { t_partition = &p; }
 PartitionScope::~PartitionScope() { t_partition = previous_; }
 HubPartition* active_partition() noexcept { return t_partition; }
+
+struct PartitionIndex {
+  NpcfConfig config;  // the job's, threads 0 (each build's context decides)
+  std::unique_ptr<NeighbourIndex> index;
+};
+
+ChunkLedger::ChunkLedger(PassShare share) : share_(std::move(share)) {
+  const std::size_t K = share_.first.size() - 1;
+  ALMAGEST_ASSERT(share_.first.size() >= 2, "chunk ledger: no owners");
+  const std::uint64_t n = share_.first.back();
+  ALMAGEST_ASSERT(share_.cost.size() == n, "chunk ledger: one cost per chunk");
+  front_.assign(share_.first.begin(), share_.first.end() - 1);
+  back_.assign(share_.first.begin() + 1, share_.first.end());
+  for (std::size_t r = 0; r < K; ++r) ALMAGEST_ASSERT(front_[r] <= back_[r], "chunk ledger: owner ranges out of order");
+  prefix_.assign(n + 1, 0.0);
+  for (std::uint64_t c = 0; c < n; ++c) prefix_[c + 1] = prefix_[c] + std::max(0.0, share_.cost[c]);
+  owner_.assign(n, -1);
+}
+
+std::int64_t ChunkLedger::claim(int rank) {
+  const auto me = static_cast<std::size_t>(rank);
+  ALMAGEST_ASSERT(me < front_.size(), "chunk ledger: rank outside the owners");
+  if (front_[me] < back_[me]) {
+    const std::uint64_t c = front_[me]++;
+    owner_[c] = rank;
+    return static_cast<std::int64_t>(c);
+  }
+  if (!share_.take_others) return -1;
+  // The owner with the most untaken work (the first of equals); its last untaken chunk.
+  std::size_t victim = front_.size();
+  double most = -1;
+  for (std::size_t r = 0; r < front_.size(); ++r) {
+    if (front_[r] >= back_[r]) continue;
+    const double left = prefix_[back_[r]] - prefix_[front_[r]];
+    if (left > most) {
+      most = left;
+      victim = r;
+    }
+  }
+  if (victim == front_.size()) return -1;
+  const std::uint64_t c = --back_[victim];
+  owner_[c] = rank;
+  return static_cast<std::int64_t>(c);
+}
+
+void ChunkLedger::close() { front_ = back_; }
+
+std::uint64_t ChunkLedger::taken_from_others(int rank) const {
+  std::uint64_t n = 0;
+  for (std::size_t r = 0; r + 1 < share_.first.size(); ++r)
+    if (static_cast<int>(r) != rank)
+      for (std::uint64_t c = share_.first[r]; c < share_.first[r + 1]; ++c) n += owner_[c] == rank;
+  return n;
+}
 
 int cost_power(Statistic s) {
   switch (s) {
@@ -129,6 +184,135 @@ std::pair<std::uint64_t, std::uint64_t> chunks_starting_in(const std::vector<std
   return {c0, std::max(c0, c1)};
 }
 
+namespace {
+/// One CSR over every hub of the lists `keep(i)` selects, hub i's list from source(i) (parts
+/// built with one configuration: direction pixels in all of them or in none).
+template <class Keep, class Source>
+Graph assemble_lists(std::uint64_t n, int ntheta, int nphi, Keep keep, Source source) {
+  Graph g;
+  g.ntheta = ntheta;
+  g.nphi = nphi;
+  g.offsets.resize(n + 1);
+  g.offsets[0] = 0;
+  const bool pixels = ntheta > 0;
+  std::uint64_t total = 0;
+  for (std::uint64_t i = 0; i < n; ++i)
+    if (keep(i)) total += source(i).offsets[i + 1] - source(i).offsets[i];
+  g.neighbour.reserve(total);
+  g.bin.reserve(total);
+  if (pixels) g.pixel.reserve(total);
+  for (std::uint64_t i = 0; i < n; ++i) {
+    if (keep(i)) {
+      const Graph& src = source(i);
+      const auto e0 = static_cast<std::ptrdiff_t>(src.offsets[i]), e1 = static_cast<std::ptrdiff_t>(src.offsets[i + 1]);
+      g.neighbour.insert(g.neighbour.end(), src.neighbour.begin() + e0, src.neighbour.begin() + e1);
+      g.bin.insert(g.bin.end(), src.bin.begin() + e0, src.bin.begin() + e1);
+      if (pixels) g.pixel.insert(g.pixel.end(), src.pixel.begin() + e0, src.pixel.begin() + e1);
+    }
+    g.offsets[i + 1] = g.neighbour.size();
+  }
+  return g;
+}
+}  // namespace
+
+namespace {
+/// The lists of the hubs `mask` selects, each from the process whose degree slice holds it
+/// (slice q = hubs [n q / K, n (q + 1) / K)): requests of hub indices go to every process, which
+/// answers from its slice (degree, neighbours, bins, pixels per hub, in the requested order).
+/// Offsets cover every hub.
+Graph fetch_lists(HubPartition& part, const Graph& slice, std::uint64_t s0, std::uint64_t s1,
+                  const std::vector<std::uint8_t>& mask) {
+  const std::uint64_t n = slice.num_vertices();
+  const auto K = static_cast<std::uint64_t>(part.ranks);
+  const bool pixels = slice.ntheta > 0;
+  auto put = [](std::vector<std::uint8_t>& out, const void* data, std::size_t bytes) {
+    if (bytes == 0) return;
+    const std::size_t at = out.size();
+    out.resize(at + bytes);
+    std::memcpy(out.data() + at, data, bytes);
+  };
+  // Requests: the wanted hubs of each slice, in order.
+  std::vector<std::vector<std::uint8_t>> ask(K);
+  for (std::uint64_t q = 0; q < K; ++q) {
+    const std::uint64_t q0 = n * q / K, q1 = n * (q + 1) / K;
+    if (q == static_cast<std::uint64_t>(part.rank)) continue;  // this process's own slice
+    for (std::uint64_t i = q0; i < q1; ++i)
+      if (mask[i]) {
+        const auto h = static_cast<std::uint32_t>(i);
+        put(ask[q], &h, sizeof h);
+      }
+  }
+  std::vector<std::vector<std::uint8_t>> asked = part.exchange(ask);
+  ALMAGEST_ASSERT(asked.size() == K, "list exchange: one request per process");
+  // Answers from this process's slice.
+  std::vector<std::vector<std::uint8_t>> answer(K);
+  for (std::uint64_t q = 0; q < K; ++q) {
+    const auto& req = asked[q];
+    if (req.size() % sizeof(std::uint32_t) != 0) throw Error("list exchange: a request of broken size");
+    const std::size_t m = req.size() / sizeof(std::uint32_t);
+    auto& out = answer[q];
+    for (std::size_t k = 0; k < m; ++k) {
+      std::uint32_t h = 0;
+      std::memcpy(&h, req.data() + k * sizeof h, sizeof h);
+      if (h < s0 || h >= s1) throw Error("list exchange: a hub outside this process's slice was requested");
+      const std::uint64_t e0 = slice.offsets[h], e1 = slice.offsets[h + 1];
+      const auto d = static_cast<std::uint32_t>(e1 - e0);
+      put(out, &d, sizeof d);
+      put(out, slice.neighbour.data() + e0, d * sizeof(std::uint32_t));
+      put(out, slice.bin.data() + e0, d * sizeof(std::uint8_t));
+      if (pixels) put(out, slice.pixel.data() + e0, d * sizeof(std::uint16_t));
+    }
+  }
+  ask.clear();
+  asked.clear();
+  std::vector<std::vector<std::uint8_t>> got = part.exchange(answer);
+  answer.clear();
+  // One CSR: hubs in order (slices are in hub order, hubs in order within each).
+  Graph g;
+  g.ntheta = slice.ntheta;
+  g.nphi = slice.nphi;
+  g.offsets.assign(n + 1, 0);
+  std::uint64_t total = 0;
+  for (const auto& b : got) total += b.size();
+  const std::size_t per_edge = sizeof(std::uint32_t) + sizeof(std::uint8_t) + (pixels ? sizeof(std::uint16_t) : 0);
+  g.neighbour.reserve(total / per_edge);
+  g.bin.reserve(total / per_edge);
+  if (pixels) g.pixel.reserve(total / per_edge);
+  std::uint64_t i = 0;
+  for (std::uint64_t q = 0; q < K; ++q) {
+    const std::uint64_t q0 = n * q / K, q1 = n * (q + 1) / K;
+    const auto& b = got[q];
+    std::size_t at = 0;
+    auto take = [&](void* to, std::size_t bytes) {
+      if (b.size() - at < bytes) throw Error("list exchange: the lists received are truncated");
+      if (bytes) std::memcpy(to, b.data() + at, bytes);
+      at += bytes;
+    };
+    for (std::uint64_t h = q0; h < q1; ++h) {
+      if (!mask[h] || (h >= s0 && h < s1)) continue;
+      for (; i < h; ++i) g.offsets[i + 1] = g.neighbour.size();
+      std::uint32_t d = 0;
+      take(&d, sizeof d);
+      if (d > n) throw Error("list exchange: a list longer than the point set");
+      const std::size_t e = g.neighbour.size();
+      g.neighbour.resize(e + d);
+      g.bin.resize(e + d);
+      take(g.neighbour.data() + e, d * sizeof(std::uint32_t));
+      take(g.bin.data() + e, d * sizeof(std::uint8_t));
+      if (pixels) {
+        g.pixel.resize(e + d);
+        take(g.pixel.data() + e, d * sizeof(std::uint16_t));
+      }
+      g.offsets[h + 1] = g.neighbour.size();
+      i = h + 1;
+    }
+    if (at != b.size()) throw Error("list exchange: the lists received have the wrong size");
+  }
+  for (; i < n; ++i) g.offsets[i + 1] = g.neighbour.size();
+  return g;
+}
+}  // namespace
+
 Graph build_partition_graph(const PointSet& points, const NpcfConfig& config, const JobContext& ctx,
                             HubPartition& part) {
   config.check();
@@ -141,13 +325,32 @@ Graph build_partition_graph(const PointSet& points, const NpcfConfig& config, co
   //    kd-tree serves every build of this process; the slice's lists are kept and reused below
   //    for the hubs and neighbours this process needs (with the spatial hub order its slice and
   //    its range are mostly the same region).
-  const NeighbourIndex index(points, config);
+  using Clock = std::chrono::steady_clock;
+  const auto t_start = Clock::now();
+  auto t_stage = t_start;
+  part.graph_stages_s.clear();
+  auto stage_done = [&] {
+    const auto now = Clock::now();
+    part.graph_stages_s.push_back(std::chrono::duration<double>(now - t_stage).count());
+    t_stage = now;
+  };
+  part.index = std::make_shared<PartitionIndex>();
+  part.index->config = config;
+  part.index->config.threads = 0;
+  part.index->index = std::make_unique<NeighbourIndex>(points, part.index->config);
+  const NeighbourIndex& index = *part.index->index;
+  stage_done();  // kd-tree
+  // The job's threads for this process's builds (the kept configuration leaves them to the
+  // context: a taken chunk's lists are built on the counting thread that took it).
+  JobContext bctx = ctx;
+  bctx.threads = config.threads > 0 ? config.threads : ctx.threads;
   const std::uint64_t s0 = n * r / static_cast<std::uint64_t>(K), s1 = n * (r + 1) / static_cast<std::uint64_t>(K);
   std::vector<std::uint8_t> want(n, 0);
   std::fill(want.begin() + static_cast<std::ptrdiff_t>(s0), want.begin() + static_cast<std::ptrdiff_t>(s1), 1);
   std::vector<std::uint32_t> mine(s1 - s0);
-  Graph slice = build_graph_hubs(index, want, ctx);
+  Graph slice = build_graph_hubs(index, want, bctx);
   for (std::uint64_t i = s0; i < s1; ++i) mine[i - s0] = static_cast<std::uint32_t>(slice.offsets[i + 1] - slice.offsets[i]);
+  stage_done();  // degree slice
   part.degrees = K > 1 ? part.all_degrees(mine, s0) : mine;
   ALMAGEST_ASSERT(part.degrees.size() == n, "joined degrees do not cover every hub");
   ctx.check_cancel();
@@ -159,6 +362,7 @@ Graph build_partition_graph(const PointSet& points, const NpcfConfig& config, co
     part.walks = K > 1 ? part.all_walks(walk, s0) : std::move(walk);
     ALMAGEST_ASSERT(part.walks.size() == n, "joined walks do not cover every hub");
   }
+  stage_done();  // joins
 
   // 2. The chunks of every counting pass, from the counting kernels themselves (probing: they
   //    record their chunk bounds and count nothing), on a graph of offsets only.
@@ -227,10 +431,12 @@ Graph build_partition_graph(const PointSet& points, const NpcfConfig& config, co
     }
   }
   probe = Graph{};
+  stage_done();  // probing
 
   // 3. Hub ranges balanced by the cost model of the heaviest statistic (range_costs).
-  const std::vector<double> costs =
+  part.costs =
       range_costs(part.degrees, part.walks, power, part.cost_model ? *part.cost_model : default_cost_model(power), points.ndata);
+  const std::vector<double>& costs = part.costs;
   part.hub_bounds = balance_hubs(costs, K);
   part.total_cost = 0;
   for (double c : costs) part.total_cost += c;
@@ -239,17 +445,20 @@ Graph build_partition_graph(const PointSet& points, const NpcfConfig& config, co
   // 4. The hubs this process counts: those of its chunks in every pass.
   std::fill(want.begin(), want.end(), 0);
   part.counted_cost = 0;
+  part.pass_powers = pass_power;
   for (std::size_t k = 0; k < part.probed.size(); ++k) {
     const auto& bounds = part.probed[k];
     const auto [c0, c1] = chunks_starting_in(bounds, h0, h1);
     if (c1 == c0) continue;
     std::fill(want.begin() + static_cast<std::ptrdiff_t>(bounds[c0]), want.begin() + static_cast<std::ptrdiff_t>(bounds[c1]), 1);
-    if (pass_power[k] == power)
-      for (std::uint64_t i = bounds[c0]; i < bounds[c1]; ++i) part.counted_cost += costs[i];
   }
+  part.pass = 0;
   // The lists the slice does not hold: of this process's hubs, then of their neighbours, whose
   // lists the triangle and tetrahedron walks read.
   auto in_slice = [&](std::uint64_t i) { return i >= s0 && i < s1; };
+  // From the processes whose slices hold them (every list was queried once, in some slice),
+  // else queried here.
+  const bool exchange = K > 1 && static_cast<bool>(part.exchange);
   auto lists_outside_slice = [&](const std::vector<std::uint8_t>& mask) {
     std::vector<std::uint8_t> build(n, 0);
     bool any = false;
@@ -258,9 +467,11 @@ Graph build_partition_graph(const PointSet& points, const NpcfConfig& config, co
         build[i] = 1;
         any = true;
       }
-    return any ? build_graph_hubs(index, build, ctx) : Graph{};
+    if (exchange) return fetch_lists(part, slice, s0, s1, build);  // collective: every process takes part
+    return any ? build_graph_hubs(index, build, bctx) : Graph{};
   };
   const Graph hubs = lists_outside_slice(want);
+  stage_done();  // the range's lists
   Graph extra;
   // The part that holds hub i's list (hubs and neighbours are disjoint sets).
   auto source = [&](std::uint64_t i) -> const Graph& { return in_slice(i) ? slice : want[i] ? hubs : extra; };
@@ -273,41 +484,49 @@ Graph build_partition_graph(const PointSet& points, const NpcfConfig& config, co
         if (!want[src.neighbour[e]]) more[src.neighbour[e]] = 1;
     }
   extra = lists_outside_slice(more);
+  stage_done();  // the neighbours' lists
 
-  // 6. One CSR of the parts, offsets over every hub (every part was built with this
-  //    configuration: direction pixels in all of them or in none).
-  Graph g;
-  g.ntheta = slice.ntheta;
-  g.nphi = slice.nphi;
-  g.offsets.resize(n + 1);
-  g.offsets[0] = 0;
-  const bool pixels = g.ntheta > 0;
-  std::uint64_t total = 0;
-  for (std::uint64_t i = 0; i < n; ++i)
-    if (want[i] || more[i]) total += source(i).offsets[i + 1] - source(i).offsets[i];
-  g.neighbour.reserve(total);
-  g.bin.reserve(total);
-  if (pixels) g.pixel.reserve(total);
-  for (std::uint64_t i = 0; i < n; ++i) {
-    if (want[i] || more[i]) {
-      const Graph& src = source(i);
-      const auto e0 = static_cast<std::ptrdiff_t>(src.offsets[i]), e1 = static_cast<std::ptrdiff_t>(src.offsets[i + 1]);
-      g.neighbour.insert(g.neighbour.end(), src.neighbour.begin() + e0, src.neighbour.begin() + e1);
-      g.bin.insert(g.bin.end(), src.bin.begin() + e0, src.bin.begin() + e1);
-      if (pixels) g.pixel.insert(g.pixel.end(), src.pixel.begin() + e0, src.pixel.begin() + e1);
-      ++part.built_hubs;
-    }
-    g.offsets[i + 1] = g.neighbour.size();
-  }
+  // 6. One CSR of the parts.
+  Graph g = assemble_lists(n, slice.ntheta, slice.nphi, [&](std::uint64_t i) { return want[i] || more[i]; }, source);
+  part.built_hubs = 0;
+  for (std::uint64_t i = 0; i < n; ++i) part.built_hubs += want[i] || more[i];
   part.built_edges = g.neighbour.size();
   // The whole graph's edge count for the results (graph_edges, Graph::whole_edge_count).
   g.whole_edges = whole_edges;
   if (g.whole_edges == g.neighbour.size()) g.whole_edges = 0;
+  stage_done();  // assembly
+  part.graph_s = std::chrono::duration<double>(Clock::now() - t_start).count();
+  return g;
+}
+
+Graph build_taken_lists(const HubPartition& part, std::uint64_t h0, std::uint64_t h1, const JobContext& ctx) {
+  ALMAGEST_ASSERT(part.index && part.index->index, "taken chunk: the partition kept no kd-tree");
+  const std::uint64_t n = part.degrees.size();
+  ALMAGEST_ASSERT(h0 <= h1 && h1 <= n, "taken chunk outside the hubs");
+  // One thread: the counting thread that took the chunk builds its lists.
+  JobContext one(ctx.token());
+  one.threads = 1;
+  std::vector<std::uint8_t> want(n, 0);
+  std::fill(want.begin() + static_cast<std::ptrdiff_t>(h0), want.begin() + static_cast<std::ptrdiff_t>(h1), 1);
+  const Graph hubs = build_graph_hubs(*part.index->index, want, one);
+  // The neighbours' lists (the triangle and tetrahedron walks read them).
+  std::vector<std::uint8_t> more(n, 0);
+  bool any = false;
+  for (std::uint64_t i = h0; i < h1; ++i)
+    for (std::uint64_t e = hubs.offsets[i]; e < hubs.offsets[i + 1]; ++e)
+      if (const std::uint32_t j = hubs.neighbour[e]; j >= h1) {
+        more[j] = 1;
+        any = true;
+      }
+  const Graph extra = any ? build_graph_hubs(*part.index->index, more, one) : Graph{};
+  Graph g = assemble_lists(
+      n, hubs.ntheta, hubs.nphi, [&](std::uint64_t i) { return want[i] || more[i]; },
+      [&](std::uint64_t i) -> const Graph& { return want[i] ? hubs : extra; });
   return g;
 }
 
 namespace {
-/// The sums a CUDA count returns (the chain's accumulator: detail::chain serialises it).
+/// The sums a CUDA count returns (the chain's accumulator: detail::chain_runs serialises it).
 struct CudaSums {
   std::vector<std::uint64_t> tuples, random_tuples, degenerate;
   std::vector<double> n, r, n_odd, r_odd, legendre2, legendre4;
@@ -337,7 +556,9 @@ NpcfResult count_cuda_partitioned(HubPartition& part, Statistic statistic, const
   // The running total of the partitions before this one, plus this one (rows in order: the
   // same additions as the merge of one process with `ranks` partitions, which starts from zero).
   CudaSums total;
-  detail::chain(part, total, [&](CudaSums& t) {
+  std::vector<int> holders(static_cast<std::size_t>(part.ranks));
+  for (int k = 0; k < part.ranks; ++k) holders[static_cast<std::size_t>(k)] = k;
+  detail::chain_runs(part, total, holders, [&](CudaSums& t, std::size_t) {
     add_rows(t.tuples, r.tuples);
     add_rows(t.random_tuples, r.random_tuples);
     add_rows(t.degenerate, r.degenerate);

@@ -180,8 +180,8 @@ struct Runner {
         HubPartition part;
         part.rank = r;
         part.ranks = parts;
-        part.receive_prefix = [&](std::vector<std::uint8_t>& b) { b = passed; };
-        part.pass_total = [&](std::vector<std::uint8_t>& b) { passed = b; };
+        part.receive_total = [&](std::vector<std::uint8_t>& b, int) { b = passed; };
+        part.send_total = [&](std::vector<std::uint8_t>& b, int) { passed = b; };
         last = count_cuda_partitioned(part, s, g, p, cc, ctx, CudaOptions{}, &st);
       }
       compare(label, cpu, last, cpu_s, st);

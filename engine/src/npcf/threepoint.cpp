@@ -260,14 +260,14 @@ NpcfResult count_3pcf_cpu(const Graph& g, const PointSet& p, const NpcfConfig& c
     a.sum.assign(cells, 0.0);
     return a;
   };
-  auto body = [&](std::uint64_t, std::uint64_t h0, std::uint64_t h1, TriAcc& a) {
+  auto body = [&](std::uint64_t, std::uint64_t h0, std::uint64_t h1, TriAcc& a, const Graph& lists) {
     a.random_hubs = h0 >= ndata;
     if (walk_equilateral) {
       std::vector<std::uint32_t> same, start;
       std::vector<double> wsame;
       for (std::uint64_t s0 = h0; s0 < h1; s0 += kCancelBlock) {
         ctx.check_cancel();
-        triangles_equilateral(g, p, s0, std::min(h1, s0 + kCancelBlock), nb, a, same, wsame, start);
+        triangles_equilateral(lists, p, s0, std::min(h1, s0 + kCancelBlock), nb, a, same, wsame, start);
       }
     } else {
       // Connectivity tables are N bytes: reuse them across chunks (at most one per worker).
@@ -294,13 +294,13 @@ NpcfResult count_3pcf_cpu(const Graph& g, const PointSet& p, const NpcfConfig& c
         const std::uint64_t s1 = std::min(h1, s0 + kCancelBlock);
         if (with_mu) {
           if (cube)
-            triangles_all_mu(g, p, geo, nmu, s0, s1, CubeIndex{nb, nb * nb}, a, *sc);
+            triangles_all_mu(lists, p, geo, nmu, s0, s1, CubeIndex{nb, nb * nb}, a, *sc);
           else
-            triangles_all_mu(g, p, geo, nmu, s0, s1, RowIndex{&table}, a, *sc);
+            triangles_all_mu(lists, p, geo, nmu, s0, s1, RowIndex{&table}, a, *sc);
         } else if (cube) {
-          triangles_all(g, p, s0, s1, CubeIndex{nb, nb * nb}, a, *sc);
+          triangles_all(lists, p, s0, s1, CubeIndex{nb, nb * nb}, a, *sc);
         } else {
-          triangles_all(g, p, s0, s1, RowIndex{&table}, a, *sc);
+          triangles_all(lists, p, s0, s1, RowIndex{&table}, a, *sc);
         }
       }
       std::lock_guard<std::mutex> lock(pool_mu);
@@ -320,7 +320,7 @@ NpcfResult count_3pcf_cpu(const Graph& g, const PointSet& p, const NpcfConfig& c
     }
   };
   TriAcc all = detail::chunked_reduce<TriAcc>(
-      bounds, threads, ctx, equilateral ? "counting equilateral triangles" : "counting triangles",
+      g, bounds, threads, ctx, equilateral ? "counting equilateral triangles" : "counting triangles",
       make, body, merge);
   if (all.rcount.empty()) {
     all.rcount.assign(cells, 0);

@@ -45,18 +45,18 @@ NpcfResult count_2pcf_mu(const Graph& g, const PointSet& p, const NpcfConfig& c,
     a.l4.assign(nb, 0.0);
     return a;
   };
-  auto body = [&](std::uint64_t, std::uint64_t h0, std::uint64_t h1, MuAcc& a) {
+  auto body = [&](std::uint64_t, std::uint64_t h0, std::uint64_t h1, MuAcc& a, const Graph& lists) {
     for (std::uint64_t i = h0; i < h1; ++i) {
       const double wi = p.w[i];
       const bool random_hub = i >= ndata;
       std::uint64_t* cnt = random_hub ? a.rcount.data() : a.count.data();
       double* sum = random_hub ? a.rsum.data() : a.sum.data();
-      for (std::uint64_t e = g.offsets[i]; e < g.offsets[i + 1]; ++e) {
-        const std::uint32_t j = g.neighbour[e];
+      for (std::uint64_t e = lists.offsets[i]; e < lists.offsets[i + 1]; ++e) {
+        const std::uint32_t j = lists.neighbour[e];
         double dx, dy, dz;
         geo.delta(p, i, j, dx, dy, dz);
         const double mu = pair_mu(p.x[i], p.y[i], p.z[i], dx, dy, dz, c.periodic);
-        const int b = g.bin[e];
+        const int b = lists.bin[e];
         const std::size_t row = static_cast<std::size_t>(b) * nmu + mu_bin_signed(mu, nmu);
         const double ww = wi * p.w[j];
         ++cnt[row];
@@ -81,7 +81,7 @@ NpcfResult count_2pcf_mu(const Graph& g, const PointSet& p, const NpcfConfig& c,
       t.l4[b] += a.l4[b];
     }
   };
-  MuAcc total = detail::chunked_reduce<MuAcc>(bounds, threads, ctx, "counting pairs", make, body, merge);
+  MuAcc total = detail::chunked_reduce<MuAcc>(g, bounds, threads, ctx, "counting pairs", make, body, merge);
 
   NpcfResult r;
   r.config = c;
@@ -131,16 +131,16 @@ NpcfResult count_2pcf_cpu(const Graph& g, const PointSet& p, const NpcfConfig& c
     a.rsum.assign(nb, 0.0);
     return a;
   };
-  auto body = [&](std::uint64_t, std::uint64_t h0, std::uint64_t h1, PairAcc& a) {
+  auto body = [&](std::uint64_t, std::uint64_t h0, std::uint64_t h1, PairAcc& a, const Graph& lists) {
     for (std::uint64_t i = h0; i < h1; ++i) {
       const double wi = p.w[i];
       const bool random_hub = i >= ndata;
       std::uint64_t* cnt = random_hub ? a.rcount.data() : a.count.data();
       double* sum = random_hub ? a.rsum.data() : a.sum.data();
-      for (std::uint64_t e = g.offsets[i]; e < g.offsets[i + 1]; ++e) {
-        const int b = g.bin[e];
+      for (std::uint64_t e = lists.offsets[i]; e < lists.offsets[i + 1]; ++e) {
+        const int b = lists.bin[e];
         ++cnt[b];
-        sum[b] += wi * p.w[g.neighbour[e]];
+        sum[b] += wi * p.w[lists.neighbour[e]];
       }
     }
   };
@@ -152,7 +152,7 @@ NpcfResult count_2pcf_cpu(const Graph& g, const PointSet& p, const NpcfConfig& c
       t.rsum[b] += a.rsum[b];
     }
   };
-  PairAcc total = detail::chunked_reduce<PairAcc>(bounds, threads, ctx, "counting pairs", make, body, merge);
+  PairAcc total = detail::chunked_reduce<PairAcc>(g, bounds, threads, ctx, "counting pairs", make, body, merge);
 
   NpcfResult r;
   r.config = c;

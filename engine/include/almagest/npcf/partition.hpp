@@ -4,22 +4,26 @@
 // almagest_dist) moves the bytes. Results are bit-identical to one process for any process
 // count because the one-process reduction is kept as it is: the hubs are cut into the same
 // chunks (from the whole graph's degrees, never from the process count), every chunk is counted
-// by exactly one process in hub order, and the chunk partials are merged into the total strictly
-// in chunk order -- process r receives the running total of every chunk before its own, adds its
-// chunks in order and passes the total on.
+// by exactly one process into its own accumulator, and the chunk accumulators are merged into
+// the total strictly in chunk order -- the running total travels from the process that holds
+// one run of consecutive chunks to the process that holds the next.
 //
 //   HubPartition part;                          // rank, ranks, statistics and the exchanges
 //   PartitionScope scope(part);                 // on the thread that runs the job
 //   run_npcf_job(job, ctx, {.write = rank == 0});  // graph: only this process's part;
 //                                               // counts: complete on rank 0 only
 //
-// The cost model (a): a hub with half-graph degree d costs (d + 1)^p, p = 2 for triangles and
-// 3 for tetrahedra (1 for pairs), as the chunking weighs it. (b): a process builds the lists of
-// the hubs of its chunks and of their neighbours only (build_graph_hubs). (c): the counting
-// kernels' chunked reduction takes the running total from receive_prefix and gives it on with
-// pass_total (npcf/parallel.hpp).
+// (a) The hub ranges: a hub with half-graph degree d costs (d + 1)^p, p = 2 for triangles and 3
+// for tetrahedra (1 for pairs), as the chunking weighs it; the ranges weigh it by the fitted
+// CostModel. Each process owns the chunks that start in its range. (b) A process builds the
+// lists of the hubs of its chunks and of their neighbours only (build_graph_hubs). (c) Chunks
+// are handed out dynamically (ChunkLedger, served by the distribution layer): a process counts
+// its own chunks from the front of its range; once they are all taken it takes the last
+// untaken chunk of the process with the most work left, builds that chunk's lists on demand
+// from its kd-tree, and counts it. (d) The chunk-ordered merge (npcf/partition_reduce.hpp).
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -65,6 +69,43 @@ std::vector<std::uint64_t> balance_hubs(const std::vector<double>& costs, int pa
 std::pair<std::uint64_t, std::uint64_t> chunks_starting_in(const std::vector<std::uint64_t>& bounds,
                                                            std::uint64_t h0, std::uint64_t h1);
 
+/// The chunks of one counting pass, for the hand-out: process r owns the chunks
+/// [first[r], first[r + 1]) (those starting in its hub range); cost[c] is chunk c's work under
+/// the ranges' cost model.
+struct PassShare {
+  std::vector<std::uint64_t> first;  ///< ranks + 1 chunk indices; first.back() = the pass's chunk count
+  std::vector<double> cost;          ///< one per chunk
+  /// Chunks may go to processes other than their owner (false for pair counts: building a
+  /// chunk's lists costs about as much as counting its pairs).
+  bool take_others = true;
+};
+
+/// Who counts which chunk of a pass (one per job, on the process that serves the hand-out; not
+/// thread-safe: its caller serialises). A process takes its own chunks front to back; when none
+/// is left it takes the last untaken chunk of the owner with the most untaken work (cost), so
+/// every owner's untaken chunks stay one contiguous run and the chunks a process took from one
+/// owner in a row are consecutive.
+class ChunkLedger {
+public:
+  explicit ChunkLedger(PassShare share);
+  /// The next chunk for `rank`, -1 when every chunk is taken.
+  std::int64_t claim(int rank);
+  /// No chunk is handed out any more (a process failed: the others stop soon).
+  void close();
+  /// Who took each chunk (-1: never handed out).
+  const std::vector<std::int32_t>& owners() const noexcept { return owner_; }
+  /// Chunks `rank` took from other owners' ranges.
+  std::uint64_t taken_from_others(int rank) const;
+
+private:
+  PassShare share_;
+  std::vector<std::uint64_t> front_, back_;  ///< per owner: untaken chunks [front, back)
+  std::vector<double> prefix_;               ///< cost prefix sums over chunks
+  std::vector<std::int32_t> owner_;
+};
+
+struct PartitionIndex;
+
 /// What one process of a split job does and how it exchanges data.
 struct HubPartition {
   int rank = 0, ranks = 1;
@@ -82,26 +123,51 @@ struct HubPartition {
       all_degrees;
   /// The same for one double per hub (each hub's walk): every process passes its slice.
   std::function<std::vector<double>(const std::vector<double>& mine, std::uint64_t first)> all_walks;
-  /// Rank > 0: replaces `bytes` with the running total of every chunk before this process's
-  /// (what rank - 1 passed on). Not called on rank 0.
-  std::function<void(std::vector<std::uint8_t>& bytes)> receive_prefix;
-  /// Passes the running total after this process's chunks on (to rank + 1; the last rank to
-  /// rank 0). On rank 0 it then replaces `bytes` with the complete total (from the last rank).
-  std::function<void(std::vector<std::uint8_t>& bytes)> pass_total;
+  /// Bytes to every process (to[q] for process q; to[rank] stays here) and from every process
+  /// (the result's [q]), collective over the processes: the lists of hubs in other processes'
+  /// degree slices travel from there instead of being queried again (b). Unset: queried here.
+  std::function<std::vector<std::vector<std::uint8_t>>(std::vector<std::vector<std::uint8_t>>& to)> exchange;
+  /// The dynamic hand-out of a counting pass's chunks (c). Every process calls begin_pass with
+  /// the same share, then claim (from any of its counting threads; thread-safe) until it returns
+  /// -1, then end_pass, which returns who counted each chunk (the same on every process). Unset:
+  /// every process counts exactly the chunks it owns (no hand-out; replays and tests).
+  std::function<void(const PassShare&)> begin_pass;
+  std::function<std::int64_t()> claim;
+  std::function<std::vector<std::int32_t>()> end_pass;
+  /// Called instead of end_pass when this process stops counting with an error (the hand-out
+  /// must not wait for it).
+  std::function<void()> leave_pass;
+  /// The running total of the chunk-ordered merge (d): to process `to`, from process `from`
+  /// (a receive replaces `bytes`).
+  std::function<void(std::vector<std::uint8_t>& bytes, int to)> send_total;
+  std::function<void(std::vector<std::uint8_t>& bytes, int from)> receive_total;
+  /// After this process's part of a pass's merge (optional).
+  std::function<void()> merged;
 
   // ---- filled by the engine ----------------------------------------------------------------
   std::vector<std::uint32_t> degrees;        ///< half-graph degree of every hub
   std::vector<double> walks;                 ///< sum of the neighbours' half degrees, every hub (CostModel)
-  std::vector<std::uint64_t> hub_bounds;     ///< ranks + 1: this process counts the chunks starting in its range
+  std::vector<double> costs;                 ///< range_costs of every hub (the ranges' and the hand-out's work)
+  std::vector<std::uint64_t> hub_bounds;     ///< ranks + 1: this process owns the chunks starting in its range
   bool probing = false;                      ///< internal: counting kernels record their chunks only
   std::vector<std::vector<std::uint64_t>> probed;  ///< internal: chunk bounds of every counting pass
-  std::uint64_t built_hubs = 0, built_edges = 0;   ///< this process's part of the graph
-  double counted_cost = 0, total_cost = 0;   ///< range_costs work of this process's chunks / of all
+  std::vector<int> pass_powers;              ///< internal: cost_power of every probed pass
+  std::size_t pass = 0;                      ///< internal: the next counting pass
+  std::uint64_t built_hubs = 0, built_edges = 0;   ///< this process's part of the graph (before any taken chunk)
+  double counted_cost = 0, total_cost = 0;   ///< range_costs work of the chunks this process counted / of all
+  std::uint64_t taken_chunks = 0;            ///< chunks counted from other processes' ranges
   bool gpu = false;                          ///< counted on the GPU (count_cuda_partitioned)
-  double count_s = 0, wait_s = 0;            ///< seconds counting its chunks / in the chain's exchanges
-  /// With time_chunks: per counting pass (as `probed`), the seconds of each chunk this process
-  /// counted, from the pass's first chunk of its range.
+  double graph_s = 0;                        ///< seconds building this process's part of the graph
+  double count_s = 0, wait_s = 0;            ///< seconds counting / in the merge's exchanges
+  double taken_graph_s = 0;                  ///< seconds building the lists of taken chunks (in count_s)
+  /// Seconds of build_partition_graph's stages: kd-tree, degree slice, joins (degrees and
+  /// walks), probing, the range's lists, the neighbours' lists, assembly.
+  std::vector<double> graph_stages_s;
+  /// With time_chunks: per counting pass (as `probed`), the seconds of every chunk this process
+  /// counted (0 for the others), by chunk index.
   std::vector<std::vector<double>> chunk_seconds;
+  /// internal: what build_partition_graph keeps for the lists of taken chunks (its kd-tree).
+  std::shared_ptr<PartitionIndex> index;
 };
 
 /// Installs a partition for the calling thread (build_graph and the CPU counting kernels called
@@ -137,5 +203,8 @@ NpcfResult count_cuda_partitioned(HubPartition& part, Statistic statistic, const
 /// partition is active. Offsets cover every hub; whole_edges is the whole graph's edge count.
 Graph build_partition_graph(const PointSet& points, const NpcfConfig& config, const JobContext& ctx,
                             HubPartition& part);
+/// (c): the lists of the hubs [h0, h1) (a chunk taken from another process's range) and of
+/// their neighbours, from the kd-tree build_partition_graph kept; offsets cover every hub.
+Graph build_taken_lists(const HubPartition& part, std::uint64_t h0, std::uint64_t h1, const JobContext& ctx);
 
 }  // namespace almagest::npcf

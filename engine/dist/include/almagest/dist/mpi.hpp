@@ -21,6 +21,9 @@ public:
 };
 
 bool active();        ///< MPI initialised (launched by mpirun)
+/// The library gave MPI_THREAD_SERIALIZED (any thread may call MPI, one at a time): the split
+/// N-point job's hand-out thread needs it.
+bool threads_serialized();
 int rank();           ///< 0 without MPI
 int size();           ///< 1 without MPI
 int local_rank();     ///< rank among the processes of this host (OMPI_COMM_WORLD_LOCAL_RANK)
