@@ -37,7 +37,7 @@ log="${OUT:-/tmp}/scaling.txt"
   time almagest-cli run "$w/job16.toml" --force
   echo "== $k ranks x 1 thread, the engine's cost model"
   mpirun --version | head -1
-  time mpirun -n "$k" --use-hwthread-cpus --bind-to hwthread almagest-cli run "$w/job1.toml" --force --log-json "$w/log.json"
+  time mpirun -n "$k" --use-hwthread-cpus --bind-to hwthread -x ALMAGEST_SPLIT_TRACE=1 almagest-cli run "$w/job1.toml" --force --log-json "$w/log.json"
   grep '"event":"rank"' "$w/log.json" | head -3
   grep -o '"summary":\[[^]]*split[^]]*' "$w/log.json" | head -2
   echo "== compare"

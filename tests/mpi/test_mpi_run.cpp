@@ -40,9 +40,11 @@ std::string slurp(const fs::path& p) {
   return {std::istreambuf_iterator<char>(in), {}};
 }
 
-CliRun mpirun(int ranks, const QStringList& args, int timeout_ms = 120000) {
+CliRun mpirun(int ranks, const QStringList& args, int timeout_ms = 120000,
+              const std::map<QString, QString>& extra_env = {}) {
   QProcess p;
   QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+  for (const auto& [k, v] : extra_env) env.insert(k, v);
   env.insert("OMPI_ALLOW_RUN_AS_ROOT", "1");
   env.insert("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
   env.insert("OMPI_MCA_rmaps_base_oversubscribe", "1");
@@ -461,6 +463,32 @@ private slots:
       QVERIFY2(r.err.contains("rank 0: ") && r.err.contains("gal.txt: line 9, column 3"), qPrintable(r.err));
       QVERIFY2(!r.err.contains("MPI_ABORT"), qPrintable(r.err));
       for (const auto& name : listing(d)) QVERIFY2(name != "out.h5" && name[0] != '.', name.c_str());
+    }
+  }
+
+  void failingRankDuringTheHandOutEndsTheJobCleanly() {
+    // A rank that fails while the others count (chunks handed out by rank 0, docs/mpi.md): as a
+    // pass begins (between passes: the others may already claim chunks of it) or after some
+    // chunks of it, on rank 0 or another. Every case ends promptly (no rank left waiting for a
+    // chunk or a total) with one error naming the failing rank, no MPI abort and nothing written.
+    const fs::path d = root() / "fail-split";
+    fs::create_directories(d);
+    write_catalogue(d / "gal.txt", 41, 1500);
+    write_catalogue(d / "ran.txt", 42, 3000);
+    write_text(d / "job.toml", "data = \"gal.txt\"\nrandoms = \"ran.txt\"\nrmin = 2\nrmax = 14\nnbins = 4\n"
+                               "stat = \"3pcf,4pcf\"\noutput = \"out.h5\"\nthreads = 1\n");
+    for (const char* f : {"1,1", "0,2", "2,0,1", "0,2,2", "1,2,0"}) {
+      QElapsedTimer t;
+      t.start();
+      const CliRun r = mpirun(3, {"run", q(d / "job.toml")}, 90000, {{"ALMAGEST_SPLIT_FAIL", f}});
+      QVERIFY2(r.finished, f);
+      QVERIFY2(r.code != 0, f);
+      const QString who = QString("rank %1: failure injected").arg(QString(f).left(1));
+      QVERIFY2(r.err.contains(who), qPrintable(QString(f) + ": " + r.err));
+      QVERIFY2(r.err.count("almagest-cli: error:") == 1, qPrintable(QString(f) + ": " + r.err));
+      QVERIFY2(!r.err.contains("MPI_ABORT"), qPrintable(QString(f) + ": " + r.err));
+      for (const auto& name : listing(d)) QVERIFY2(name.rfind("out", 0) != 0 && name[0] != '.', name.c_str());
+      qInfo("ALMAGEST_SPLIT_FAIL=%s: exit %d after %.1f s", f, r.code, t.elapsed() / 1000.0);
     }
   }
 

@@ -4,7 +4,16 @@
 #include <QtTest>
 
 #include <algorithm>
+#include <barrier>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <chrono>
 #include <cmath>
+#include <cstring>
+#include <optional>
 #include <numbers>
 #include <string>
 #include <vector>
@@ -12,12 +21,14 @@
 #include "almagest/core/error.hpp"
 #include "almagest/npcf/config.hpp"
 #include "almagest/npcf/graph.hpp"
+#include "almagest/npcf/partition.hpp"
 #include "almagest/npcf/plan.hpp"
 #include "almagest/npcf/points.hpp"
 #include "almagest/npcf/synthetic.hpp"
 
 using namespace almagest;
 using namespace almagest::npcf;
+using namespace std::chrono_literals;
 
 namespace {
 
@@ -277,6 +288,140 @@ private slots:
         QVERIFY(std::fabs(a.n[k] - b.n[k]) <= 1e-12 * scale);
         QVERIFY(std::fabs(a.r[k] - b.r[k]) <= 1e-12 * scale);
 
+      }
+    }
+  }
+
+  void chunk_ledger() {
+    // Owners 0..2 of chunks [0,4), [4,4) (none), [4,10); costs make owner 2's chunks heavy.
+    PassShare share{{0, 4, 4, 10}, {1, 1, 1, 1, 5, 5, 5, 5, 5, 1}, true};
+    ChunkLedger ledger(share);
+    // An owner takes its own chunks front to back.
+    QCOMPARE(ledger.claim(0), std::int64_t(0));
+    QCOMPARE(ledger.claim(2), std::int64_t(4));
+    // Owner 1 has none: it takes the last untaken chunk of the owner with most work left (2).
+    QCOMPARE(ledger.claim(1), std::int64_t(9));
+    QCOMPARE(ledger.claim(1), std::int64_t(8));
+    QCOMPARE(ledger.claim(0), std::int64_t(1));
+    QCOMPARE(ledger.claim(0), std::int64_t(2));
+    QCOMPARE(ledger.claim(0), std::int64_t(3));
+    // Owner 0 done: owner 2 has 5, 6, 7 left (15) -- taken from the back.
+    QCOMPARE(ledger.claim(0), std::int64_t(7));
+    QCOMPARE(ledger.claim(2), std::int64_t(5));
+    QCOMPARE(ledger.claim(2), std::int64_t(6));
+    QCOMPARE(ledger.claim(2), std::int64_t(-1));
+    QCOMPARE(ledger.claim(0), std::int64_t(-1));
+    const std::vector<std::int32_t> owners{0, 0, 0, 0, 2, 2, 2, 0, 1, 1};
+    QCOMPARE(ledger.owners(), owners);
+    QCOMPARE(ledger.taken_from_others(0), std::uint64_t(1));
+    QCOMPARE(ledger.taken_from_others(1), std::uint64_t(2));
+    QCOMPARE(ledger.taken_from_others(2), std::uint64_t(0));
+    // Pair passes: only one's own chunks; a closed ledger hands nothing out.
+    share.take_others = false;
+    ChunkLedger own(share);
+    QCOMPARE(own.claim(1), std::int64_t(-1));
+    QCOMPARE(own.claim(0), std::int64_t(0));
+    own.close();
+    QCOMPARE(own.claim(2), std::int64_t(-1));
+    QCOMPARE(own.owners()[4], std::int32_t(-1));
+  }
+
+  void split_replayed_in_threads() {
+    // A split job's processes as threads of this one (no MPI): the exchanges in memory, the
+    // hand-out from one ledger, one process slowed so that the others take its chunks and build
+    // their lists on demand. Rank 0's results equal one process's bit for bit.
+    const PointSet p = clustered(1500, 3000, 120.0, 33);
+    NpcfConfig c;
+    c.bins = {1.0, 14.0, 4, BinScale::Linear};
+    c.threads = 1;
+    for (Statistic st : {Statistic::ThreePoint, Statistic::FourPoint}) {
+      c.statistic = st;
+      const NpcfResult one = NpcfPlan(c, p, JobContext{}).execute(JobContext{});
+      for (int K : {2, 3}) {
+        std::barrier sync(K);
+        std::vector<std::vector<std::uint8_t>> slot_bytes(static_cast<std::size_t>(K));
+        std::vector<std::vector<std::uint32_t>> deg_slots(static_cast<std::size_t>(K));
+        std::vector<std::vector<double>> walk_slots(static_cast<std::size_t>(K));
+        std::vector<std::vector<std::vector<std::uint8_t>>> mailbox(static_cast<std::size_t>(K));
+        std::mutex mu;
+        std::condition_variable cv;
+        std::map<std::pair<int, int>, std::deque<std::vector<std::uint8_t>>> totals;
+        std::optional<ChunkLedger> ledger;
+        std::vector<NpcfResult> results(static_cast<std::size_t>(K));
+        std::vector<std::uint64_t> taken(static_cast<std::size_t>(K));
+        std::vector<std::string> errors(static_cast<std::size_t>(K));
+        auto process = [&](int r) {
+          try {
+            HubPartition part;
+            part.rank = r;
+            part.ranks = K;
+            part.statistics = {st};
+            auto join = [&](auto& store, const auto& mine) {
+              store[static_cast<std::size_t>(r)] = mine;
+              sync.arrive_and_wait();
+              std::remove_cvref_t<decltype(mine)> all;
+              for (const auto& s : store) all.insert(all.end(), s.begin(), s.end());
+              sync.arrive_and_wait();
+              return all;
+            };
+            part.all_degrees = [&](const std::vector<std::uint32_t>& mine, std::uint64_t) { return join(deg_slots, mine); };
+            part.all_walks = [&](const std::vector<double>& mine, std::uint64_t) { return join(walk_slots, mine); };
+            part.exchange = [&](std::vector<std::vector<std::uint8_t>>& to) {
+              mailbox[static_cast<std::size_t>(r)] = to;
+              sync.arrive_and_wait();
+              std::vector<std::vector<std::uint8_t>> from(static_cast<std::size_t>(K));
+              for (int q = 0; q < K; ++q) from[static_cast<std::size_t>(q)] = mailbox[static_cast<std::size_t>(q)][static_cast<std::size_t>(r)];
+              sync.arrive_and_wait();
+              return from;
+            };
+            part.begin_pass = [&](const PassShare& share) {
+              if (r == 0) ledger.emplace(share);
+              sync.arrive_and_wait();
+            };
+            part.claim = [&]() -> std::int64_t {
+              if (r == K - 1) std::this_thread::sleep_for(2ms);  // the slow process
+              std::lock_guard<std::mutex> lock(mu);
+              return ledger->claim(r);
+            };
+            part.end_pass = [&] {
+              sync.arrive_and_wait();
+              std::vector<std::int32_t> owners = ledger->owners();
+              sync.arrive_and_wait();
+              return owners;
+            };
+            part.send_total = [&](std::vector<std::uint8_t>& b, int to) {
+              std::lock_guard<std::mutex> lock(mu);
+              totals[{r, to}].push_back(b);
+              cv.notify_all();
+            };
+            part.receive_total = [&](std::vector<std::uint8_t>& b, int from) {
+              std::unique_lock<std::mutex> lock(mu);
+              auto& q = totals[{from, r}];
+              cv.wait(lock, [&] { return !q.empty(); });
+              b = std::move(q.front());
+              q.pop_front();
+            };
+            PartitionScope scope(part);
+            results[static_cast<std::size_t>(r)] = NpcfPlan(c, p, JobContext{}).execute(JobContext{});
+            taken[static_cast<std::size_t>(r)] = part.taken_chunks;
+          } catch (const std::exception& e) {
+            errors[static_cast<std::size_t>(r)] = e.what();
+          }
+        };
+        std::vector<std::thread> threads;
+        for (int r = 0; r < K; ++r) threads.emplace_back(process, r);
+        for (auto& t : threads) t.join();
+        for (const auto& e : errors) QVERIFY2(e.empty(), e.c_str());
+        const NpcfResult& got = results[0];
+        QVERIFY(got.tuples == one.tuples);
+        QVERIFY(got.random_tuples == one.random_tuples);
+        QCOMPARE(got.n.size(), one.n.size());
+        QVERIFY(std::memcmp(got.n.data(), one.n.data(), one.n.size() * sizeof(double)) == 0);
+        QVERIFY(std::memcmp(got.r.data(), one.r.data(), one.r.size() * sizeof(double)) == 0);
+        QCOMPARE(got.graph_edges, one.graph_edges);
+        std::uint64_t others = 0;
+        for (int r = 0; r + 1 < K; ++r) others += taken[static_cast<std::size_t>(r)];
+        QVERIFY2(others > 0, "the slow process's chunks were not taken by the others");
       }
     }
   }

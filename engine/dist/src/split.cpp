@@ -396,9 +396,27 @@ void run_split(const jobs::RunPlan& plan, std::size_t batch, const CancelToken& 
   // first exchange of the pass (GPU ranks: each holds one partition); from there to the end of
   // its part of the merge a rank is inside the exchange (other ranks wait for its bytes).
   bool agreed = false;
+  // Fault injection for the tests (docs/mpi.md): ALMAGEST_SPLIT_FAIL="rank,pass" fails that rank
+  // as counting pass `pass` (0-based) begins, "rank,pass,claims" after it claimed that many
+  // chunks of the pass (with the hand-out).
+  int fail_rank = -1, fail_pass = -1, fail_claims = -1, pass_now = -1;
+  std::atomic<int> claims_now{0};
+  if (const char* f = std::getenv("ALMAGEST_SPLIT_FAIL"); f && *f)
+    if (std::sscanf(f, "%d,%d,%d", &fail_rank, &fail_pass, &fail_claims) < 2) fail_rank = -1;
+  auto injected = [me] {
+    return Error("rank " + std::to_string(me) + ": failure injected by ALMAGEST_SPLIT_FAIL");
+  };
   if (threads_serialized() && K > 1) {
-    part.begin_pass = [&handout](const npcf::PassShare& share) { handout.begin(share); };
-    part.claim = [&handout] { return handout.claim(); };
+    part.begin_pass = [&](const npcf::PassShare& share) {
+      ++pass_now;
+      claims_now = 0;
+      if (me == fail_rank && pass_now == fail_pass && fail_claims < 0) throw injected();
+      handout.begin(share);
+    };
+    part.claim = [&] {
+      if (me == fail_rank && pass_now == fail_pass && fail_claims >= 0 && claims_now++ >= fail_claims) throw injected();
+      return handout.claim();
+    };
     part.leave_pass = [&handout] { handout.leave(); };
     part.end_pass = [&handout, &check, &agreed, &in_exchange] {
       auto owners = handout.end(check);
