@@ -210,6 +210,34 @@ Graph build_graph_hubs(const NeighbourIndex& index, const std::vector<std::uint8
   return build_graph_masked(x.points, x.config, ctx, &want, &x.search);
 }
 
+Graph build_graph_range(const NeighbourIndex& index, std::uint64_t h0, std::uint64_t h1, const JobContext& ctx) {
+  const auto& x = index.impl();
+  ALMAGEST_ASSERT(h0 <= h1 && h1 <= x.points.size(), "hub range outside the point set");
+  const bool pixels = stores_pixels(x.config);
+  const Binning bins = x.config.bins;
+  Graph g;
+  if (pixels) {
+    g.ntheta = x.config.pixel_ntheta;
+    g.nphi = x.config.pixel_nphi;
+  }
+  g.offsets.assign(h1 - h0 + 1, 0);
+  std::vector<std::uint32_t> cand;
+  cand.reserve(1024);
+  for (std::uint64_t i = h0; i < h1; ++i) {
+    if (((i - h0) & 255u) == 0) ctx.check_cancel();
+    x.search.candidates(i, static_cast<std::int64_t>(i), cand);
+    for (std::uint32_t j : cand) {
+      double dx, dy, dz, d2;
+      if (!x.search.edge(i, j, dx, dy, dz, d2)) continue;
+      g.neighbour.push_back(j);
+      g.bin.push_back(static_cast<std::uint8_t>(bins.bin_of(std::sqrt(d2))));
+      if (pixels) g.pixel.push_back(direction_pixel(dx, dy, dz, g.ntheta, g.nphi));
+    }
+    g.offsets[i - h0 + 1] = g.neighbour.size();
+  }
+  return g;
+}
+
 Graph build_graph(const PointSet& points, const NpcfConfig& config, const JobContext& ctx) {
   // One process of a job split over several (npcf/partition.hpp) builds only its part.
   if (HubPartition* part = active_partition()) return build_partition_graph(points, config, ctx, *part);

@@ -8,6 +8,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
+#include <mutex>
+#include <thread>
 #include <string>
 
 #include "almagest/core/error.hpp"
@@ -216,37 +219,36 @@ Graph assemble_lists(std::uint64_t n, int ntheta, int nphi, Keep keep, Source so
 }  // namespace
 
 namespace {
-/// The lists of the hubs `mask` selects, each from the process whose degree slice holds it
-/// (slice q = hubs [n q / K, n (q + 1) / K)): requests of hub indices go to every process, which
-/// answers from its slice (degree, neighbours, bins, pixels per hub, in the requested order).
-/// Offsets cover every hub.
-Graph fetch_lists(HubPartition& part, const Graph& slice, std::uint64_t s0, std::uint64_t s1,
-                  const std::vector<std::uint8_t>& mask) {
-  const std::uint64_t n = slice.num_vertices();
-  const auto K = static_cast<std::uint64_t>(part.ranks);
-  const bool pixels = slice.ntheta > 0;
+/// The lists of the hubs `mask` selects, each from the process that queried it (owner(i); this
+/// process's own are in `mine`, offsets over every hub): requests of hub indices go to every
+/// process, which answers from its lists (degree, neighbours, bins, pixels per hub, in the
+/// requested order). Offsets cover every hub. Collective: every process calls it alike.
+template <class Owner>
+Graph fetch_lists(HubPartition& part, const Graph& mine, const std::vector<std::uint8_t>& mask, Owner owner) {
+  const std::uint64_t n = mine.num_vertices();
+  const auto K = static_cast<std::size_t>(part.ranks);
+  const auto me = static_cast<std::size_t>(part.rank);
+  const bool pixels = mine.ntheta > 0;
   auto put = [](std::vector<std::uint8_t>& out, const void* data, std::size_t bytes) {
     if (bytes == 0) return;
     const std::size_t at = out.size();
     out.resize(at + bytes);
     std::memcpy(out.data() + at, data, bytes);
   };
-  // Requests: the wanted hubs of each slice, in order.
+  // Requests: the wanted hubs each process holds, in order.
   std::vector<std::vector<std::uint8_t>> ask(K);
-  for (std::uint64_t q = 0; q < K; ++q) {
-    const std::uint64_t q0 = n * q / K, q1 = n * (q + 1) / K;
-    if (q == static_cast<std::uint64_t>(part.rank)) continue;  // this process's own slice
-    for (std::uint64_t i = q0; i < q1; ++i)
-      if (mask[i]) {
-        const auto h = static_cast<std::uint32_t>(i);
-        put(ask[q], &h, sizeof h);
-      }
-  }
+  for (std::uint64_t i = 0; i < n; ++i)
+    if (mask[i]) {
+      const auto q = static_cast<std::size_t>(owner(i));
+      if (q == me) continue;
+      const auto h = static_cast<std::uint32_t>(i);
+      put(ask[q], &h, sizeof h);
+    }
   std::vector<std::vector<std::uint8_t>> asked = part.exchange(ask);
   ALMAGEST_ASSERT(asked.size() == K, "list exchange: one request per process");
-  // Answers from this process's slice.
+  // Answers from this process's lists.
   std::vector<std::vector<std::uint8_t>> answer(K);
-  for (std::uint64_t q = 0; q < K; ++q) {
+  for (std::size_t q = 0; q < K; ++q) {
     const auto& req = asked[q];
     if (req.size() % sizeof(std::uint32_t) != 0) throw Error("list exchange: a request of broken size");
     const std::size_t m = req.size() / sizeof(std::uint32_t);
@@ -254,23 +256,24 @@ Graph fetch_lists(HubPartition& part, const Graph& slice, std::uint64_t s0, std:
     for (std::size_t k = 0; k < m; ++k) {
       std::uint32_t h = 0;
       std::memcpy(&h, req.data() + k * sizeof h, sizeof h);
-      if (h < s0 || h >= s1) throw Error("list exchange: a hub outside this process's slice was requested");
-      const std::uint64_t e0 = slice.offsets[h], e1 = slice.offsets[h + 1];
+      if (h >= n || static_cast<std::size_t>(owner(h)) != me)
+        throw Error("list exchange: a hub this process does not hold was requested");
+      const std::uint64_t e0 = mine.offsets[h], e1 = mine.offsets[h + 1];
       const auto d = static_cast<std::uint32_t>(e1 - e0);
       put(out, &d, sizeof d);
-      put(out, slice.neighbour.data() + e0, d * sizeof(std::uint32_t));
-      put(out, slice.bin.data() + e0, d * sizeof(std::uint8_t));
-      if (pixels) put(out, slice.pixel.data() + e0, d * sizeof(std::uint16_t));
+      put(out, mine.neighbour.data() + e0, d * sizeof(std::uint32_t));
+      put(out, mine.bin.data() + e0, d * sizeof(std::uint8_t));
+      if (pixels) put(out, mine.pixel.data() + e0, d * sizeof(std::uint16_t));
     }
   }
   ask.clear();
   asked.clear();
   std::vector<std::vector<std::uint8_t>> got = part.exchange(answer);
   answer.clear();
-  // One CSR: hubs in order (slices are in hub order, hubs in order within each).
+  // One CSR in hub order (each process's answers are in hub order).
   Graph g;
-  g.ntheta = slice.ntheta;
-  g.nphi = slice.nphi;
+  g.ntheta = mine.ntheta;
+  g.nphi = mine.nphi;
   g.offsets.assign(n + 1, 0);
   std::uint64_t total = 0;
   for (const auto& b : got) total += b.size();
@@ -278,37 +281,35 @@ Graph fetch_lists(HubPartition& part, const Graph& slice, std::uint64_t s0, std:
   g.neighbour.reserve(total / per_edge);
   g.bin.reserve(total / per_edge);
   if (pixels) g.pixel.reserve(total / per_edge);
-  std::uint64_t i = 0;
-  for (std::uint64_t q = 0; q < K; ++q) {
-    const std::uint64_t q0 = n * q / K, q1 = n * (q + 1) / K;
-    const auto& b = got[q];
-    std::size_t at = 0;
-    auto take = [&](void* to, std::size_t bytes) {
-      if (b.size() - at < bytes) throw Error("list exchange: the lists received are truncated");
-      if (bytes) std::memcpy(to, b.data() + at, bytes);
-      at += bytes;
-    };
-    for (std::uint64_t h = q0; h < q1; ++h) {
-      if (!mask[h] || (h >= s0 && h < s1)) continue;
-      for (; i < h; ++i) g.offsets[i + 1] = g.neighbour.size();
-      std::uint32_t d = 0;
-      take(&d, sizeof d);
-      if (d > n) throw Error("list exchange: a list longer than the point set");
-      const std::size_t e = g.neighbour.size();
-      g.neighbour.resize(e + d);
-      g.bin.resize(e + d);
-      take(g.neighbour.data() + e, d * sizeof(std::uint32_t));
-      take(g.bin.data() + e, d * sizeof(std::uint8_t));
-      if (pixels) {
-        g.pixel.resize(e + d);
-        take(g.pixel.data() + e, d * sizeof(std::uint16_t));
+  std::vector<std::size_t> at(K, 0);
+  for (std::uint64_t h = 0; h < n; ++h) {
+    if (mask[h]) {
+      const auto q = static_cast<std::size_t>(owner(h));
+      if (q != me) {
+        const auto& b = got[q];
+        auto take = [&](void* to, std::size_t bytes) {
+          if (b.size() - at[q] < bytes) throw Error("list exchange: the lists received are truncated");
+          if (bytes) std::memcpy(to, b.data() + at[q], bytes);
+          at[q] += bytes;
+        };
+        std::uint32_t d = 0;
+        take(&d, sizeof d);
+        if (d > n) throw Error("list exchange: a list longer than the point set");
+        const std::size_t e = g.neighbour.size();
+        g.neighbour.resize(e + d);
+        g.bin.resize(e + d);
+        take(g.neighbour.data() + e, d * sizeof(std::uint32_t));
+        take(g.bin.data() + e, d * sizeof(std::uint8_t));
+        if (pixels) {
+          g.pixel.resize(e + d);
+          take(g.pixel.data() + e, d * sizeof(std::uint16_t));
+        }
       }
-      g.offsets[h + 1] = g.neighbour.size();
-      i = h + 1;
     }
-    if (at != b.size()) throw Error("list exchange: the lists received have the wrong size");
+    g.offsets[h + 1] = g.neighbour.size();
   }
-  for (; i < n; ++i) g.offsets[i + 1] = g.neighbour.size();
+  for (std::size_t q = 0; q < K; ++q)
+    if (at[q] != got[q].size()) throw Error("list exchange: the lists received have the wrong size");
   return g;
 }
 }  // namespace
@@ -344,18 +345,139 @@ Graph build_partition_graph(const PointSet& points, const NpcfConfig& config, co
   // context: a taken chunk's lists are built on the counting thread that took it).
   JobContext bctx = ctx;
   bctx.threads = config.threads > 0 ? config.threads : ctx.threads;
+  // The hubs whose lists this process queries (its part of the degree query): with the hand-out
+  // and the list exchange, blocks of hubs handed out dynamically (a slow query region does not
+  // hold the others at the join); else the slice [s0, s1). `slice` holds their lists.
+  const bool blocks = K > 1 && part.claim && part.begin_pass && part.end_pass && part.exchange;
   const std::uint64_t s0 = n * r / static_cast<std::uint64_t>(K), s1 = n * (r + 1) / static_cast<std::uint64_t>(K);
-  std::vector<std::uint8_t> want(n, 0);
-  std::fill(want.begin() + static_cast<std::ptrdiff_t>(s0), want.begin() + static_cast<std::ptrdiff_t>(s1), 1);
-  std::vector<std::uint32_t> mine(s1 - s0);
-  Graph slice = build_graph_hubs(index, want, bctx);
-  for (std::uint64_t i = s0; i < s1; ++i) mine[i - s0] = static_cast<std::uint32_t>(slice.offsets[i + 1] - slice.offsets[i]);
-  stage_done();  // degree slice
-  part.degrees = K > 1 ? part.all_degrees(mine, s0) : mine;
-  ALMAGEST_ASSERT(part.degrees.size() == n, "joined degrees do not cover every hub");
-  ctx.check_cancel();
-  // Each hub's walk (CostModel) from the slice's lists and the joined degrees.
-  {
+  const std::uint64_t bs = blocks ? std::max<std::uint64_t>(1, (n + 32 * K - 1) / (32 * static_cast<std::uint64_t>(K))) : 1;
+  const std::uint64_t nb = blocks ? (n + bs - 1) / bs : 0;
+  std::vector<std::int32_t> block_owner;
+  auto in_slice = [&](std::uint64_t i) {
+    return blocks ? block_owner[i / bs] == static_cast<std::int32_t>(r) : i >= s0 && i < s1;
+  };
+  std::vector<std::uint8_t> want;
+  Graph slice;
+  if (blocks) {
+    PassShare share;
+    share.first.resize(static_cast<std::size_t>(K) + 1);
+    for (int q = 0; q <= K; ++q) share.first[static_cast<std::size_t>(q)] = nb * static_cast<std::uint64_t>(q) / static_cast<std::uint64_t>(K);
+    share.cost.assign(nb, 1.0);
+    part.begin_pass(share);
+    std::vector<std::pair<std::uint64_t, Graph>> got;
+    std::mutex mu;
+    std::exception_ptr error;
+    auto worker = [&] {
+      try {
+        for (;;) {
+          const std::int64_t b = part.claim();
+          if (b < 0) return;
+          const auto u = static_cast<std::uint64_t>(b);
+          Graph lists = build_graph_range(index, u * bs, std::min(n, (u + 1) * bs), ctx);
+          std::lock_guard<std::mutex> lock(mu);
+          got.emplace_back(u, std::move(lists));
+        }
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(mu);
+        if (!error) error = std::current_exception();
+      }
+    };
+    const int nt = std::max(1, resolve_threads(bctx.threads));
+    if (nt == 1) {
+      worker();
+    } else {
+      std::vector<std::thread> pool;
+      for (int t = 0; t < nt; ++t) pool.emplace_back(worker);
+      for (auto& th : pool) th.join();
+    }
+    if (error) {
+      if (part.leave_pass) part.leave_pass();
+      std::rethrow_exception(error);
+    }
+    block_owner = part.end_pass();
+    if (part.merged) part.merged();  // no merge follows this hand-out
+    ALMAGEST_ASSERT(block_owner.size() == nb, "graph hand-out: one owner per block");
+    std::sort(got.begin(), got.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+    // One CSR over every hub of this process's blocks.
+    {
+      const Graph none = build_graph_range(index, 0, 0, ctx);  // the pixel grid, as every process has it
+      slice.ntheta = none.ntheta;
+      slice.nphi = none.nphi;
+    }
+    slice.offsets.assign(n + 1, 0);
+    std::uint64_t edges = 0;
+    for (const auto& [u, lists] : got) edges += lists.neighbour.size();
+    slice.neighbour.reserve(edges);
+    slice.bin.reserve(edges);
+    if (slice.ntheta > 0) slice.pixel.reserve(edges);
+    std::size_t k = 0;
+    for (std::uint64_t i = 0; i < n; ++i) {
+      while (k < got.size() && (got[k].first + 1) * bs <= i) ++k;
+      if (k < got.size() && got[k].first * bs <= i) {
+        const Graph& lists = got[k].second;
+        const std::uint64_t local = i - got[k].first * bs;
+        const auto e0 = static_cast<std::ptrdiff_t>(lists.offsets[local]), e1 = static_cast<std::ptrdiff_t>(lists.offsets[local + 1]);
+        slice.neighbour.insert(slice.neighbour.end(), lists.neighbour.begin() + e0, lists.neighbour.begin() + e1);
+        slice.bin.insert(slice.bin.end(), lists.bin.begin() + e0, lists.bin.begin() + e1);
+        if (slice.ntheta > 0) slice.pixel.insert(slice.pixel.end(), lists.pixel.begin() + e0, lists.pixel.begin() + e1);
+      }
+      slice.offsets[i + 1] = slice.neighbour.size();
+    }
+    got.clear();
+    stage_done();  // degree query (blocks)
+    // The joins: every process sends its blocks' degrees, then their walks, to every other.
+    auto join = [&](auto value, auto& all) {
+      using T = decltype(value(std::uint64_t{0}));
+      std::vector<std::uint8_t> bytes;
+      for (std::uint64_t u = 0; u < nb; ++u) {
+        if (block_owner[u] != static_cast<std::int32_t>(r)) continue;
+        for (std::uint64_t i = u * bs; i < std::min(n, (u + 1) * bs); ++i) {
+          const T v = value(i);
+          const std::size_t at = bytes.size();
+          bytes.resize(at + sizeof(T));
+          std::memcpy(bytes.data() + at, &v, sizeof(T));
+        }
+      }
+      std::vector<std::vector<std::uint8_t>> to(static_cast<std::size_t>(K), bytes);
+      to[r].clear();
+      const std::vector<std::vector<std::uint8_t>> from = part.exchange(to);
+      all.assign(n, T{});
+      for (std::uint64_t i = 0; i < n; ++i)
+        if (in_slice(i)) all[i] = value(i);
+      for (int q = 0; q < K; ++q) {
+        if (q == static_cast<int>(r)) continue;
+        const auto& in = from[static_cast<std::size_t>(q)];
+        std::size_t at = 0;
+        for (std::uint64_t u = 0; u < nb; ++u) {
+          if (block_owner[u] != q) continue;
+          for (std::uint64_t i = u * bs; i < std::min(n, (u + 1) * bs); ++i) {
+            if (in.size() - at < sizeof(T)) throw Error("graph join: the values received are truncated");
+            std::memcpy(&all[i], in.data() + at, sizeof(T));
+            at += sizeof(T);
+          }
+        }
+        if (at != in.size()) throw Error("graph join: the values received have the wrong size");
+      }
+    };
+    join([&](std::uint64_t i) { return static_cast<std::uint32_t>(slice.offsets[i + 1] - slice.offsets[i]); }, part.degrees);
+    join([&](std::uint64_t i) {
+      double w = 0;
+      for (std::uint64_t e = slice.offsets[i]; e < slice.offsets[i + 1]; ++e) w += part.degrees[slice.neighbour[e]];
+      return w;
+    }, part.walks);
+    want.assign(n, 0);
+    ctx.check_cancel();
+  } else {
+    want.assign(n, 0);
+    std::fill(want.begin() + static_cast<std::ptrdiff_t>(s0), want.begin() + static_cast<std::ptrdiff_t>(s1), 1);
+    std::vector<std::uint32_t> mine(s1 - s0);
+    slice = build_graph_hubs(index, want, bctx);
+    for (std::uint64_t i = s0; i < s1; ++i) mine[i - s0] = static_cast<std::uint32_t>(slice.offsets[i + 1] - slice.offsets[i]);
+    stage_done();  // degree slice
+    part.degrees = K > 1 ? part.all_degrees(mine, s0) : mine;
+    ALMAGEST_ASSERT(part.degrees.size() == n, "joined degrees do not cover every hub");
+    ctx.check_cancel();
+    // Each hub's walk (CostModel) from the slice's lists and the joined degrees.
     std::vector<double> walk(s1 - s0, 0.0);
     for (std::uint64_t i = s0; i < s1; ++i)
       for (std::uint64_t e = slice.offsets[i]; e < slice.offsets[i + 1]; ++e) walk[i - s0] += part.degrees[slice.neighbour[e]];
@@ -455,7 +577,6 @@ Graph build_partition_graph(const PointSet& points, const NpcfConfig& config, co
   part.pass = 0;
   // The lists the slice does not hold: of this process's hubs, then of their neighbours, whose
   // lists the triangle and tetrahedron walks read.
-  auto in_slice = [&](std::uint64_t i) { return i >= s0 && i < s1; };
   // From the processes whose slices hold them (every list was queried once, in some slice),
   // else queried here.
   const bool exchange = K > 1 && static_cast<bool>(part.exchange);
@@ -467,7 +588,14 @@ Graph build_partition_graph(const PointSet& points, const NpcfConfig& config, co
         build[i] = 1;
         any = true;
       }
-    if (exchange) return fetch_lists(part, slice, s0, s1, build);  // collective: every process takes part
+    if (exchange)  // collective: every process takes part
+      return fetch_lists(part, slice, build, [&](std::uint64_t i) {
+        if (blocks) return static_cast<std::uint64_t>(block_owner[i / bs]);
+        std::uint64_t q = std::min<std::uint64_t>(K - 1, i * K / n);  // slice q = [n q / K, n (q + 1) / K)
+        while (q + 1 < static_cast<std::uint64_t>(K) && n * (q + 1) / K <= i) ++q;
+        while (q > 0 && n * q / K > i) --q;
+        return q;
+      });
     return any ? build_graph_hubs(index, build, bctx) : Graph{};
   };
   const Graph hubs = lists_outside_slice(want);

@@ -66,6 +66,9 @@ public:
 private:
   std::unique_ptr<Impl> impl_;
 };
+/// The lists of the hubs [h0, h1) only, on the calling thread, with local offsets: hub h0 + k's
+/// list is [offsets[k], offsets[k + 1]) (h1 - h0 + 1 offsets; the same lists as build_graph).
+Graph build_graph_range(const NeighbourIndex& index, std::uint64_t h0, std::uint64_t h1, const JobContext& ctx);
 /// build_graph_hubs over a prebuilt index (the points and configuration it was made with).
 Graph build_graph_hubs(const NeighbourIndex& index, const std::vector<std::uint8_t>& want,
                        const JobContext& ctx);
