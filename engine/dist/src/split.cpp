@@ -361,34 +361,37 @@ void run_split(const jobs::RunPlan& plan, std::size_t batch, const CancelToken& 
   };
   part.all_degrees = [join](const std::vector<std::uint32_t>& mine, std::uint64_t) { return join(mine, MPI_UINT32_T); };
   part.all_walks = [join](const std::vector<double>& mine, std::uint64_t) { return join(mine, MPI_DOUBLE); };
-  // Bytes to and from every rank: K - 1 rounds of pairwise exchanges (round k: to rank + k, from
-  // rank - k), sizes first, then pieces of at most 1 GiB.
+  // Bytes to and from every rank: the sizes by MPI_Alltoall, then every message at once
+  // (non-blocking, in pieces of at most 1 GiB; pieces between two ranks arrive in order).
   part.exchange = [me, K, &check](std::vector<std::vector<std::uint8_t>>& to) {
     check();
-    std::vector<std::vector<std::uint8_t>> from(static_cast<std::size_t>(K));
+    const auto k = static_cast<std::size_t>(K);
+    std::vector<std::vector<std::uint8_t>> from(k);
     from[static_cast<std::size_t>(me)] = std::move(to[static_cast<std::size_t>(me)]);
+    std::vector<std::uint64_t> ns(k, 0), nr(k, 0);
+    for (std::size_t q = 0; q < k; ++q)
+      if (q != static_cast<std::size_t>(me)) ns[q] = to[q].size();
+    MPI_Alltoall(ns.data(), 1, MPI_UINT64_T, nr.data(), 1, MPI_UINT64_T, MPI_COMM_WORLD);
     constexpr std::uint64_t piece = std::uint64_t{1} << 30;
-    for (int k = 1; k < K; ++k) {
-      const int dst = (me + k) % K, src = (me - k + K) % K;
-      const auto& out = to[static_cast<std::size_t>(dst)];
-      auto& in = from[static_cast<std::size_t>(src)];
-      std::uint64_t ns = out.size(), nr = 0;
-      MPI_Sendrecv(&ns, 1, MPI_UINT64_T, dst, wire::kTagLists, &nr, 1, MPI_UINT64_T, src, wire::kTagLists, MPI_COMM_WORLD,
-                   MPI_STATUS_IGNORE);
-      in.resize(nr);
-      std::vector<MPI_Request> reqs;
-      for (std::uint64_t at = 0; at < nr; at += piece) {
+    std::vector<MPI_Request> reqs;
+    for (std::size_t q = 0; q < k; ++q) {
+      if (q == static_cast<std::size_t>(me)) continue;
+      from[q].resize(nr[q]);
+      for (std::uint64_t at = 0; at < nr[q]; at += piece) {
         reqs.emplace_back();
-        MPI_Irecv(in.data() + at, static_cast<int>(std::min(piece, nr - at)), MPI_BYTE, src, wire::kTagLists, MPI_COMM_WORLD,
-                  &reqs.back());
+        MPI_Irecv(from[q].data() + at, static_cast<int>(std::min(piece, nr[q] - at)), MPI_BYTE, static_cast<int>(q),
+                  wire::kTagLists, MPI_COMM_WORLD, &reqs.back());
       }
-      for (std::uint64_t at = 0; at < ns; at += piece) {
-        reqs.emplace_back();
-        MPI_Isend(out.data() + at, static_cast<int>(std::min(piece, ns - at)), MPI_BYTE, dst, wire::kTagLists, MPI_COMM_WORLD,
-                  &reqs.back());
-      }
-      MPI_Waitall(static_cast<int>(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE);
     }
+    for (std::size_t q = 0; q < k; ++q) {
+      if (q == static_cast<std::size_t>(me)) continue;
+      for (std::uint64_t at = 0; at < ns[q]; at += piece) {
+        reqs.emplace_back();
+        MPI_Isend(to[q].data() + at, static_cast<int>(std::min(piece, ns[q] - at)), MPI_BYTE, static_cast<int>(q),
+                  wire::kTagLists, MPI_COMM_WORLD, &reqs.back());
+      }
+    }
+    MPI_Waitall(static_cast<int>(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE);
     return from;
   };
   // The chunk hand-out and the chunk-ordered merge (npcf/partition.hpp (c), (d)). One
