@@ -36,7 +36,7 @@ for round in $(seq 1 "$rounds"); do
   a=$( { time almagest-cli run job16.toml --force > o16.txt 2>&1; } 2>&1 )
   b=$( { time mpirun -n 1 --bind-to none almagest-cli run job16.toml --force > o16m.txt 2>&1; } 2>&1 )
   c=$( { time mpirun -n 16 --use-hwthread-cpus --bind-to hwthread -x ALMAGEST_SPLIT_TRACE=1 almagest-cli run job1.toml --force > o1.txt 2>&1; } 2>&1 )
-  echo "round $round: 1x16 plain $a s; 1x16 under mpirun -n 1 $b s; 16x1 $c s; efficiency $(echo "$a / $c" | bc -l | cut -c1-5) (plain), $(echo "$b / $c" | bc -l | cut -c1-5) (mpirun -n 1)"
+  echo "round $round: 1x16 plain $a s; 1x16 under mpirun -n 1 $b s; 16x1 $c s; efficiency $(awk -v x="$a" -v y="$c" 'BEGIN{printf "%.3f", x/y}') (plain), $(awk -v x="$b" -v y="$c" 'BEGIN{printf "%.3f", x/y}') (mpirun -n 1)"
   grep -h "graph edges" o16.txt o1.txt
   grep -h "split over" o1.txt
   grep -h "split rank 0/" o1.txt
