@@ -3,7 +3,7 @@
 # are noisy): the CPU 4pCF (5 bins, rmin 1, rmax 33, spatial hub order) of the N = 10^6 benchmark
 # catalogue as 1 rank x 16 threads (a plain process, then one rank under `mpirun -n 1`) and as
 # 16 ranks x 1 thread (each bound to one logical CPU, with ALMAGEST_SPLIT_TRACE), outputs
-# compared bit for bit; first the launch cost of mpirun alone (`almagest-cli --version`). Needs
+# compared bit for bit (BIND=none|core|hwthread: the 16 ranks' binding, default hwthread); first the launch cost of mpirun alone (`almagest-cli --version`). Needs
 # .device-libs/mpi22 from tests/bench/mpi_device_libs.sh (carried, or unpacked from
 # .device-pack/mpi22.tgz). Usage: bash tests/bench/mpi_efficiency_device.sh [rounds (default 3)]
 set -u
@@ -35,8 +35,8 @@ echo "launch: plain $plain s; mpirun -n 16 $launch s"
 for round in $(seq 1 "$rounds"); do
   a=$( { time almagest-cli run job16.toml --force > o16.txt 2>&1; } 2>&1 )
   b=$( { time mpirun -n 1 --bind-to none almagest-cli run job16.toml --force > o16m.txt 2>&1; } 2>&1 )
-  c=$( { time mpirun -n 16 --use-hwthread-cpus --bind-to hwthread -x ALMAGEST_SPLIT_TRACE=1 almagest-cli run job1.toml --force > o1.txt 2>&1; } 2>&1 )
-  echo "round $round: 1x16 plain $a s; 1x16 under mpirun -n 1 $b s; 16x1 $c s; efficiency $(awk -v x="$a" -v y="$c" 'BEGIN{printf "%.3f", x/y}') (plain), $(awk -v x="$b" -v y="$c" 'BEGIN{printf "%.3f", x/y}') (mpirun -n 1)"
+  c=$( { time mpirun -n 16 --use-hwthread-cpus --bind-to "${BIND:-hwthread}" -x ALMAGEST_SPLIT_TRACE=1 almagest-cli run job1.toml --force > o1.txt 2>&1; } 2>&1 )
+  echo "round $round: 1x16 plain $a s; 1x16 under mpirun -n 1 $b s; 16x1 (--bind-to ${BIND:-hwthread}) $c s; efficiency $(awk -v x="$a" -v y="$c" 'BEGIN{printf "%.3f", x/y}') (plain), $(awk -v x="$b" -v y="$c" 'BEGIN{printf "%.3f", x/y}') (mpirun -n 1)"
   grep -h "graph edges" o16.txt o1.txt
   grep -h "split over" o1.txt
   grep -h "split rank 0/" o1.txt
