@@ -26,6 +26,20 @@
 
 namespace almagest::parallel {
 
+/// worker() on `threads` threads (the calling thread alone when 1), joined before it returns;
+/// the workers catch their own exceptions.
+template <class Worker>
+void run_workers(int threads, Worker worker) {
+  if (threads <= 1) {
+    worker();
+    return;
+  }
+  std::vector<std::thread> pool;
+  pool.reserve(static_cast<std::size_t>(threads));
+  for (int t = 0; t < threads; ++t) pool.emplace_back(worker);
+  for (auto& th : pool) th.join();
+}
+
 /// fn(task) for task in 0..n_tasks-1 on resolve_threads(threads) workers; progress reported as
 /// tasks done out of n_tasks under `stage`.
 template <class Fn>
@@ -56,14 +70,7 @@ void parallel_for(std::size_t n_tasks, int threads, const JobContext& ctx, const
       stop = true;
     }
   };
-  if (nt <= 1) {
-    worker();
-  } else {
-    std::vector<std::thread> pool;
-    pool.reserve(nt);
-    for (int i = 0; i < nt; ++i) pool.emplace_back(worker);
-    for (auto& th : pool) th.join();
-  }
+  run_workers(nt, worker);
   if (error) std::rethrow_exception(error);
 }
 
@@ -121,14 +128,7 @@ Acc chunked_reduce(const std::vector<std::uint64_t>& bounds, int threads, const 
     }
   };
 
-  if (threads == 1) {
-    worker();
-  } else {
-    std::vector<std::thread> pool;
-    pool.reserve(static_cast<std::size_t>(threads));
-    for (int t = 0; t < threads; ++t) pool.emplace_back(worker);
-    for (auto& th : pool) th.join();
-  }
+  run_workers(threads, worker);
   if (error) std::rethrow_exception(error);
   ctx.check_cancel();
   return total;

@@ -382,14 +382,7 @@ Graph build_partition_graph(const PointSet& points, const NpcfConfig& config, co
         if (!error) error = std::current_exception();
       }
     };
-    const int nt = std::max(1, resolve_threads(bctx.threads));
-    if (nt == 1) {
-      worker();
-    } else {
-      std::vector<std::thread> pool;
-      for (int t = 0; t < nt; ++t) pool.emplace_back(worker);
-      for (auto& th : pool) th.join();
-    }
+    almagest::parallel::run_workers(std::max(1, resolve_threads(bctx.threads)), worker);
     if (error) {
       if (part.leave_pass) part.leave_pass();
       std::rethrow_exception(error);

@@ -274,15 +274,7 @@ Acc partitioned_reduce(HubPartition& part, const Graph& g, const std::vector<std
     }
   };
   const auto t0 = Clock::now();
-  const int nt = std::max(1, resolve_threads(threads));
-  if (nt == 1) {
-    worker();
-  } else {
-    std::vector<std::thread> pool;
-    pool.reserve(static_cast<std::size_t>(nt));
-    for (int t = 0; t < nt; ++t) pool.emplace_back(worker);
-    for (auto& th : pool) th.join();
-  }
+  almagest::parallel::run_workers(std::max(1, resolve_threads(threads)), worker);
   part.count_s += since(t0);
   part.counted_cost += counted;
   part.taken_chunks += taken;
