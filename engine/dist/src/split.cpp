@@ -400,8 +400,8 @@ void run_split(const jobs::RunPlan& plan, std::size_t batch, const CancelToken& 
   // its part of the merge a rank is inside the exchange (other ranks wait for its bytes).
   bool agreed = false;
   // Fault injection for the tests (docs/mpi.md): ALMAGEST_SPLIT_FAIL="rank,pass" fails that rank
-  // as counting pass `pass` (0-based) begins, "rank,pass,claims" after it claimed that many
-  // chunks of the pass (with the hand-out).
+  // as hand-out `pass` begins (0-based: 0 the graph's degree query in blocks, then the counting
+  // passes), "rank,pass,claims" after it claimed that many blocks or chunks of it.
   int fail_rank = -1, fail_pass = -1, fail_claims = -1, pass_now = -1;
   std::atomic<int> claims_now{0};
   if (const char* f = std::getenv("ALMAGEST_SPLIT_FAIL"); f && *f)
