@@ -40,13 +40,21 @@ asan_rc=0
 if [ "${ALMAGEST_TEST_SANITIZE:-1}" != 0 ]; then
   asan_start=$SECONDS
   launcher=()
-  if command -v ccache >/dev/null; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
+  if command -v ccache >/dev/null; then
+    launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+    # Precompiled headers (ALMAGEST_PCH) are cached only with this sloppiness (ccache manual).
+    export CCACHE_SLOPPINESS="${CCACHE_SLOPPINESS:-pch_defines,time_macros}"
+  fi
   labels="${ALMAGEST_TEST_SANITIZE_LABELS:-unit|cli|fuzz}"
   label_args=(-L "$labels")
   if [ "$labels" = all ]; then label_args=(); fi
+  # Only the tests of these labels are built (ALMAGEST_TEST_LABELS); a label regex that is not a
+  # plain a|b|c list builds them all.
+  build_labels=all
+  if [[ "$labels" =~ ^[a-z]+(\|[a-z]+)*$ ]]; then build_labels="${labels//|/;}"; fi
   (
     cd "$here"
-    cmake --preset sanitize "${launcher[@]}"
+    cmake --preset sanitize "${launcher[@]}" -DALMAGEST_TEST_LABELS="$build_labels"
     cmake --build --preset sanitize -j "${ALMAGEST_JOBS:-$(nproc)}"
     echo "test.sh: sanitizer build: $((SECONDS - asan_start)) s"
     # ASAN_OPTIONS / UBSAN_OPTIONS come from the test preset.

@@ -55,7 +55,7 @@ struct Collector {
   double worstDist() const { return radius2; }
 };
 
-bool stores_pixels(const NpcfConfig& c) {
+bool graph_stores_pixels(const NpcfConfig& c) {
   return c.store_pixels ||
          (c.statistic == Statistic::FourPointParity && c.directions == DirectionMode::Pixel);
 }
@@ -258,7 +258,7 @@ Graph build_graph_masked(const PointSet& points, const NpcfConfig& config, const
   if (points.size() > std::numeric_limits<std::uint32_t>::max())
     throw ConfigError("points", "more than 2^32 - 1 points cannot be indexed by the graph");
   const std::uint64_t n = points.size();
-  const bool pixels = stores_pixels(config);
+  const bool pixels = graph_stores_pixels(config);
   const int ntheta = config.pixel_ntheta, nphi = config.pixel_nphi;
   const Binning bins = config.bins;
 
@@ -413,7 +413,7 @@ GraphEstimate estimate_graph(const PointSet& points, const NpcfConfig& config, s
   est.sampled = sd + sr;
   est.mean_neighbours = full / static_cast<double>(n);
   est.edges = full / 2;
-  const double per_edge = 4.0 + 1.0 + (stores_pixels(config) ? 2.0 : 0.0);
+  const double per_edge = 4.0 + 1.0 + (graph_stores_pixels(config) ? 2.0 : 0.0);
   est.bytes = 8.0 * static_cast<double>(n + 1) + est.edges * per_edge;
   return est;
 }

@@ -30,7 +30,7 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-double seconds_since(Clock::time_point t0) {
+double elapsed_seconds(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
@@ -332,7 +332,7 @@ NpcfOutcome run_npcf_job(const NpcfJob& job, const JobContext& ctx, const jobs::
   }
   out.ndata = points->ndata;
   out.nrandom = points->size() - points->ndata;
-  out.load_seconds = seconds_since(t0);
+  out.load_seconds = elapsed_seconds(t0);
   out.timings_s["catalogues"] = out.load_seconds;
 
   if (options.dry_run) {
@@ -382,7 +382,7 @@ NpcfOutcome run_npcf_job(const NpcfJob& job, const JobContext& ctx, const jobs::
   for (Statistic s : job.statistics) {
     auto ts = Clock::now();
     NpcfResult r = plan.execute(s, ctx);
-    out.statistic_seconds.push_back(seconds_since(ts));
+    out.statistic_seconds.push_back(elapsed_seconds(ts));
     out.timings_s[to_string(s)] = out.statistic_seconds.back();
     r.provenance.inputs = out.inputs;
     r.provenance.input_hashes = hashes;
@@ -421,7 +421,7 @@ NpcfOutcome run_npcf_job(const NpcfJob& job, const JobContext& ctx, const jobs::
         reals[i].push_back(sub.execute(job.statistics[i], ctx));
     }
     for (std::size_t i = 0; i < out.results.size(); ++i) attach_jackknife(out.results[i], reals[i]);
-    out.timings_s["jackknife"] = seconds_since(tj);
+    out.timings_s["jackknife"] = elapsed_seconds(tj);
   }
 
   if (writing) {
@@ -439,7 +439,7 @@ NpcfOutcome run_npcf_job(const NpcfJob& job, const JobContext& ctx, const jobs::
       }
       outputs->commit();
     }
-    out.write_seconds = seconds_since(tw);
+    out.write_seconds = elapsed_seconds(tw);
     out.timings_s["write"] = out.write_seconds;
     out.outputs = paths;
     out.outputs.insert(out.outputs.end(), jk_paths.begin(), jk_paths.end());

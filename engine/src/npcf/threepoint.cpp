@@ -65,7 +65,7 @@ struct RowIndex {
 /// Hubs processed between two cancel checks.
 constexpr std::uint64_t kCancelBlock = 64;
 
-struct Scratch {
+struct ThreePointScratch {
   std::vector<std::uint8_t> mark;
   std::vector<std::uint64_t> match;
 };
@@ -73,7 +73,7 @@ struct Scratch {
 /// All triangles of hubs [h0, h1) into acc.
 template <class Index>
 void triangles_all(const Graph& g, const PointSet& p, std::uint64_t h0, std::uint64_t h1,
-                   const Index& index, TriAcc& acc, Scratch& sc) {
+                   const Index& index, TriAcc& acc, ThreePointScratch& sc) {
   const std::uint64_t* off = g.offsets.data();
   const std::uint32_t* nb = g.neighbour.data();
   const std::uint8_t* bn = g.bin.data();
@@ -126,7 +126,7 @@ void triangles_all(const Graph& g, const PointSet& p, std::uint64_t h0, std::uin
 template <class Index>
 void triangles_all_mu(const Graph& g, const PointSet& p, const Geometry& geo, int nmu,
                       std::uint64_t h0, std::uint64_t h1, const Index& index, TriAcc& acc,
-                      Scratch& sc) {
+                      ThreePointScratch& sc) {
   const std::uint64_t* off = g.offsets.data();
   const std::uint32_t* nb = g.neighbour.data();
   const std::uint8_t* bn = g.bin.data();
@@ -252,7 +252,7 @@ NpcfResult count_3pcf_cpu(const Graph& g, const PointSet& p, const NpcfConfig& c
   const std::uint64_t ndata = p.ndata;
 
   std::mutex pool_mu;
-  std::vector<std::unique_ptr<Scratch>> pool;
+  std::vector<std::unique_ptr<ThreePointScratch>> pool;
   // Parts fill count/sum for their hub class; the total keeps both classes (rcount/rsum).
   auto make = [cells] {
     TriAcc a;
@@ -271,7 +271,7 @@ NpcfResult count_3pcf_cpu(const Graph& g, const PointSet& p, const NpcfConfig& c
       }
     } else {
       // Connectivity tables are N bytes: reuse them across chunks (at most one per worker).
-      std::unique_ptr<Scratch> sc;
+      std::unique_ptr<ThreePointScratch> sc;
       {
         std::lock_guard<std::mutex> lock(pool_mu);
         if (!pool.empty()) {
@@ -280,7 +280,7 @@ NpcfResult count_3pcf_cpu(const Graph& g, const PointSet& p, const NpcfConfig& c
         }
       }
       if (!sc) {
-        sc = std::make_unique<Scratch>();
+        sc = std::make_unique<ThreePointScratch>();
         sc->mark.assign(p.size(), 0);
       }
       // Hubs in blocks so that a cancel request is honoured promptly inside long chunks; the

@@ -20,7 +20,7 @@ using schema::Value;
 
 namespace {
 
-constexpr double kPi = 3.14159265358979323846;
+constexpr double kPiRad = 3.14159265358979323846;
 const std::vector<std::string> kReading{"psiphi", "search", "stamps"};
 
 Field field(std::string key, Kind kind, std::string group, std::string help, std::vector<std::string> ops) {
@@ -529,7 +529,7 @@ void make_bank(StackJob& job, schema::Reader& r, bool velocities_in_memory) {
     r.problem("speed-range", "speeds must be >= 0");
     return;
   }
-  const double d2r = kPi / 180.0;
+  const double d2r = kPiRad / 180.0;
   if (grid && sp && an)
     job.search.bank = TrajectoryBank::speed_angle(sp->first, sp->second, grid->first, 0.5 * (an->first + an->second) * d2r,
                                                   0.5 * (an->second - an->first) * d2r, grid->second);
