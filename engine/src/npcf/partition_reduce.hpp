@@ -92,9 +92,10 @@ void get(const std::vector<std::uint8_t>& in, std::size_t& at, T& v) {
     std::uint64_t n = 0;
     get(in, at, n);
     if constexpr (std::is_arithmetic_v<typename T::value_type>) {
+      if (n > in.size()) throw Error("partitioned reduction: the running total received is truncated");
       need(n * sizeof(typename T::value_type));
       v.resize(n);
-      std::memcpy(v.data(), in.data() + at, n * sizeof(typename T::value_type));
+      if (n > 0) std::memcpy(v.data(), in.data() + at, n * sizeof(typename T::value_type));
       at += n * sizeof(typename T::value_type);
     } else {
       if (n > in.size()) throw Error("partitioned reduction: the running total received is truncated");
