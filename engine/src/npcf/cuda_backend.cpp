@@ -111,11 +111,6 @@ void set_mu_options(kernels::NpcfOptions& k, const NpcfConfig& c, bool legendre)
   k.mu_box = c.box;
 }
 
-bool stores_pixels(const NpcfConfig& c) {
-  return c.store_pixels ||
-         (c.statistic == Statistic::FourPointParity && c.directions == DirectionMode::Pixel);
-}
-
 std::uint64_t to_bits(double v) { return std::bit_cast<std::uint64_t>(v); }
 double from_bits(std::uint64_t b) { return std::bit_cast<double>(b); }
 
@@ -165,7 +160,7 @@ Graph build_graph_cuda(const PointSet& points, const NpcfConfig& config, const J
   spec.bin_threshold = thr.data();
   spec.periodic = config.periodic;
   spec.box = config.box;
-  spec.pixels = stores_pixels(config);
+  spec.pixels = stores_direction_pixels(config);
   spec.ntheta = config.pixel_ntheta;
   spec.nphi = config.pixel_nphi;
   ctx.progress(0, 1, "building graph on the GPU");

@@ -55,11 +55,6 @@ struct Collector {
   double worstDist() const { return radius2; }
 };
 
-bool graph_stores_pixels(const NpcfConfig& c) {
-  return c.store_pixels ||
-         (c.statistic == Statistic::FourPointParity && c.directions == DirectionMode::Pixel);
-}
-
 int threads_of(const NpcfConfig& c, const JobContext& ctx) {
   return resolve_threads(c.threads > 0 ? c.threads : ctx.threads);
 }
@@ -135,6 +130,10 @@ struct ChunkEdges {
 };
 
 }  // namespace
+
+bool stores_direction_pixels(const NpcfConfig& c) {
+  return c.store_pixels || (c.statistic == Statistic::FourPointParity && c.directions == DirectionMode::Pixel);
+}
 
 std::uint64_t Graph::memory_bytes() const noexcept {
   return offsets.size() * sizeof(std::uint64_t) + neighbour.size() * sizeof(std::uint32_t) +
@@ -213,7 +212,7 @@ Graph build_graph_hubs(const NeighbourIndex& index, const std::vector<std::uint8
 Graph build_graph_range(const NeighbourIndex& index, std::uint64_t h0, std::uint64_t h1, const JobContext& ctx) {
   const auto& x = index.impl();
   ALMAGEST_ASSERT(h0 <= h1 && h1 <= x.points.size(), "hub range outside the point set");
-  const bool pixels = stores_pixels(x.config);
+  const bool pixels = stores_direction_pixels(x.config);
   const Binning bins = x.config.bins;
   Graph g;
   if (pixels) {
@@ -258,7 +257,7 @@ Graph build_graph_masked(const PointSet& points, const NpcfConfig& config, const
   if (points.size() > std::numeric_limits<std::uint32_t>::max())
     throw ConfigError("points", "more than 2^32 - 1 points cannot be indexed by the graph");
   const std::uint64_t n = points.size();
-  const bool pixels = graph_stores_pixels(config);
+  const bool pixels = stores_direction_pixels(config);
   const int ntheta = config.pixel_ntheta, nphi = config.pixel_nphi;
   const Binning bins = config.bins;
 
@@ -413,7 +412,7 @@ GraphEstimate estimate_graph(const PointSet& points, const NpcfConfig& config, s
   est.sampled = sd + sr;
   est.mean_neighbours = full / static_cast<double>(n);
   est.edges = full / 2;
-  const double per_edge = 4.0 + 1.0 + (graph_stores_pixels(config) ? 2.0 : 0.0);
+  const double per_edge = 4.0 + 1.0 + (stores_direction_pixels(config) ? 2.0 : 0.0);
   est.bytes = 8.0 * static_cast<double>(n + 1) + est.edges * per_edge;
   return est;
 }

@@ -392,10 +392,9 @@ Graph build_partition_graph(const PointSet& points, const NpcfConfig& config, co
     ALMAGEST_ASSERT(block_owner.size() == nb, "graph hand-out: one owner per block");
     std::sort(got.begin(), got.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
     // One CSR over every hub of this process's blocks.
-    {
-      const Graph none = build_graph_range(index, 0, 0, ctx);  // the pixel grid, as every process has it
-      slice.ntheta = none.ntheta;
-      slice.nphi = none.nphi;
+    if (stores_direction_pixels(config)) {  // as every process has it, with or without blocks
+      slice.ntheta = config.pixel_ntheta;
+      slice.nphi = config.pixel_nphi;
     }
     slice.offsets.assign(n + 1, 0);
     std::uint64_t edges = 0;

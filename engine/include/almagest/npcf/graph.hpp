@@ -29,6 +29,10 @@ struct Graph {
   std::uint64_t memory_bytes() const noexcept;
 };
 
+/// Whether a graph built for `config` stores a direction pixel per edge (store_pixels, or the
+/// parity 4pCF in pixel mode): the CPU and CUDA graph builds and a split job's parts agree on it.
+bool stores_direction_pixels(const NpcfConfig& config);
+
 /// Direction pixel of a unit-less displacement (dx, dy, dz): theta = acos(dz/d) in ntheta equal
 /// bins of [0, pi], phi = atan2(dy, dx) in nphi equal bins of [-pi, pi); pixel = itheta*nphi + iphi.
 std::uint16_t direction_pixel(double dx, double dy, double dz, int ntheta, int nphi);
