@@ -195,24 +195,11 @@ private:
     MPI_Send(&chunk, 1, MPI_INT64_T, st.MPI_SOURCE, tag + 1, MPI_COMM_WORLD);
     return true;
   }
+  /// The server thread: rank 0 answers the claims of this pass from the ledger until stopped.
   void serve() {
     const int tag = claim_tag(pass_);
-    while (!stop_.load()) {
-      int flag = 0;
-      MPI_Status st;
-      MPI_Iprobe(MPI_ANY_SOURCE, tag, MPI_COMM_WORLD, &flag, &st);
-      if (!flag) {
-        std::this_thread::sleep_for(std::chrono::microseconds(200));
-        continue;
-      }
-      std::int64_t chunk = -1;
-      MPI_Recv(&chunk, 1, MPI_INT64_T, st.MPI_SOURCE, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-      {
-        std::lock_guard<std::mutex> lock(ledger_mu_);
-        chunk = ledger_->claim(st.MPI_SOURCE);
-      }
-      MPI_Send(&chunk, 1, MPI_INT64_T, st.MPI_SOURCE, tag + 1, MPI_COMM_WORLD);
-    }
+    while (!stop_.load())
+      if (!answer(tag, true)) std::this_thread::sleep_for(std::chrono::microseconds(200));
   }
   void stop_server() {
     stop_ = true;
@@ -526,8 +513,12 @@ void run_split(const jobs::RunPlan& plan, std::size_t batch, const CancelToken& 
   // ALMAGEST_SPLIT_TRACE: every rank's stages on its stderr (benchmarks, docs/mpi.md).
   if (const char* trace = std::getenv("ALMAGEST_SPLIT_TRACE"); trace && *trace && std::string(trace) != "0") {
     std::string stages;
-    for (double x : part.graph_stages_s) stages += (stages.empty() ? "" : " ") + std::to_string(x).substr(0, 5);
-    std::fprintf(stderr, "split rank %d/%d: wall %.3f s; graph %.3f s [kd-tree, slice, joins, probing, range, neighbours, "
+    for (double x : part.graph_stages_s) {
+      char v[32];
+      std::snprintf(v, sizeof v, "%s%.3f", stages.empty() ? "" : " ", x);
+      stages += v;
+    }
+    std::fprintf(stderr, "split rank %d/%d: wall %.3f s; graph %.3f s [kd-tree, degree query, joins, probing, range, neighbours, "
                          "assembly: %s]; counting %.3f s (%llu chunks taken, their lists %.3f s); waits %.3f s\n",
                  me, K, secs, part.graph_s, stages.c_str(), part.count_s, static_cast<unsigned long long>(part.taken_chunks),
                  part.taken_graph_s, part.wait_s);
