@@ -313,9 +313,17 @@ private slots:
     QCOMPARE(ledger.claim(0), std::int64_t(-1));
     const std::vector<std::int32_t> owners{0, 0, 0, 0, 2, 2, 2, 0, 1, 1};
     QCOMPARE(ledger.owners(), owners);
-    QCOMPARE(ledger.taken_from_others(0), std::uint64_t(1));
-    QCOMPARE(ledger.taken_from_others(1), std::uint64_t(2));
-    QCOMPARE(ledger.taken_from_others(2), std::uint64_t(0));
+    // Chunks each process took from other owners' ranges: 0 one (7), 1 two (8, 9), 2 none.
+    auto taken_from_others = [&](int r) {
+      int n = 0;
+      for (int q = 0; q < 3; ++q)
+        for (std::uint64_t c = share.first[static_cast<std::size_t>(q)]; c < share.first[static_cast<std::size_t>(q) + 1]; ++c)
+          n += q != r && ledger.owners()[c] == r;
+      return n;
+    };
+    QCOMPARE(taken_from_others(0), 1);
+    QCOMPARE(taken_from_others(1), 2);
+    QCOMPARE(taken_from_others(2), 0);
     // Pair passes: only one's own chunks; a closed ledger hands nothing out.
     share.take_others = false;
     ChunkLedger own(share);

@@ -83,14 +83,6 @@ std::int64_t ChunkLedger::claim(int rank) {
 
 void ChunkLedger::close() { front_ = back_; }
 
-std::uint64_t ChunkLedger::taken_from_others(int rank) const {
-  std::uint64_t n = 0;
-  for (std::size_t r = 0; r + 1 < share_.first.size(); ++r)
-    if (static_cast<int>(r) != rank)
-      for (std::uint64_t c = share_.first[r]; c < share_.first[r + 1]; ++c) n += owner_[c] == rank;
-  return n;
-}
-
 int cost_power(Statistic s) {
   switch (s) {
     case Statistic::TwoPoint: return 1;
@@ -229,12 +221,7 @@ Graph fetch_lists(HubPartition& part, const Graph& mine, const std::vector<std::
   const auto K = static_cast<std::size_t>(part.ranks);
   const auto me = static_cast<std::size_t>(part.rank);
   const bool pixels = mine.ntheta > 0;
-  auto put = [](std::vector<std::uint8_t>& out, const void* data, std::size_t bytes) {
-    if (bytes == 0) return;
-    const std::size_t at = out.size();
-    out.resize(at + bytes);
-    std::memcpy(out.data() + at, data, bytes);
-  };
+  const auto put = detail::raw::append;
   // Requests: the wanted hubs each process holds, in order.
   std::vector<std::vector<std::uint8_t>> ask(K);
   for (std::uint64_t i = 0; i < n; ++i)
@@ -425,9 +412,7 @@ Graph build_partition_graph(const PointSet& points, const NpcfConfig& config, co
         if (block_owner[u] != static_cast<std::int32_t>(r)) continue;
         for (std::uint64_t i = u * bs; i < std::min(n, (u + 1) * bs); ++i) {
           const T v = value(i);
-          const std::size_t at = bytes.size();
-          bytes.resize(at + sizeof(T));
-          std::memcpy(bytes.data() + at, &v, sizeof(T));
+          detail::raw::append(bytes, &v, sizeof(T));
         }
       }
       std::vector<std::vector<std::uint8_t>> to(static_cast<std::size_t>(K), bytes);

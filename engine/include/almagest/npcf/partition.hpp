@@ -94,8 +94,6 @@ public:
   void close();
   /// Who took each chunk (-1: never handed out).
   const std::vector<std::int32_t>& owners() const noexcept { return owner_; }
-  /// Chunks `rank` took from other owners' ranges.
-  std::uint64_t taken_from_others(int rank) const;
 
 private:
   PassShare share_;
@@ -160,7 +158,7 @@ struct HubPartition {
   double graph_s = 0;                        ///< seconds building this process's part of the graph
   double count_s = 0, wait_s = 0;            ///< seconds counting / in the merge's exchanges
   double taken_graph_s = 0;                  ///< seconds building the lists of taken chunks (in count_s)
-  /// Seconds of build_partition_graph's stages: kd-tree, degree slice, joins (degrees and
+  /// Seconds of build_partition_graph's stages: kd-tree, degree query, joins (degrees and
   /// walks), probing, the range's lists, the neighbours' lists, assembly.
   std::vector<double> graph_stages_s;
   /// With time_chunks: per counting pass (as `probed`), the seconds of every chunk this process
