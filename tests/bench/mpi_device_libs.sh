@@ -13,6 +13,8 @@ multi=x86_64-linux-gnu
 rm -rf "$out"
 mkdir -p "$out/bin" "$out/lib" "$out/ompi/bin" "$out/ompi/lib/$multi/openmpi/lib" "$out/ompi/share" "$out/pmix/lib"
 cp "$build/bin/almagest-cli" "$build/bin/bench_npcf_loadbalance" "$out/bin/"
+# MPI_Init and MPI_Finalize alone (tests/bench/mpi_launch_device.sh).
+mpicc -O2 "$root/tests/bench/mpi_hello.c" -o "$out/bin/mpi_hello"
 # The CUDA module when the build has one (tests/bench/mpi_cuda_device.sh: ALMAGEST_CUDA_MODULE).
 if [ -f "$build/bin/libalmagest_cuda.so" ]; then cp "$build/bin/libalmagest_cuda.so" "$out/bin/"; fi
 cp /usr/bin/orterun /usr/bin/orted "$out/ompi/bin/"

@@ -199,6 +199,81 @@ private slots:
     QCOMPARE(g1.memory_bytes(), 8 * (p.size() + 1) + g1.num_edges() * 7);
   }
 
+  // CellGrid::near and kd-trees over its subsets (what one process of a split job queries):
+  // near() holds every point within reach * rmax of the hubs (brute force), is much smaller than
+  // the catalogue for a small range, and a tree over it gives the whole graph's lists of the hubs
+  // (reach 1) and of their later neighbours (reach 2). Open and periodic boxes, direction
+  // pixels, and an rmax so small that the cells are enlarged (at most about one per point).
+  void region_index() {
+    struct Case {
+      bool periodic;
+      double rmax;
+      bool pixels;
+    };
+    for (const Case cs : {Case{false, 9.0, false}, Case{true, 9.0, true}, Case{false, 0.4, false}, Case{true, 20.0, false}}) {
+      PointSet p = clustered(2000, 2500, 80.0, 21);
+      NpcfConfig c;
+      c.statistic = Statistic::FourPoint;
+      c.periodic = cs.periodic;
+      c.box = 80.0;
+      c.bins = {cs.rmax / 10, cs.rmax, 4, BinScale::Linear};
+      c.store_pixels = cs.pixels;
+      if (cs.periodic)  // points crowd a face: many lists wrap
+        for (std::size_t i = 0; i < p.size(); i += 4) p.x[i] = std::fmod(p.x[i] * 0.05 + 78.0, 80.0);
+      sort_spatially(p, cs.periodic ? c.box : 0.0);
+      const std::uint64_t n = p.size();
+      const Graph whole = build_graph(p, c, JobContext{});
+      const CellGrid grid(p, c);
+      QVERIFY(grid.cells() >= 1 && grid.cells() <= std::max<std::uint64_t>(4096, n) + 1);
+      auto sep2 = [&](std::uint64_t i, std::uint64_t j) {
+        double dx, dy, dz;
+        Geometry{c.periodic, c.box}.delta(p, i, j, dx, dy, dz);
+        return dx * dx + dy * dy + dz * dz;
+      };
+      for (const auto& [h0, h1] : {std::pair<std::uint64_t, std::uint64_t>{0, 150}, {1234, 1500}, {2100, 2300}, {4400, n}}) {
+        for (int reach : {1, 2}) {
+          const std::vector<std::uint32_t> sub = grid.near(h0, h1, reach, h0);
+          std::vector<std::uint8_t> in(n, 0);
+          for (std::uint32_t j : sub) {
+            QVERIFY(j >= h0 && j < n && !in[j]);  // each once, none before h0
+            in[j] = 1;
+          }
+          const double r2 = reach * reach * cs.rmax * cs.rmax;
+          for (std::uint64_t j = h0; j < n; ++j) {
+            if (in[j]) continue;
+            for (std::uint64_t i = h0; i < h1; ++i)
+              QVERIFY2(sep2(i, j) >= r2, qPrintable(QString("point %1 within %2 rmax of hub %3 is missing").arg(j).arg(reach).arg(i)));
+          }
+          if (reach == 1 && cs.rmax < 10 && h1 - h0 <= 300 && h1 + 1000 < n)
+            QVERIFY2(sub.size() < (n - h0) * 3 / 4, qPrintable(QString("subset of %1 points of %2").arg(sub.size()).arg(n - h0)));
+        }
+        // Lists from trees over the subsets equal the whole graph's.
+        auto same = [&](const Graph& part, std::uint64_t k, std::uint64_t i) {
+          const std::uint64_t a = part.offsets[k], b = part.offsets[k + 1], wa = whole.offsets[i], wb = whole.offsets[i + 1];
+          if (b - a != wb - wa) return false;
+          for (std::uint64_t e = 0; e < b - a; ++e)
+            if (part.neighbour[a + e] != whole.neighbour[wa + e] || part.bin[a + e] != whole.bin[wa + e] ||
+                (cs.pixels && part.pixel[a + e] != whole.pixel[wa + e]))
+              return false;
+          return true;
+        };
+        const NeighbourIndex near1(p, c, grid.near(h0, h1, 1, h0));
+        const Graph hubs = build_graph_range(near1, h0, h1, JobContext{});
+        for (std::uint64_t i = h0; i < h1; ++i) QVERIFY2(same(hubs, i - h0, i), qPrintable(QString("hub %1").arg(i)));
+        const NeighbourIndex near2(p, c, grid.near(h0, h1, 2, h0));
+        std::vector<std::uint32_t> after;
+        for (std::uint64_t e = whole.offsets[h0]; e < whole.offsets[h1]; ++e)
+          if (whole.neighbour[e] >= h1) after.push_back(whole.neighbour[e]);
+        std::sort(after.begin(), after.end());
+        after.erase(std::unique(after.begin(), after.end()), after.end());
+        if (h1 < n && cs.rmax >= 9) QVERIFY(!after.empty());
+        const Graph extra = build_graph_list(near2, after, JobContext{});
+        for (std::size_t k = 0; k < after.size(); ++k)
+          QVERIFY2(same(extra, k, after[k]), qPrintable(QString("neighbour %1").arg(after[k])));
+      }
+    }
+  }
+
   // The spatial hub order (NpcfConfig::hub_order, sort_spatially): a permutation within each
   // block that brings neighbours together; sorting again changes nothing; plans in either order
   // count the same tuples and the same sums up to the summation order.

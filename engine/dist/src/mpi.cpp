@@ -3,6 +3,8 @@
 
 #include <mpi.h>
 
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
@@ -11,6 +13,14 @@ namespace almagest::dist {
 
 namespace {
 bool g_active = false;
+// ALMAGEST_SPLIT_TRACE: the session's own stages, in seconds since the epoch (benchmarks line
+// them up with the shell's `date +%s.%N` around mpirun: launch, MPI_Init, MPI_Finalize).
+bool g_trace = false;
+double g_entered = 0, g_initialised = 0;
+
+double epoch_s() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
 bool g_serialized = false;
 int g_rank = 0, g_size = 1;
 
@@ -53,6 +63,9 @@ bool launched_by_mpirun() {
 
 Session::Session(int* argc, char*** argv) {
   if (!launched_by_mpirun()) return;
+  const char* trace = std::getenv("ALMAGEST_SPLIT_TRACE");
+  g_trace = trace && *trace && std::string(trace) != "0";
+  g_entered = epoch_s();
   int provided = 0;
   MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided);
   g_serialized = provided >= MPI_THREAD_SERIALIZED;
@@ -61,11 +74,17 @@ Session::Session(int* argc, char*** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
   MPI_Comm_size(MPI_COMM_WORLD, &g_size);
   g_active = true;
+  g_initialised = epoch_s();
 }
 
 Session::~Session() {
-  if (g_active) MPI_Finalize();
+  if (!g_active) return;
+  const double finalising = epoch_s();
+  MPI_Finalize();
   g_active = false;
+  if (g_trace)
+    std::fprintf(stderr, "mpi rank %d/%d: session entered at %.6f, MPI_Init %.3f s, MPI_Finalize from %.6f, %.3f s\n", g_rank,
+                 g_size, g_entered, g_initialised - g_entered, finalising, epoch_s() - finalising);
 }
 
 bool active() { return g_active; }

@@ -235,6 +235,7 @@ void run_split(const jobs::RunPlan& plan, std::size_t batch, const CancelToken& 
   const jobs::Batch& b = plan.batches[batch];
   const jobs::Member& m = b.members[0];
   const auto t0 = Clock::now();
+  const auto began = std::chrono::system_clock::now();
 
   // A failure inside an exchange (another rank waits for this rank's bytes) ends every rank:
   // this rank prints its message and aborts all with the front end's exit code.
@@ -518,10 +519,19 @@ void run_split(const jobs::RunPlan& plan, std::size_t batch, const CancelToken& 
       std::snprintf(v, sizeof v, "%s%.3f", stages.empty() ? "" : " ", x);
       stages += v;
     }
+    if (!part.exchange_stages_s.empty()) {
+      stages += "; fetches [requests, exchange, answers, exchange, unpacking]:";
+      for (double x : part.exchange_stages_s) {
+        char v[32];
+        std::snprintf(v, sizeof v, " %.3f", x);
+        stages += v;
+      }
+    }
     std::fprintf(stderr, "split rank %d/%d: wall %.3f s; graph %.3f s [kd-tree, degree query, joins, probing, range, neighbours, "
-                         "assembly: %s]; counting %.3f s (%llu chunks taken, their lists %.3f s); waits %.3f s\n",
+                         "assembly: %s]; counting %.3f s (%llu chunks taken, their lists %.3f s); waits %.3f s; from %.6f to %.6f\n",
                  me, K, secs, part.graph_s, stages.c_str(), part.count_s, static_cast<unsigned long long>(part.taken_chunks),
-                 part.taken_graph_s, part.wait_s);
+                 part.taken_graph_s, part.wait_s, std::chrono::duration<double>(began.time_since_epoch()).count(),
+                 std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count());
   }
   constexpr std::size_t F = 9;
   double mine[F] = {static_cast<double>(part.built_hubs), static_cast<double>(part.built_edges), part.counted_cost, secs,

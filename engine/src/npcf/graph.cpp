@@ -42,13 +42,17 @@ using Tree = nanoflann::KDTreeSingleIndexAdaptor<nanoflann::L2_Simple_Adaptor<do
                                                  PackedPoints, 3, std::uint32_t>;
 
 /// Collects candidate indices above `min_index` within the (slightly inflated) query radius.
+/// Mapped: the tree holds a subset of the points, ids[tree index] is the point's index.
+template <bool Mapped>
 struct Collector {
   double radius2;
   std::int64_t min_index;  // -1: every index
   std::vector<std::uint32_t>* out;
+  const std::uint32_t* ids;
   std::size_t size() const { return out->size(); }
   bool full() const { return true; }
   bool addPoint(double d2, std::uint32_t idx) {
+    if constexpr (Mapped) idx = ids[idx];
     if (d2 < radius2 && static_cast<std::int64_t>(idx) > min_index) out->push_back(idx);
     return true;
   }
@@ -62,25 +66,47 @@ int threads_of(const NpcfConfig& c, const JobContext& ctx) {
 /// kd-tree plus the exact edge test shared by build_graph and estimate_graph.
 class NeighbourSearch {
 public:
-  NeighbourSearch(const PointSet& p, const NpcfConfig& c) : p_(p), c_(c) {
-    pts_.xyz.resize(3 * p.size());
-    for (std::size_t i = 0; i < p.size(); ++i) {
-      pts_.xyz[3 * i] = p.x[i];
-      pts_.xyz[3 * i + 1] = p.y[i];
-      pts_.xyz[3 * i + 2] = p.z[i];
+  /// Over every point, or over `subset` only (point indices; the tree's own are positions in it).
+  NeighbourSearch(const PointSet& p, const NpcfConfig& c, std::vector<std::uint32_t> subset = {}, bool mapped = false)
+      : p_(p), c_(c), ids_(std::move(subset)), mapped_(mapped) {
+    const std::size_t m = mapped_ ? ids_.size() : p.size();
+    pts_.xyz.resize(3 * m);
+    for (std::size_t k = 0; k < m; ++k) {
+      const std::size_t i = mapped_ ? ids_[k] : k;
+      ALMAGEST_ASSERT(i < p.size(), "kd-tree subset: a point index outside the point set");
+      pts_.xyz[3 * k] = p.x[i];
+      pts_.xyz[3 * k + 1] = p.y[i];
+      pts_.xyz[3 * k + 2] = p.z[i];
     }
     geo_.periodic = c.periodic;
     geo_.box = c.box;
     rmin2_ = c.bins.rmin * c.bins.rmin;
     rmax2_ = c.bins.rmax * c.bins.rmax;
     query2_ = rmax2_ * (1.0 + 1e-9);
-    tree_ = std::make_unique<Tree>(3, pts_, nanoflann::KDTreeSingleIndexAdaptorParams(32));
+    // An empty subset has no tree (and no candidates).
+    if (m > 0) tree_ = std::make_unique<Tree>(3, pts_, nanoflann::KDTreeSingleIndexAdaptorParams(32));
   }
 
   /// Candidates j > min_index near hub i (all images when periodic), sorted and unique, into out.
   void candidates(std::uint64_t i, std::int64_t min_index, std::vector<std::uint32_t>& out) const {
+    if (mapped_)
+      collect(Collector<true>{query2_, min_index, &out, ids_.data()}, i, out);
+    else
+      collect(Collector<false>{query2_, min_index, &out, nullptr}, i, out);
+  }
+
+  /// Exact test: squared separation (minimum image) strictly inside (rmin^2, rmax^2).
+  bool edge(std::uint64_t i, std::uint32_t j, double& dx, double& dy, double& dz, double& d2) const {
+    geo_.delta(p_, i, j, dx, dy, dz);
+    d2 = dx * dx + dy * dy + dz * dz;
+    return rmin2_ < d2 && d2 < rmax2_;
+  }
+
+private:
+  template <class Col>
+  void collect(Col col, std::uint64_t i, std::vector<std::uint32_t>& out) const {
     out.clear();
-    Collector col{query2_, min_index, &out};
+    if (!tree_) return;
     const double q[3] = {p_.x[i], p_.y[i], p_.z[i]};
     if (!c_.periodic) {
       tree_->findNeighbors(col, q, nanoflann::SearchParams(32, 0, false));
@@ -106,16 +132,10 @@ public:
     out.erase(std::unique(out.begin(), out.end()), out.end());
   }
 
-  /// Exact test: squared separation (minimum image) strictly inside (rmin^2, rmax^2).
-  bool edge(std::uint64_t i, std::uint32_t j, double& dx, double& dy, double& dz, double& d2) const {
-    geo_.delta(p_, i, j, dx, dy, dz);
-    d2 = dx * dx + dy * dy + dz * dz;
-    return rmin2_ < d2 && d2 < rmax2_;
-  }
-
-private:
   const PointSet& p_;
   const NpcfConfig& c_;
+  std::vector<std::uint32_t> ids_;
+  bool mapped_ = false;
   PackedPoints pts_;
   Geometry geo_;
   double rmin2_ = 0, rmax2_ = 0, query2_ = 0;
@@ -194,13 +214,120 @@ struct NeighbourIndex::Impl {
   const NpcfConfig& config;
   NeighbourSearch search;
   Impl(const PointSet& p, const NpcfConfig& c) : points(p), config(c), search(p, c) {}
+  Impl(const PointSet& p, const NpcfConfig& c, std::vector<std::uint32_t> subset)
+      : points(p), config(c), search(p, c, std::move(subset), true) {}
 };
 
 NeighbourIndex::NeighbourIndex(const PointSet& points, const NpcfConfig& config) {
   config.check();
   impl_ = std::make_unique<Impl>(points, config);
 }
+NeighbourIndex::NeighbourIndex(const PointSet& points, const NpcfConfig& config, std::vector<std::uint32_t> subset) {
+  config.check();
+  impl_ = std::make_unique<Impl>(points, config, std::move(subset));
+}
 NeighbourIndex::~NeighbourIndex() = default;
+
+CellGrid::CellGrid(const PointSet& points, const NpcfConfig& config) {
+  config.check();
+  const std::uint64_t n = points.size();
+  if (n > std::numeric_limits<std::uint32_t>::max())
+    throw ConfigError("points", "more than 2^32 - 1 points cannot be indexed by the graph");
+  periodic_ = config.periodic;
+  // Side at least rmax (1 + 1e-6): two points closer than the query radius (rmax (1 + 5e-10))
+  // lie in the same or adjacent cells per axis whatever the rounding of x / side. At most about
+  // one cell per point (at least 4096, at most 2^22): a small rmax gets larger cells.
+  const double rmax = config.bins.rmax * (1.0 + 1e-6);
+  double lo[3] = {0, 0, 0}, extent[3] = {0, 0, 0};
+  const std::vector<double>* col[3] = {&points.x, &points.y, &points.z};
+  for (int d = 0; d < 3; ++d) {
+    if (periodic_) {
+      extent[d] = config.box;
+    } else if (n > 0) {
+      const auto [mn, mx] = std::minmax_element(col[d]->begin(), col[d]->end());
+      lo[d] = *mn;
+      extent[d] = *mx - *mn;
+    }
+  }
+  const double cap = std::clamp(static_cast<double>(n), 4096.0, 4194304.0);
+  double side = rmax;
+  auto count = [&](double s, int* nc) {
+    double total = 1;
+    for (int d = 0; d < 3; ++d) {
+      // Periodic: whole cells of the box (side >= s); else cells from the lowest point on.
+      const double k = periodic_ ? std::floor(extent[d] / s) : std::floor(extent[d] / s) + 1;
+      nc[d] = static_cast<int>(std::clamp(k, 1.0, 4194304.0));
+      total *= nc[d];
+    }
+    return total;
+  };
+  while (count(side, nc_) > cap) side *= std::cbrt(count(side, nc_) / cap) * 1.0001;
+  double width[3];
+  for (int d = 0; d < 3; ++d) width[d] = periodic_ ? extent[d] / nc_[d] : side;
+  const std::uint64_t cells = static_cast<std::uint64_t>(nc_[0]) * nc_[1] * nc_[2];
+  cell_.resize(n);
+  start_.assign(cells + 1, 0);
+  for (std::uint64_t i = 0; i < n; ++i) {
+    std::uint64_t c[3];
+    for (int d = 0; d < 3; ++d) {
+      const double t = ((*col[d])[i] - lo[d]) / width[d];
+      c[d] = t <= 0 ? 0 : std::min<std::uint64_t>(static_cast<std::uint64_t>(nc_[d] - 1), static_cast<std::uint64_t>(t));
+    }
+    const auto k = static_cast<std::uint32_t>((c[2] * nc_[1] + c[1]) * nc_[0] + c[0]);
+    cell_[i] = k;
+    ++start_[k + 1];
+  }
+  for (std::uint64_t c = 0; c < cells; ++c) start_[c + 1] += start_[c];
+  by_cell_.resize(n);
+  std::vector<std::uint32_t> at(start_.begin(), start_.end() - 1);
+  for (std::uint64_t i = 0; i < n; ++i) by_cell_[at[cell_[i]]++] = static_cast<std::uint32_t>(i);
+}
+
+std::vector<std::uint32_t> CellGrid::near(std::uint64_t h0, std::uint64_t h1, int reach, std::uint64_t first) const {
+  ALMAGEST_ASSERT(h0 <= h1 && h1 <= cell_.size(), "cell grid: hubs outside the point set");
+  ALMAGEST_ASSERT(reach >= 0, "cell grid: negative reach");
+  const std::uint64_t cells = this->cells();
+  std::vector<std::uint8_t> hub(cells, 0), sel(cells, 0);
+  std::vector<std::uint32_t> hub_cells;
+  for (std::uint64_t i = h0; i < h1; ++i)
+    if (!hub[cell_[i]]) {
+      hub[cell_[i]] = 1;
+      hub_cells.push_back(cell_[i]);
+    }
+  // Offsets per axis within reach: wrapped (each cell once) when periodic, clipped otherwise.
+  for (const std::uint32_t c : hub_cells) {
+    const int cx = static_cast<int>(c % nc_[0]), cy = static_cast<int>(c / nc_[0] % nc_[1]),
+              cz = static_cast<int>(c / nc_[0] / nc_[1]);
+    const int at[3] = {cx, cy, cz};
+    int lo[3], hi[3];
+    for (int d = 0; d < 3; ++d) {
+      if (2 * reach + 1 >= nc_[d]) {
+        lo[d] = 0;
+        hi[d] = nc_[d] - 1;
+      } else if (periodic_) {
+        lo[d] = at[d] - reach;
+        hi[d] = at[d] + reach;
+      } else {
+        lo[d] = std::max(0, at[d] - reach);
+        hi[d] = std::min(nc_[d] - 1, at[d] + reach);
+      }
+    }
+    auto wrap = [](int v, int m) { return v < 0 ? v + m : v >= m ? v - m : v; };
+    for (int z = lo[2]; z <= hi[2]; ++z)
+      for (int y = lo[1]; y <= hi[1]; ++y)
+        for (int x = lo[0]; x <= hi[0]; ++x) {
+          const std::uint64_t k = (static_cast<std::uint64_t>(wrap(z, nc_[2])) * nc_[1] + wrap(y, nc_[1])) * nc_[0] + wrap(x, nc_[0]);
+          sel[k] = 1;
+        }
+  }
+  std::vector<std::uint32_t> out;
+  for (std::uint64_t c = 0; c < cells; ++c) {
+    if (!sel[c]) continue;
+    const auto b = by_cell_.begin() + start_[c], e = by_cell_.begin() + start_[c + 1];
+    out.insert(out.end(), std::lower_bound(b, e, first), e);
+  }
+  return out;
+}
 
 Graph build_graph_hubs(const NeighbourIndex& index, const std::vector<std::uint8_t>& want,
                        const JobContext& ctx) {
@@ -209,9 +336,11 @@ Graph build_graph_hubs(const NeighbourIndex& index, const std::vector<std::uint8
   return build_graph_masked(x.points, x.config, ctx, &want, &x.search);
 }
 
-Graph build_graph_range(const NeighbourIndex& index, std::uint64_t h0, std::uint64_t h1, const JobContext& ctx) {
+namespace {
+/// The lists of the hubs hub(k), k < count, with local offsets (build_graph_range, build_graph_list).
+template <class Hub>
+Graph build_graph_local(const NeighbourIndex& index, std::uint64_t count, Hub hub, const JobContext& ctx) {
   const auto& x = index.impl();
-  ALMAGEST_ASSERT(h0 <= h1 && h1 <= x.points.size(), "hub range outside the point set");
   const bool pixels = stores_direction_pixels(x.config);
   const Binning bins = x.config.bins;
   Graph g;
@@ -219,11 +348,12 @@ Graph build_graph_range(const NeighbourIndex& index, std::uint64_t h0, std::uint
     g.ntheta = x.config.pixel_ntheta;
     g.nphi = x.config.pixel_nphi;
   }
-  g.offsets.assign(h1 - h0 + 1, 0);
+  g.offsets.assign(count + 1, 0);
   std::vector<std::uint32_t> cand;
   cand.reserve(1024);
-  for (std::uint64_t i = h0; i < h1; ++i) {
-    if (((i - h0) & 255u) == 0) ctx.check_cancel();
+  for (std::uint64_t k = 0; k < count; ++k) {
+    if ((k & 255u) == 0) ctx.check_cancel();
+    const std::uint64_t i = hub(k);
     x.search.candidates(i, static_cast<std::int64_t>(i), cand);
     for (std::uint32_t j : cand) {
       double dx, dy, dz, d2;
@@ -232,9 +362,21 @@ Graph build_graph_range(const NeighbourIndex& index, std::uint64_t h0, std::uint
       g.bin.push_back(static_cast<std::uint8_t>(bins.bin_of(std::sqrt(d2))));
       if (pixels) g.pixel.push_back(direction_pixel(dx, dy, dz, g.ntheta, g.nphi));
     }
-    g.offsets[i - h0 + 1] = g.neighbour.size();
+    g.offsets[k + 1] = g.neighbour.size();
   }
   return g;
+}
+}  // namespace
+
+Graph build_graph_range(const NeighbourIndex& index, std::uint64_t h0, std::uint64_t h1, const JobContext& ctx) {
+  ALMAGEST_ASSERT(h0 <= h1 && h1 <= index.impl().points.size(), "hub range outside the point set");
+  return build_graph_local(index, h1 - h0, [h0](std::uint64_t k) { return h0 + k; }, ctx);
+}
+
+Graph build_graph_list(const NeighbourIndex& index, const std::vector<std::uint32_t>& hubs, const JobContext& ctx) {
+  const std::uint64_t n = index.impl().points.size();
+  for (const std::uint32_t h : hubs) ALMAGEST_ASSERT(h < n, "hub outside the point set");
+  return build_graph_local(index, hubs.size(), [&hubs](std::uint64_t k) { return std::uint64_t{hubs[k]}; }, ctx);
 }
 
 Graph build_graph(const PointSet& points, const NpcfConfig& config, const JobContext& ctx) {

@@ -37,9 +37,31 @@ PartitionScope::PartitionScope(HubPartition& p) : previous_(t_partition) { t_par
 PartitionScope::~PartitionScope() { t_partition = previous_; }
 HubPartition* active_partition() noexcept { return t_partition; }
 
+/// What one process of a split job queries lists from: a grid of cells over the catalogue and
+/// kd-trees over the regions that hubs need (CellGrid::near), not over the whole catalogue.
 struct PartitionIndex {
+  const PointSet* points = nullptr;
   NpcfConfig config;  // the job's, threads 0 (each build's context decides)
-  std::unique_ptr<NeighbourIndex> index;
+  std::unique_ptr<CellGrid> grid;
+  /// The kd-tree of the hubs [h0, h1) (this process's share of the degree query) and of the
+  /// points their lists can hold.
+  std::unique_ptr<NeighbourIndex> share;
+  std::uint64_t share_h0 = 0, share_h1 = 0;
+
+  /// A kd-tree serving the hubs [h0, h1) (reach 1), or also their neighbours (reach 2).
+  std::unique_ptr<NeighbourIndex> region(std::uint64_t h0, std::uint64_t h1, int reach) const {
+    return std::make_unique<NeighbourIndex>(*points, config, grid->near(h0, h1, reach, h0));
+  }
+  /// The whole catalogue's kd-tree, built on first use (lists of any hubs: a split job without
+  /// the list exchange).
+  const NeighbourIndex& whole() {
+    std::call_once(whole_once_, [this] { whole_ = std::make_unique<NeighbourIndex>(*points, config); });
+    return *whole_;
+  }
+
+private:
+  std::once_flag whole_once_;
+  std::unique_ptr<NeighbourIndex> whole_;
 };
 
 ChunkLedger::ChunkLedger(PassShare share) : share_(std::move(share)) {
@@ -221,82 +243,109 @@ Graph fetch_lists(HubPartition& part, const Graph& mine, const std::vector<std::
   const auto K = static_cast<std::size_t>(part.ranks);
   const auto me = static_cast<std::size_t>(part.rank);
   const bool pixels = mine.ntheta > 0;
-  const auto put = detail::raw::append;
-  // Requests: the wanted hubs each process holds, in order.
+  using Clock = std::chrono::steady_clock;
+  auto t = Clock::now();
+  auto lap = [&] {  // HubPartition::exchange_stages_s
+    const auto now = Clock::now();
+    part.exchange_stages_s.push_back(std::chrono::duration<double>(now - t).count());
+    t = now;
+  };
+  ALMAGEST_ASSERT(part.degrees.size() == n, "list exchange: the degrees are joined first");
+  const std::size_t per_edge = sizeof(std::uint32_t) + sizeof(std::uint8_t) + (pixels ? sizeof(std::uint16_t) : 0);
+  // Requests: the wanted hubs each process holds, in order (buffers sized first, then filled).
   std::vector<std::vector<std::uint8_t>> ask(K);
-  for (std::uint64_t i = 0; i < n; ++i)
-    if (mask[i]) {
-      const auto q = static_cast<std::size_t>(owner(i));
-      if (q == me) continue;
-      const auto h = static_cast<std::uint32_t>(i);
-      put(ask[q], &h, sizeof h);
-    }
+  {
+    std::vector<std::size_t> count(K, 0);
+    for (std::uint64_t i = 0; i < n; ++i)
+      if (mask[i]) ++count[static_cast<std::size_t>(owner(i))];
+    for (std::size_t q = 0; q < K; ++q)
+      if (q != me) ask[q].resize(count[q] * sizeof(std::uint32_t));
+    std::fill(count.begin(), count.end(), 0);
+    for (std::uint64_t i = 0; i < n; ++i)
+      if (mask[i]) {
+        const auto q = static_cast<std::size_t>(owner(i));
+        if (q == me) continue;
+        const auto h = static_cast<std::uint32_t>(i);
+        std::memcpy(ask[q].data() + count[q]++ * sizeof h, &h, sizeof h);
+      }
+  }
+  lap();
   std::vector<std::vector<std::uint8_t>> asked = part.exchange(ask);
   ALMAGEST_ASSERT(asked.size() == K, "list exchange: one request per process");
-  // Answers from this process's lists.
+  lap();
+  // Answers from this process's lists: per hub its degree, neighbours, bins (and pixels).
   std::vector<std::vector<std::uint8_t>> answer(K);
   for (std::size_t q = 0; q < K; ++q) {
     const auto& req = asked[q];
     if (req.size() % sizeof(std::uint32_t) != 0) throw Error("list exchange: a request of broken size");
     const std::size_t m = req.size() / sizeof(std::uint32_t);
-    auto& out = answer[q];
-    for (std::size_t k = 0; k < m; ++k) {
-      std::uint32_t h = 0;
-      std::memcpy(&h, req.data() + k * sizeof h, sizeof h);
+    std::vector<std::uint32_t> hubs(m);
+    if (m) std::memcpy(hubs.data(), req.data(), req.size());
+    std::size_t bytes = 0;
+    for (const std::uint32_t h : hubs) {
       if (h >= n || static_cast<std::size_t>(owner(h)) != me)
         throw Error("list exchange: a hub this process does not hold was requested");
+      bytes += sizeof(std::uint32_t) + (mine.offsets[h + 1] - mine.offsets[h]) * per_edge;
+    }
+    auto& out = answer[q];
+    out.resize(bytes);
+    std::uint8_t* w = out.data();
+    auto put = [&w](const void* from, std::size_t b) {
+      if (b) std::memcpy(w, from, b);
+      w += b;
+    };
+    for (const std::uint32_t h : hubs) {
       const std::uint64_t e0 = mine.offsets[h], e1 = mine.offsets[h + 1];
       const auto d = static_cast<std::uint32_t>(e1 - e0);
-      put(out, &d, sizeof d);
-      put(out, mine.neighbour.data() + e0, d * sizeof(std::uint32_t));
-      put(out, mine.bin.data() + e0, d * sizeof(std::uint8_t));
-      if (pixels) put(out, mine.pixel.data() + e0, d * sizeof(std::uint16_t));
+      put(&d, sizeof d);
+      put(mine.neighbour.data() + e0, d * sizeof(std::uint32_t));
+      put(mine.bin.data() + e0, d * sizeof(std::uint8_t));
+      if (pixels) put(mine.pixel.data() + e0, d * sizeof(std::uint16_t));
     }
   }
   ask.clear();
   asked.clear();
+  lap();
   std::vector<std::vector<std::uint8_t>> got = part.exchange(answer);
   answer.clear();
-  // One CSR in hub order (each process's answers are in hub order).
+  lap();
+  // One CSR in hub order (each process's answers are in hub order), laid out from the joined
+  // degrees; every list received must have its hub's degree.
   Graph g;
   g.ntheta = mine.ntheta;
   g.nphi = mine.nphi;
   g.offsets.assign(n + 1, 0);
-  std::uint64_t total = 0;
-  for (const auto& b : got) total += b.size();
-  const std::size_t per_edge = sizeof(std::uint32_t) + sizeof(std::uint8_t) + (pixels ? sizeof(std::uint16_t) : 0);
-  g.neighbour.reserve(total / per_edge);
-  g.bin.reserve(total / per_edge);
-  if (pixels) g.pixel.reserve(total / per_edge);
+  for (std::uint64_t h = 0; h < n; ++h)
+    g.offsets[h + 1] = g.offsets[h] + (mask[h] && static_cast<std::size_t>(owner(h)) != me ? part.degrees[h] : 0);
+  const std::uint64_t total = g.offsets[n];
+  std::uint64_t received = 0;
+  for (const auto& b : got) received += b.size();
+  if (received < total * per_edge) throw Error("list exchange: the lists received are truncated");
+  g.neighbour.resize(total);
+  g.bin.resize(total);
+  if (pixels) g.pixel.resize(total);
   std::vector<std::size_t> at(K, 0);
   for (std::uint64_t h = 0; h < n; ++h) {
-    if (mask[h]) {
-      const auto q = static_cast<std::size_t>(owner(h));
-      if (q != me) {
-        const auto& b = got[q];
-        auto take = [&](void* to, std::size_t bytes) {
-          if (b.size() - at[q] < bytes) throw Error("list exchange: the lists received are truncated");
-          if (bytes) std::memcpy(to, b.data() + at[q], bytes);
-          at[q] += bytes;
-        };
-        std::uint32_t d = 0;
-        take(&d, sizeof d);
-        if (d > n) throw Error("list exchange: a list longer than the point set");
-        const std::size_t e = g.neighbour.size();
-        g.neighbour.resize(e + d);
-        g.bin.resize(e + d);
-        take(g.neighbour.data() + e, d * sizeof(std::uint32_t));
-        take(g.bin.data() + e, d * sizeof(std::uint8_t));
-        if (pixels) {
-          g.pixel.resize(e + d);
-          take(g.pixel.data() + e, d * sizeof(std::uint16_t));
-        }
-      }
-    }
-    g.offsets[h + 1] = g.neighbour.size();
+    if (!mask[h]) continue;
+    const auto q = static_cast<std::size_t>(owner(h));
+    if (q == me) continue;
+    const auto& b = got[q];
+    auto take = [&](void* to, std::size_t bytes) {
+      if (b.size() - at[q] < bytes) throw Error("list exchange: the lists received are truncated");
+      if (bytes) std::memcpy(to, b.data() + at[q], bytes);
+      at[q] += bytes;
+    };
+    std::uint32_t d = 0;
+    take(&d, sizeof d);
+    if (d != part.degrees[h]) throw Error("list exchange: a list received does not have its hub's degree");
+    const std::uint64_t e = g.offsets[h];
+    take(g.neighbour.data() + e, d * sizeof(std::uint32_t));
+    take(g.bin.data() + e, d * sizeof(std::uint8_t));
+    if (pixels) take(g.pixel.data() + e, d * sizeof(std::uint16_t));
   }
   for (std::size_t q = 0; q < K; ++q)
     if (at[q] != got[q].size()) throw Error("list exchange: the lists received have the wrong size");
+  lap();
   return g;
 }
 }  // namespace
@@ -317,17 +366,12 @@ Graph build_partition_graph(const PointSet& points, const NpcfConfig& config, co
   const auto t_start = Clock::now();
   auto t_stage = t_start;
   part.graph_stages_s.clear();
+  part.exchange_stages_s.clear();
   auto stage_done = [&] {
     const auto now = Clock::now();
     part.graph_stages_s.push_back(std::chrono::duration<double>(now - t_stage).count());
     t_stage = now;
   };
-  part.index = std::make_shared<PartitionIndex>();
-  part.index->config = config;
-  part.index->config.threads = 0;
-  part.index->index = std::make_unique<NeighbourIndex>(points, part.index->config);
-  const NeighbourIndex& index = *part.index->index;
-  stage_done();  // kd-tree
   // The job's threads for this process's builds (the kept configuration leaves them to the
   // context: a taken chunk's lists are built on the counting thread that took it).
   JobContext bctx = ctx;
@@ -339,6 +383,20 @@ Graph build_partition_graph(const PointSet& points, const NpcfConfig& config, co
   const std::uint64_t s0 = n * r / static_cast<std::uint64_t>(K), s1 = n * (r + 1) / static_cast<std::uint64_t>(K);
   const std::uint64_t bs = blocks ? std::max<std::uint64_t>(1, (n + 32 * K - 1) / (32 * static_cast<std::uint64_t>(K))) : 1;
   const std::uint64_t nb = blocks ? (n + bs - 1) / bs : 0;
+  // The kd-tree of this process's share of the degree query (its own blocks, which it queries
+  // first, or its slice) over the points their lists can hold: about the share's region plus a
+  // margin of rmax, not the whole catalogue. Blocks of other shares get a tree of their own.
+  part.index = std::make_shared<PartitionIndex>();
+  PartitionIndex& px = *part.index;
+  px.points = &points;
+  px.config = config;
+  px.config.threads = 0;
+  px.grid = std::make_unique<CellGrid>(points, px.config);
+  px.share_h0 = blocks ? std::min(n, nb * r / static_cast<std::uint64_t>(K) * bs) : s0;
+  px.share_h1 = blocks ? std::min(n, nb * (r + 1) / static_cast<std::uint64_t>(K) * bs) : s1;
+  px.share = px.region(px.share_h0, px.share_h1, 1);
+  const NeighbourIndex& index = *px.share;
+  stage_done();  // kd-tree
   std::vector<std::int32_t> block_owner;
   auto in_slice = [&](std::uint64_t i) {
     return blocks ? block_owner[i / bs] == static_cast<std::int32_t>(r) : i >= s0 && i < s1;
@@ -360,7 +418,11 @@ Graph build_partition_graph(const PointSet& points, const NpcfConfig& config, co
           const std::int64_t b = part.claim();
           if (b < 0) return;
           const auto u = static_cast<std::uint64_t>(b);
-          Graph lists = build_graph_range(index, u * bs, std::min(n, (u + 1) * bs), ctx);
+          const std::uint64_t b0 = u * bs, b1 = std::min(n, (u + 1) * bs);
+          // A block of another share (taken when this process's own are done): its own tree.
+          const bool own = b0 >= px.share_h0 && b1 <= px.share_h1;
+          const std::unique_ptr<NeighbourIndex> other = own ? nullptr : px.region(b0, b1, 1);
+          Graph lists = build_graph_range(own ? index : *other, b0, b1, ctx);
           std::lock_guard<std::mutex> lock(mu);
           got.emplace_back(u, std::move(lists));
         }
@@ -573,7 +635,7 @@ Graph build_partition_graph(const PointSet& points, const NpcfConfig& config, co
         while (q > 0 && n * q / K > i) --q;
         return q;
       });
-    return any ? build_graph_hubs(index, build, bctx) : Graph{};
+    return any ? build_graph_hubs(px.whole(), build, bctx) : Graph{};
   };
   const Graph hubs = lists_outside_slice(want);
   stage_done();  // the range's lists
@@ -605,28 +667,49 @@ Graph build_partition_graph(const PointSet& points, const NpcfConfig& config, co
 }
 
 Graph build_taken_lists(const HubPartition& part, std::uint64_t h0, std::uint64_t h1, const JobContext& ctx) {
-  ALMAGEST_ASSERT(part.index && part.index->index, "taken chunk: the partition kept no kd-tree");
+  ALMAGEST_ASSERT(part.index && part.index->grid, "taken chunk: the partition kept no cell grid");
   const std::uint64_t n = part.degrees.size();
   ALMAGEST_ASSERT(h0 <= h1 && h1 <= n, "taken chunk outside the hubs");
-  // One thread: the counting thread that took the chunk builds its lists.
+  // One thread: the counting thread that took the chunk builds its lists, from a kd-tree of the
+  // points within 2 rmax of the chunk's hubs (their lists and their neighbours').
   JobContext one(ctx.token());
   one.threads = 1;
-  std::vector<std::uint8_t> want(n, 0);
-  std::fill(want.begin() + static_cast<std::ptrdiff_t>(h0), want.begin() + static_cast<std::ptrdiff_t>(h1), 1);
-  const Graph hubs = build_graph_hubs(*part.index->index, want, one);
-  // The neighbours' lists (the triangle and tetrahedron walks read them).
-  std::vector<std::uint8_t> more(n, 0);
-  bool any = false;
-  for (std::uint64_t i = h0; i < h1; ++i)
-    for (std::uint64_t e = hubs.offsets[i]; e < hubs.offsets[i + 1]; ++e)
-      if (const std::uint32_t j = hubs.neighbour[e]; j >= h1) {
-        more[j] = 1;
-        any = true;
-      }
-  const Graph extra = any ? build_graph_hubs(*part.index->index, more, one) : Graph{};
-  Graph g = assemble_lists(
-      n, hubs.ntheta, hubs.nphi, [&](std::uint64_t i) { return want[i] || more[i]; },
-      [&](std::uint64_t i) -> const Graph& { return want[i] ? hubs : extra; });
+  const std::unique_ptr<NeighbourIndex> index = part.index->region(h0, h1, 2);
+  const Graph hubs = build_graph_range(*index, h0, h1, one);
+  // The neighbours' lists (the triangle and tetrahedron walks read them): those after the chunk.
+  std::vector<std::uint32_t> after;
+  for (const std::uint32_t j : hubs.neighbour)
+    if (j >= h1) after.push_back(j);
+  std::sort(after.begin(), after.end());
+  after.erase(std::unique(after.begin(), after.end()), after.end());
+  const Graph extra = build_graph_list(*index, after, one);
+  // One CSR, offsets over every hub: the chunk's hubs, then the neighbours in index order.
+  Graph g;
+  g.ntheta = hubs.ntheta;
+  g.nphi = hubs.nphi;
+  g.offsets.assign(n + 1, 0);
+  const std::uint64_t edges = hubs.neighbour.size() + extra.neighbour.size();
+  g.neighbour.reserve(edges);
+  g.bin.reserve(edges);
+  if (g.ntheta > 0) g.pixel.reserve(edges);
+  auto append = [&g](const Graph& from, std::uint64_t k) {
+    const auto e0 = static_cast<std::ptrdiff_t>(from.offsets[k]), e1 = static_cast<std::ptrdiff_t>(from.offsets[k + 1]);
+    g.neighbour.insert(g.neighbour.end(), from.neighbour.begin() + e0, from.neighbour.begin() + e1);
+    g.bin.insert(g.bin.end(), from.bin.begin() + e0, from.bin.begin() + e1);
+    if (g.ntheta > 0) g.pixel.insert(g.pixel.end(), from.pixel.begin() + e0, from.pixel.begin() + e1);
+  };
+  std::uint64_t i = h0;  // offsets[0 .. h0] stay 0
+  for (; i < h1; ++i) {
+    append(hubs, i - h0);
+    g.offsets[i + 1] = g.neighbour.size();
+  }
+  for (std::size_t k = 0; k < after.size(); ++k) {
+    for (; i < after[k]; ++i) g.offsets[i + 1] = g.neighbour.size();
+    append(extra, k);
+    g.offsets[after[k] + 1] = g.neighbour.size();
+    i = after[k] + 1;
+  }
+  for (; i < n; ++i) g.offsets[i + 1] = g.neighbour.size();
   return g;
 }
 

@@ -55,12 +55,39 @@ Graph build_graph(const PointSet& points, const NpcfConfig& config, const JobCon
 Graph build_graph_hubs(const PointSet& points, const NpcfConfig& config,
                        const std::vector<std::uint8_t>& want, const JobContext& ctx);
 
+/// Cells of side at least rmax over a point set (over the box when periodic; at most about one
+/// cell per point): which points can lie within a few rmax of some hubs, so that one process of a
+/// split job indexes only the region its hubs need (NeighbourIndex over a subset). Keeps no
+/// reference to the points.
+class CellGrid {
+public:
+  CellGrid(const PointSet& points, const NpcfConfig& config);
+  /// The points with index >= first in the cells within `reach` cells (per axis, wrapped when
+  /// periodic) of the cells of hubs [h0, h1): every point within reach * rmax of one of those hubs
+  /// (and some farther). Grouped by cell, ascending within a cell.
+  std::vector<std::uint32_t> near(std::uint64_t h0, std::uint64_t h1, int reach, std::uint64_t first) const;
+  std::uint64_t cells() const noexcept { return start_.empty() ? 0 : start_.size() - 1; }
+  /// Cells per axis.
+  const int* shape() const noexcept { return nc_; }
+
+private:
+  int nc_[3] = {1, 1, 1};
+  bool periodic_ = false;
+  std::vector<std::uint32_t> cell_;    ///< cell of every point
+  std::vector<std::uint32_t> start_;   ///< cells + 1: cell c's points are by_cell_[start_[c], start_[c + 1])
+  std::vector<std::uint32_t> by_cell_; ///< point indices by cell, ascending within a cell
+};
+
 /// The kd-tree of a point set, built once for several partial builds (one process of a split
 /// job builds its slice, its hubs and their neighbours from one index). Keeps references to the
 /// points and the configuration: both must outlive it.
 class NeighbourIndex {
 public:
   NeighbourIndex(const PointSet& points, const NpcfConfig& config);
+  /// Over the points `subset` only (indices into `points`, each once; CellGrid::near): the lists
+  /// it gives are those of the whole catalogue for every hub whose neighbours j > hub all lie in
+  /// the subset (the hubs the subset was chosen for), and wrong for any other hub.
+  NeighbourIndex(const PointSet& points, const NpcfConfig& config, std::vector<std::uint32_t> subset);
   ~NeighbourIndex();
   NeighbourIndex(const NeighbourIndex&) = delete;
   NeighbourIndex& operator=(const NeighbourIndex&) = delete;
@@ -73,6 +100,9 @@ private:
 /// The lists of the hubs [h0, h1) only, on the calling thread, with local offsets: hub h0 + k's
 /// list is [offsets[k], offsets[k + 1]) (h1 - h0 + 1 offsets; the same lists as build_graph).
 Graph build_graph_range(const NeighbourIndex& index, std::uint64_t h0, std::uint64_t h1, const JobContext& ctx);
+/// The lists of the hubs `hubs` (any order; each hub's list as in build_graph), on the calling
+/// thread, with local offsets: hubs[k]'s list is [offsets[k], offsets[k + 1]).
+Graph build_graph_list(const NeighbourIndex& index, const std::vector<std::uint32_t>& hubs, const JobContext& ctx);
 /// build_graph_hubs over a prebuilt index (the points and configuration it was made with).
 Graph build_graph_hubs(const NeighbourIndex& index, const std::vector<std::uint8_t>& want,
                        const JobContext& ctx);

@@ -161,6 +161,9 @@ struct HubPartition {
   /// Seconds of build_partition_graph's stages: kd-tree, degree query, joins (degrees and
   /// walks), probing, the range's lists, the neighbours' lists, assembly.
   std::vector<double> graph_stages_s;
+  /// Seconds of every list fetch's steps (the range's, then the neighbours'): requests, their
+  /// exchange, answers, their exchange, unpacking.
+  std::vector<double> exchange_stages_s;
   /// With time_chunks: per counting pass (as `probed`), the seconds of every chunk this process
   /// counted (0 for the others), by chunk index.
   std::vector<std::vector<double>> chunk_seconds;
