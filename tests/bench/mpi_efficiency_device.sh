@@ -60,24 +60,28 @@ ranks() {  # (in a subshell: the epoch times go through a file)
 }
 # ALT="mpirun options": a fourth run per round, 16 x 1 with these instead of --bind-to (o1alt.txt).
 ranks_alt() { mpirun -n "$K" --use-hwthread-cpus $ALT almagest-cli run job1.toml --force > o1alt.txt 2>&1; }
+# ALT1="VAR=value ...": a fifth run per round, the plain 16-thread process with this environment.
+plain_alt() { env $ALT1 almagest-cli run job16.toml --force > o16alt.txt 2>&1; }
 sums=""
 for round in $(seq 1 "$rounds"); do
   # The order alternates between rounds (a host that slows under sustained load favours no run).
-  if [ $((round % 2)) = 1 ]; then order="a b c d"; else order="d c b a"; fi
-  a="" b="" c="" d=""
+  if [ $((round % 2)) = 1 ]; then order="a b c d e"; else order="e d c b a"; fi
+  a="" b="" c="" d="" e=""
   for k in $order; do
     case $k in
       a) run plain_job; a=$last ;;
       b) run one_rank; b=$last ;;
       c) run ranks; c=$last ;;
       d) if [ -n "${ALT:-}" ]; then run ranks_alt; d=$last; fi ;;
+      e) if [ -n "${ALT1:-}" ]; then run plain_alt; e=$last; fi ;;
     esac
   done
   wa=${a%% *} wb=${b%% *} wc=${c%% *} wd=${d%% *}
   read -r s0 s1 < ranks_epoch.txt
-  echo "round $round ($order): wall, user, sys s: 1x16 plain $a; 1x16 under mpirun -n 1 $b; 16x1 (--bind-to ${BIND:-hwthread}) $c${ALT:+; 16x1 ($ALT) $d}; efficiency $(awk -v x="$wa" -v y="$wc" 'BEGIN{printf "%.3f", x/y}') (plain), $(awk -v x="$wb" -v y="$wc" 'BEGIN{printf "%.3f", x/y}') (mpirun -n 1)${ALT:+, $(awk -v x="$wa" -v y="$wd" 'BEGIN{printf "%.3f", x/y}') (plain, $ALT)}"
+  echo "round $round ($order): wall, user, sys s: 1x16 plain $a; 1x16 under mpirun -n 1 $b; 16x1 (--bind-to ${BIND:-hwthread}) $c${ALT:+; 16x1 ($ALT) $d}; efficiency $(awk -v x="$wa" -v y="$wc" 'BEGIN{printf "%.3f", x/y}') (plain), $(awk -v x="$wb" -v y="$wc" 'BEGIN{printf "%.3f", x/y}') (mpirun -n 1)${ALT:+, $(awk -v x="$wa" -v y="$wd" 'BEGIN{printf "%.3f", x/y}') (plain, $ALT)}${ALT1:+; 1x16 ($ALT1) $e}"
   sums="$sums $wa $wb $wc ${wd:-0}"
   grep -h "graph edges" o16.txt o16m.txt o1.txt
+  [ -n "${ALT1:-}" ] && grep -h "graph edges" o16alt.txt | sed "s/^/  ($ALT1) /"
   # The 16 ranks' timeline from the trace's epoch times (mpi.cpp, split.cpp): mpirun to the first
   # rank's session, MPI_Init, the member's run, rank 0's output and MPI_Finalize, mpirun's exit.
   awk -v s0="$s0" -v s1="$s1" '
