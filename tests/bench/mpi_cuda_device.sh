@@ -7,14 +7,9 @@
 # sums agree to the CUDA backend's summation order. Needs .device-libs/mpi22 (with
 # libalmagest_cuda.so in it, tests/bench/mpi_device_libs.sh). Appends to $OUT/cuda_split.txt.
 set -u
-root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-D="$root/.device-libs/mpi22"
-export OPAL_PREFIX="$D/ompi" PMIX_INSTALL_PREFIX="$D/pmix" PMIX_MCA_mca_base_component_path="$D/pmix/lib/pmix"
-export LD_LIBRARY_PATH="$D/lib:$D/ompi/lib/x86_64-linux-gnu/openmpi/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-export PATH="$D/ompi/bin:$D/bin:$PATH"
+source "$(dirname "${BASH_SOURCE[0]}")/mpi_device_env.sh"
+export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:/usr/local/cuda/lib64"
 export ALMAGEST_CUDA_MODULE="$D/bin/libalmagest_cuda.so"
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export OMPI_MCA_mca_base_component_show_load_errors=0 OMPI_MCA_btl=self,vader OMPI_MCA_pml=ob1 OMPI_MCA_mtl=^ofi,psm,psm2
 w=/tmp/mpi22
 log="${OUT:-/tmp}/cuda_split.txt"
 {

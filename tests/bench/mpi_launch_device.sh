@@ -5,17 +5,7 @@
 # few variants (each 3 times). Needs .device-libs/mpi22 (tests/bench/mpi_device_libs.sh), carried
 # or unpacked from .device-pack/mpi22.tgz. Usage: bash tests/bench/mpi_launch_device.sh [ranks]
 set -u
-root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-if [ ! -d "$root/.device-libs/mpi22" ] && [ -f "$root/.device-pack/mpi22.tgz" ]; then
-  mkdir -p "$root/.device-libs" && tar -xzf "$root/.device-pack/mpi22.tgz" -C "$root/.device-libs"
-fi
-D="$root/.device-libs/mpi22"
-export OPAL_PREFIX="$D/ompi" PMIX_INSTALL_PREFIX="$D/pmix" PMIX_MCA_mca_base_component_path="$D/pmix/lib/pmix"
-export PMIX_MCA_pcompress_base_silence_warning=1
-export LD_LIBRARY_PATH="$D/lib:$D/ompi/lib/x86_64-linux-gnu/openmpi/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-export PATH="$D/ompi/bin:$D/bin:$PATH"
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export OMPI_MCA_mca_base_component_show_load_errors=0 OMPI_MCA_btl=self,vader OMPI_MCA_pml=ob1 OMPI_MCA_mtl=^ofi,psm,psm2
+source "$(dirname "${BASH_SOURCE[0]}")/mpi_device_env.sh"
 k=${1:-16}
 TIMEFORMAT="%R"
 t() {  # label, command...: three wall times

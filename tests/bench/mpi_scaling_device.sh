@@ -10,17 +10,11 @@
 # Usage: bash tests/bench/mpi_scaling_device.sh [N (default 1000000)] [ranks (default 16)] [input]
 # (input: hub-order input, the catalogue order, for comparison)
 set -u
-root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-D="$root/.device-libs/mpi22"
+source "$(dirname "${BASH_SOURCE[0]}")/mpi_device_env.sh"
 n=${1:-1000000}
 k=${2:-16}
 order=spatial
 if [ "${3:-}" = input ]; then order=input; fi
-export OPAL_PREFIX="$D/ompi" PMIX_INSTALL_PREFIX="$D/pmix" PMIX_MCA_mca_base_component_path="$D/pmix/lib/pmix"
-export LD_LIBRARY_PATH="$D/lib:$D/ompi/lib/x86_64-linux-gnu/openmpi/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-export PATH="$D/ompi/bin:$D/bin:$PATH"
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export OMPI_MCA_mca_base_component_show_load_errors=0 OMPI_MCA_btl=self,vader OMPI_MCA_pml=ob1 OMPI_MCA_mtl=^ofi,psm,psm2
 w=/tmp/mpi22
 mkdir -p "$w" "${OUT:-/tmp}"
 log="${OUT:-/tmp}/scaling.txt"
