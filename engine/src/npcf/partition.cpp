@@ -201,44 +201,42 @@ std::pair<std::uint64_t, std::uint64_t> chunks_starting_in(const std::vector<std
   return {c0, std::max(c0, c1)};
 }
 
+
 namespace {
-/// One CSR over every hub of the lists `keep(i)` selects, hub i's list from source(i) (parts
-/// built with one configuration: direction pixels in all of them or in none).
-template <class Keep, class Source>
-Graph assemble_lists(std::uint64_t n, int ntheta, int nphi, Keep keep, Source source) {
+/// A graph with offsets over every hub and room for the lists of the hubs keep(i) selects, laid
+/// out from the joined degrees (every other hub has none); the lists are to be filled in.
+template <class Keep>
+Graph layout_lists(const std::vector<std::uint32_t>& degrees, int ntheta, int nphi, Keep keep) {
+  const std::uint64_t n = degrees.size();
   Graph g;
   g.ntheta = ntheta;
   g.nphi = nphi;
   g.offsets.resize(n + 1);
   g.offsets[0] = 0;
-  const bool pixels = ntheta > 0;
-  std::uint64_t total = 0;
-  for (std::uint64_t i = 0; i < n; ++i)
-    if (keep(i)) total += source(i).offsets[i + 1] - source(i).offsets[i];
-  g.neighbour.reserve(total);
-  g.bin.reserve(total);
-  if (pixels) g.pixel.reserve(total);
-  for (std::uint64_t i = 0; i < n; ++i) {
-    if (keep(i)) {
-      const Graph& src = source(i);
-      const auto e0 = static_cast<std::ptrdiff_t>(src.offsets[i]), e1 = static_cast<std::ptrdiff_t>(src.offsets[i + 1]);
-      g.neighbour.insert(g.neighbour.end(), src.neighbour.begin() + e0, src.neighbour.begin() + e1);
-      g.bin.insert(g.bin.end(), src.bin.begin() + e0, src.bin.begin() + e1);
-      if (pixels) g.pixel.insert(g.pixel.end(), src.pixel.begin() + e0, src.pixel.begin() + e1);
-    }
-    g.offsets[i + 1] = g.neighbour.size();
-  }
+  for (std::uint64_t h = 0; h < n; ++h) g.offsets[h + 1] = g.offsets[h] + (keep(h) ? degrees[h] : 0);
+  g.neighbour.resize(g.offsets[n]);
+  g.bin.resize(g.offsets[n]);
+  if (ntheta > 0) g.pixel.resize(g.offsets[n]);
   return g;
 }
-}  // namespace
 
-namespace {
-/// The lists of the hubs `mask` selects, each from the process that queried it (owner(i); this
-/// process's own are in `mine`, offsets over every hub): requests of hub indices go to every
-/// process, which answers from its lists (degree, neighbours, bins, pixels per hub, in the
-/// requested order). Offsets cover every hub. Collective: every process calls it alike.
+/// Copies hub h's list from `from` into its place in `into` (the same length in both).
+void copy_list(Graph& into, const Graph& from, std::uint64_t h) {
+  const std::uint64_t e0 = from.offsets[h], d = from.offsets[h + 1] - e0, t = into.offsets[h];
+  ALMAGEST_ASSERT(into.offsets[h + 1] - t == d, "partition graph: a list of another length than its degree");
+  if (d == 0) return;
+  std::memcpy(into.neighbour.data() + t, from.neighbour.data() + e0, d * sizeof(std::uint32_t));
+  std::memcpy(into.bin.data() + t, from.bin.data() + e0, d * sizeof(std::uint8_t));
+  if (into.ntheta > 0) std::memcpy(into.pixel.data() + t, from.pixel.data() + e0, d * sizeof(std::uint16_t));
+}
+
+/// The lists of the hubs `mask` selects that other processes hold, each from the process that
+/// queried it (owner(i); this process's own are in `mine`, offsets over every hub), written into
+/// their places in `into` (laid out with room for them: layout_lists). Requests of hub indices
+/// go to every process, which answers from its lists (degree, neighbours, bins, pixels per hub,
+/// in the requested order). Collective: every process calls it alike.
 template <class Owner>
-Graph fetch_lists(HubPartition& part, const Graph& mine, const std::vector<std::uint8_t>& mask, Owner owner) {
+void fetch_lists(HubPartition& part, const Graph& mine, const std::vector<std::uint8_t>& mask, Owner owner, Graph& into) {
   const std::uint64_t n = mine.num_vertices();
   const auto K = static_cast<std::size_t>(part.ranks);
   const auto me = static_cast<std::size_t>(part.rank);
@@ -309,21 +307,10 @@ Graph fetch_lists(HubPartition& part, const Graph& mine, const std::vector<std::
   std::vector<std::vector<std::uint8_t>> got = part.exchange(answer);
   answer.clear();
   lap();
-  // One CSR in hub order (each process's answers are in hub order), laid out from the joined
-  // degrees; every list received must have its hub's degree.
-  Graph g;
-  g.ntheta = mine.ntheta;
-  g.nphi = mine.nphi;
-  g.offsets.assign(n + 1, 0);
-  for (std::uint64_t h = 0; h < n; ++h)
-    g.offsets[h + 1] = g.offsets[h] + (mask[h] && static_cast<std::size_t>(owner(h)) != me ? part.degrees[h] : 0);
-  const std::uint64_t total = g.offsets[n];
-  std::uint64_t received = 0;
-  for (const auto& b : got) received += b.size();
-  if (received < total * per_edge) throw Error("list exchange: the lists received are truncated");
-  g.neighbour.resize(total);
-  g.bin.resize(total);
-  if (pixels) g.pixel.resize(total);
+  // Into their places (each process's answers are in hub order); every list received must have
+  // its hub's degree, and `into` room for it.
+  Graph& g = into;
+  ALMAGEST_ASSERT(g.offsets.size() == n + 1 && g.ntheta == mine.ntheta, "list exchange: the target is not laid out");
   std::vector<std::size_t> at(K, 0);
   for (std::uint64_t h = 0; h < n; ++h) {
     if (!mask[h]) continue;
@@ -338,6 +325,7 @@ Graph fetch_lists(HubPartition& part, const Graph& mine, const std::vector<std::
     std::uint32_t d = 0;
     take(&d, sizeof d);
     if (d != part.degrees[h]) throw Error("list exchange: a list received does not have its hub's degree");
+    ALMAGEST_ASSERT(g.offsets[h + 1] - g.offsets[h] == d, "list exchange: no room for a list received");
     const std::uint64_t e = g.offsets[h];
     take(g.neighbour.data() + e, d * sizeof(std::uint32_t));
     take(g.bin.data() + e, d * sizeof(std::uint8_t));
@@ -346,7 +334,6 @@ Graph fetch_lists(HubPartition& part, const Graph& mine, const std::vector<std::
   for (std::size_t q = 0; q < K; ++q)
     if (at[q] != got[q].size()) throw Error("list exchange: the lists received have the wrong size");
   lap();
-  return g;
 }
 }  // namespace
 
@@ -619,7 +606,16 @@ Graph build_partition_graph(const PointSet& points, const NpcfConfig& config, co
   // From the processes whose slices hold them (every list was queried once, in some slice),
   // else queried here.
   const bool exchange = K > 1 && static_cast<bool>(part.exchange);
-  auto lists_outside_slice = [&](const std::vector<std::uint8_t>& mask) {
+  auto owner_of = [&](std::uint64_t i) {
+    if (blocks) return static_cast<std::uint64_t>(block_owner[i / bs]);
+    std::uint64_t q = std::min<std::uint64_t>(K - 1, i * K / n);  // slice q = [n q / K, n (q + 1) / K)
+    while (q + 1 < static_cast<std::uint64_t>(K) && n * (q + 1) / K <= i) ++q;
+    while (q > 0 && n * q / K > i) --q;
+    return q;
+  };
+  // The lists of the hubs `mask` selects that the slice does not hold, into their places in
+  // `into` (laid out for them).
+  auto lists_outside_slice = [&](const std::vector<std::uint8_t>& mask, Graph& into) {
     std::vector<std::uint8_t> build(n, 0);
     bool any = false;
     for (std::uint64_t i = 0; i < n; ++i)
@@ -627,22 +623,22 @@ Graph build_partition_graph(const PointSet& points, const NpcfConfig& config, co
         build[i] = 1;
         any = true;
       }
-    if (exchange)  // collective: every process takes part
-      return fetch_lists(part, slice, build, [&](std::uint64_t i) {
-        if (blocks) return static_cast<std::uint64_t>(block_owner[i / bs]);
-        std::uint64_t q = std::min<std::uint64_t>(K - 1, i * K / n);  // slice q = [n q / K, n (q + 1) / K)
-        while (q + 1 < static_cast<std::uint64_t>(K) && n * (q + 1) / K <= i) ++q;
-        while (q > 0 && n * q / K > i) --q;
-        return q;
-      });
-    return any ? build_graph_hubs(px.whole(), build, bctx) : Graph{};
+    if (exchange) {  // collective: every process takes part
+      fetch_lists(part, slice, build, owner_of, into);
+      return;
+    }
+    if (!any) return;
+    const Graph built = build_graph_hubs(px.whole(), build, bctx);
+    for (std::uint64_t i = 0; i < n; ++i)
+      if (build[i]) copy_list(into, built, i);
   };
-  const Graph hubs = lists_outside_slice(want);
+  Graph hubs = layout_lists(part.degrees, slice.ntheta, slice.nphi, [&](std::uint64_t i) { return want[i] && !in_slice(i); });
+  lists_outside_slice(want, hubs);
   stage_done();  // the range's lists
-  Graph extra;
-  // The part that holds hub i's list (hubs and neighbours are disjoint sets).
-  auto source = [&](std::uint64_t i) -> const Graph& { return in_slice(i) ? slice : want[i] ? hubs : extra; };
-  // 5. ... and of their neighbours.
+  // 5. ... and of their neighbours (hubs and neighbours are disjoint sets). The graph is laid
+  //    out for both from the joined degrees; the slice's and the range's lists are copied in,
+  //    the neighbours' lists fetched straight into their places.
+  auto source = [&](std::uint64_t i) -> const Graph& { return in_slice(i) ? slice : hubs; };
   std::vector<std::uint8_t> more(n, 0);
   for (std::uint64_t i = 0; i < n; ++i)
     if (want[i]) {
@@ -650,18 +646,23 @@ Graph build_partition_graph(const PointSet& points, const NpcfConfig& config, co
       for (std::uint64_t e = src.offsets[i]; e < src.offsets[i + 1]; ++e)
         if (!want[src.neighbour[e]]) more[src.neighbour[e]] = 1;
     }
-  extra = lists_outside_slice(more);
-  stage_done();  // the neighbours' lists
-
-  // 6. One CSR of the parts.
-  Graph g = assemble_lists(n, slice.ntheta, slice.nphi, [&](std::uint64_t i) { return want[i] || more[i]; }, source);
+  const auto t_assembly = Clock::now();
+  Graph g = layout_lists(part.degrees, slice.ntheta, slice.nphi, [&](std::uint64_t i) { return want[i] || more[i]; });
+  for (std::uint64_t i = 0; i < n; ++i)
+    if ((want[i] || more[i]) && (in_slice(i) || want[i])) copy_list(g, source(i), i);
+  hubs = Graph{};
+  const double assembly_s = std::chrono::duration<double>(Clock::now() - t_assembly).count();
+  lists_outside_slice(more, g);
+  stage_done();  // the neighbours' lists (the assembly's seconds apart)
+  part.graph_stages_s.back() -= assembly_s;
+  part.graph_stages_s.push_back(assembly_s);  // assembly
+  slice = Graph{};
   part.built_hubs = 0;
   for (std::uint64_t i = 0; i < n; ++i) part.built_hubs += want[i] || more[i];
   part.built_edges = g.neighbour.size();
   // The whole graph's edge count for the results (graph_edges, Graph::whole_edge_count).
   g.whole_edges = whole_edges;
   if (g.whole_edges == g.neighbour.size()) g.whole_edges = 0;
-  stage_done();  // assembly
   part.graph_s = std::chrono::duration<double>(Clock::now() - t_start).count();
   return g;
 }
