@@ -274,6 +274,34 @@ private slots:
     }
   }
 
+  // Degenerate regions: every point at one place (one cell), an empty hub range (an empty
+  // subset: a tree of no points gives empty lists), and a subset of one point.
+  void region_index_degenerate() {
+    PointSet p = clustered(50, 50, 30.0, 23);
+    for (std::size_t i = 0; i < p.size(); ++i) p.x[i] = p.y[i] = p.z[i] = 7.5;
+    NpcfConfig c;
+    c.bins = {0.0, 2.0, 3, BinScale::Linear};
+    const CellGrid one(p, c);
+    QCOMPARE(one.cells(), std::uint64_t{1});
+    QCOMPARE(one.near(10, 20, 1, 10).size(), p.size() - 10);
+    const PointSet q = clustered(300, 300, 40.0, 24);
+    const CellGrid grid(q, c);
+    QVERIFY(grid.near(5, 5, 1, 5).empty());
+    const NeighbourIndex none(q, c, {});
+    const Graph g = build_graph_range(none, 0, 10, JobContext{});
+    QCOMPARE(g.num_edges(), std::uint64_t{0});
+    QCOMPARE(g.offsets.size(), std::size_t{11});
+    // A tree of point 7 alone: hub 9 finds nothing (lists hold later points only), hub 3 finds 7
+    // exactly when it is within (rmin, rmax).
+    const NeighbourIndex single(q, c, {7});
+    const Graph s = build_graph_list(single, {3, 9}, JobContext{});
+    const double dx = q.x[7] - q.x[3], dy = q.y[7] - q.y[3], dz = q.z[7] - q.z[3];
+    const bool near = dx * dx + dy * dy + dz * dz < 4.0;
+    QCOMPARE(s.offsets[1] - s.offsets[0], std::uint64_t{near ? 1u : 0u});
+    QCOMPARE(s.offsets[2] - s.offsets[1], std::uint64_t{0});
+    if (near) QCOMPARE(s.neighbour[0], 7u);
+  }
+
   // The spatial hub order (NpcfConfig::hub_order, sort_spatially): a permutation within each
   // block that brings neighbours together; sorting again changes nothing; plans in either order
   // count the same tuples and the same sums up to the summation order.
