@@ -12,6 +12,8 @@
 
 namespace almagest::npcf {
 
+bool is_four_point(Statistic s) { return s == Statistic::FourPoint || s == Statistic::FourPointParity; }
+
 namespace {
 
 std::string lower(std::string s) {
@@ -25,10 +27,6 @@ std::string num(double v) {
   os.precision(10);
   os << v;
   return os.str();
-}
-
-bool is_four_point(Statistic s) {
-  return s == Statistic::FourPoint || s == Statistic::FourPointParity;
 }
 
 using Problem = std::pair<std::string, std::string>;  // field, message

@@ -271,10 +271,6 @@ Statistic statistic_from_key(const std::string& s) {
   return Statistic::FourPointParity;  // the only remaining schema choice
 }
 
-bool is_four_point_statistic(Statistic s) {
-  return s == Statistic::FourPoint || s == Statistic::FourPointParity;
-}
-
 std::string absolute_path(const std::string& p) {
   std::error_code ec;
   fs::path a = fs::absolute(p, ec);
@@ -547,7 +543,7 @@ NpcfJob make_npcf_job(const schema::Values& values, const std::string& base_dir,
       for (const auto& p : r.problems())
         if (!key.empty() && p.rfind(field_prefix + key + ": ", 0) == 0) rejected = true;
       if (rejected) continue;
-      if (is_four_point_statistic(s) && job.statistics.size() > 1) m += std::string(" (for ") + to_string(s) + ")";
+      if (is_four_point(s) && job.statistics.size() > 1) m += std::string(" (for ") + to_string(s) + ")";
       if (seen.insert(m).second) engine_problems.push_back(m);
     }
   }

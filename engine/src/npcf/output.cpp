@@ -31,9 +31,6 @@ std::string analytic_random_text(const NpcfResult& r) {
          "RRRR_odd = 0, zeta = NNNN/RRRR - 1 - the six xi's - the four faces' connected 3pCF";
 }
 
-
-bool is_four(Statistic s) { return s == Statistic::FourPoint || s == Statistic::FourPointParity; }
-
 const char* description(Statistic s) {
   switch (s) {
     case Statistic::TwoPoint: return "two-point correlation function xi(r) = NN/RR";
@@ -148,7 +145,7 @@ void write_group(io::Hdf5Writer& w, const NpcfResult& r, const std::string& g) {
      r.analytic_randoms ? "analytic randoms: " + analytic_random_text(r)
                         : std::string(r.order == 2 ? "xi" : "zeta") + " = " + nn + "/" + rr +
                               " (0 where " + rr + " = 0)");
-  if (is_four(r.statistic)) {
+  if (is_four_point(r.statistic)) {
     ds("zeta_disc", r.zeta_disc, one, "dimensionless",
        "disconnected part: sum over the pairings (12,34) (13,24) (14,23) of xi xi");
     ds("zeta_conn", r.zeta_conn, one, "dimensionless", "connected part zeta - zeta_disc (even)");
@@ -266,7 +263,7 @@ NpcfResult read_hdf5(const std::string& path) {
   r.n = in.read_double(g + "/n");
   r.r = in.read_double(g + "/r");
   r.estimator = in.read_double(g + "/estimator");
-  if (is_four(r.statistic)) {
+  if (is_four_point(r.statistic)) {
     r.zeta_disc = in.read_double(g + "/zeta_disc");
     r.zeta_conn = in.read_double(g + "/zeta_conn");
     r.realisable = in.read_uint8(g + "/realisable");

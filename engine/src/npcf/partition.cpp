@@ -23,8 +23,6 @@ namespace almagest::npcf {
 namespace {
 thread_local HubPartition* t_partition = nullptr;
 
-bool is_four_point(Statistic s) { return s == Statistic::FourPoint || s == Statistic::FourPointParity; }
-
 // Fitted cost models: bench_npcf_loadbalance --fit-costs on the device host's 16 cores (Intel Xeon,
 // 2026-12-07; docs/benchmarks.md, "Issue 22, session 15"): every chunk of the N = 10^6 benchmark's
 // 3pCF (10 bins) and 4pCF (5 bins) timed on 16 threads and fitted (non-negative least squares) to

@@ -168,7 +168,7 @@ NpcfResult NpcfPlan::execute(Statistic statistic, const JobContext& ctx) const {
     }
     return count_4pcf_cpu(g, p, c, st == Statistic::FourPointParity, ctx);
   };
-  if (statistic == Statistic::FourPoint || statistic == Statistic::FourPointParity) {
+  if (is_four_point(statistic)) {
     NpcfConfig c2 = cfg;
     c2.statistic = Statistic::TwoPoint;
     // With mu bins or in a periodic box zeta_disc gets the multipole terms: the internal pass

@@ -30,8 +30,6 @@ std::string number(double v, const char* fmt) {
   return buf;
 }
 
-bool is_four(Statistic s) { return s == Statistic::FourPoint || s == Statistic::FourPointParity; }
-
 }  // namespace
 
 void run_region_job(const NpcfJob& job, const JobContext& ctx, bool dry_run, OutputSet* outputs,
@@ -83,7 +81,7 @@ void run_region_job(const NpcfJob& job, const JobContext& ctx, bool dry_run, Out
       rr.name = g.name;
       rr.data_weight_sum = s;
       rr.result = plan.execute(job.statistics[si], ctx);
-      if (is_four(job.statistics[si])) {
+      if (is_four_point(job.statistics[si])) {
         if (!internal) internal = plan.execute(Statistic::TwoPoint, ctx);
         rr.internal_2pcf = *internal;
       }

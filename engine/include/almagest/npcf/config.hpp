@@ -17,6 +17,8 @@ enum class Statistic {
 };
 const char* to_string(Statistic s);   ///< "2pcf", "3pcf", "3pcf-equilateral", "4pcf", "4pcf-parity"
 Statistic statistic_from_string(const std::string& s);  ///< throws ConfigError
+/// The 4pCF, even or with the parity-odd channel.
+bool is_four_point(Statistic s);
 
 enum class BinScale { Linear, Log };
 enum class DirectionMode { Pixel, Exact };  ///< parity: spoke directions from pixels or coordinates
