@@ -70,10 +70,10 @@ public:
   NeighbourSearch(const PointSet& p, const NpcfConfig& c, std::vector<std::uint32_t> subset = {}, bool mapped = false)
       : p_(p), c_(c), ids_(std::move(subset)), mapped_(mapped) {
     const std::size_t m = mapped_ ? ids_.size() : p.size();
+    for (const std::uint32_t i : ids_) ALMAGEST_ASSERT(i < p.size(), "kd-tree subset: a point index outside the point set");
     pts_.xyz.resize(3 * m);
     for (std::size_t k = 0; k < m; ++k) {
       const std::size_t i = mapped_ ? ids_[k] : k;
-      ALMAGEST_ASSERT(i < p.size(), "kd-tree subset: a point index outside the point set");
       pts_.xyz[3 * k] = p.x[i];
       pts_.xyz[3 * k + 1] = p.y[i];
       pts_.xyz[3 * k + 2] = p.z[i];

@@ -199,7 +199,6 @@ std::pair<std::uint64_t, std::uint64_t> chunks_starting_in(const std::vector<std
   return {c0, std::max(c0, c1)};
 }
 
-
 namespace {
 /// A graph with offsets over every hub and room for the lists of the hubs keep(i) selects, laid
 /// out from the joined degrees (every other hub has none); the lists are to be filled in.
@@ -218,9 +217,10 @@ Graph layout_lists(const std::vector<std::uint32_t>& degrees, int ntheta, int np
   return g;
 }
 
-/// Copies hub h's list from `from` into its place in `into` (the same length in both).
-void copy_list(Graph& into, const Graph& from, std::uint64_t h) {
-  const std::uint64_t e0 = from.offsets[h], d = from.offsets[h + 1] - e0, t = into.offsets[h];
+/// Copies list k of `from` into hub h's place in `into` (the same length in both; k = h when
+/// `from` has offsets over every hub too).
+void copy_list(Graph& into, std::uint64_t h, const Graph& from, std::uint64_t k) {
+  const std::uint64_t e0 = from.offsets[k], d = from.offsets[k + 1] - e0, t = into.offsets[h];
   ALMAGEST_ASSERT(into.offsets[h + 1] - t == d, "partition graph: a list of another length than its degree");
   if (d == 0) return;
   std::memcpy(into.neighbour.data() + t, from.neighbour.data() + e0, d * sizeof(std::uint32_t));
@@ -628,7 +628,7 @@ Graph build_partition_graph(const PointSet& points, const NpcfConfig& config, co
     if (!any) return;
     const Graph built = build_graph_hubs(px.whole(), build, bctx);
     for (std::uint64_t i = 0; i < n; ++i)
-      if (build[i]) copy_list(into, built, i);
+      if (build[i]) copy_list(into, i, built, i);
   };
   Graph hubs = layout_lists(part.degrees, slice.ntheta, slice.nphi, [&](std::uint64_t i) { return want[i] && !in_slice(i); });
   lists_outside_slice(want, hubs);
@@ -647,7 +647,7 @@ Graph build_partition_graph(const PointSet& points, const NpcfConfig& config, co
   const auto t_assembly = Clock::now();
   Graph g = layout_lists(part.degrees, slice.ntheta, slice.nphi, [&](std::uint64_t i) { return want[i] || more[i]; });
   for (std::uint64_t i = 0; i < n; ++i)
-    if ((want[i] || more[i]) && (in_slice(i) || want[i])) copy_list(g, source(i), i);
+    if ((want[i] || more[i]) && (in_slice(i) || want[i])) copy_list(g, i, source(i), i);
   hubs = Graph{};
   const double assembly_s = std::chrono::duration<double>(Clock::now() - t_assembly).count();
   lists_outside_slice(more, g);
@@ -682,33 +682,14 @@ Graph build_taken_lists(const HubPartition& part, std::uint64_t h0, std::uint64_
   std::sort(after.begin(), after.end());
   after.erase(std::unique(after.begin(), after.end()), after.end());
   const Graph extra = build_graph_list(*index, after, one);
-  // One CSR, offsets over every hub: the chunk's hubs, then the neighbours in index order.
-  Graph g;
-  g.ntheta = hubs.ntheta;
-  g.nphi = hubs.nphi;
-  g.offsets.assign(n + 1, 0);
-  const std::uint64_t edges = hubs.neighbour.size() + extra.neighbour.size();
-  g.neighbour.reserve(edges);
-  g.bin.reserve(edges);
-  if (g.ntheta > 0) g.pixel.reserve(edges);
-  auto append = [&g](const Graph& from, std::uint64_t k) {
-    const auto e0 = static_cast<std::ptrdiff_t>(from.offsets[k]), e1 = static_cast<std::ptrdiff_t>(from.offsets[k + 1]);
-    g.neighbour.insert(g.neighbour.end(), from.neighbour.begin() + e0, from.neighbour.begin() + e1);
-    g.bin.insert(g.bin.end(), from.bin.begin() + e0, from.bin.begin() + e1);
-    if (g.ntheta > 0) g.pixel.insert(g.pixel.end(), from.pixel.begin() + e0, from.pixel.begin() + e1);
-  };
-  std::uint64_t i = h0;  // offsets[0 .. h0] stay 0
-  for (; i < h1; ++i) {
-    append(hubs, i - h0);
-    g.offsets[i + 1] = g.neighbour.size();
-  }
-  for (std::size_t k = 0; k < after.size(); ++k) {
-    for (; i < after[k]; ++i) g.offsets[i + 1] = g.neighbour.size();
-    append(extra, k);
-    g.offsets[after[k] + 1] = g.neighbour.size();
-    i = after[k] + 1;
-  }
-  for (; i < n; ++i) g.offsets[i + 1] = g.neighbour.size();
+  // One CSR, offsets over every hub (laid out from the joined degrees): the chunk's hubs, then
+  // the neighbours.
+  std::vector<std::uint8_t> keep(n, 0);
+  std::fill(keep.begin() + static_cast<std::ptrdiff_t>(h0), keep.begin() + static_cast<std::ptrdiff_t>(h1), 1);
+  for (const std::uint32_t j : after) keep[j] = 1;
+  Graph g = layout_lists(part.degrees, hubs.ntheta, hubs.nphi, [&](std::uint64_t i) { return keep[i] != 0; });
+  for (std::uint64_t i = h0; i < h1; ++i) copy_list(g, i, hubs, i - h0);
+  for (std::size_t k = 0; k < after.size(); ++k) copy_list(g, after[k], extra, k);
   return g;
 }
 

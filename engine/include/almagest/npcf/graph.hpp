@@ -67,8 +67,6 @@ public:
   /// (and some farther). Grouped by cell, ascending within a cell.
   std::vector<std::uint32_t> near(std::uint64_t h0, std::uint64_t h1, int reach, std::uint64_t first) const;
   std::uint64_t cells() const noexcept { return start_.empty() ? 0 : start_.size() - 1; }
-  /// Cells per axis.
-  const int* shape() const noexcept { return nc_; }
 
 private:
   int nc_[3] = {1, 1, 1};
