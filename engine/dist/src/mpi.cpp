@@ -13,14 +13,9 @@ namespace almagest::dist {
 
 namespace {
 bool g_active = false;
-// ALMAGEST_SPLIT_TRACE: the session's own stages, in seconds since the epoch (benchmarks line
-// them up with the shell's `date +%s.%N` around mpirun: launch, MPI_Init, MPI_Finalize).
-bool g_trace = false;
+// The session's own stages for the trace (trace_enabled), in seconds since the epoch: benchmarks
+// line them up with the shell's `date +%s.%N` around mpirun (launch, MPI_Init, MPI_Finalize).
 double g_entered = 0, g_initialised = 0;
-
-double epoch_s() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
 bool g_serialized = false;
 int g_rank = 0, g_size = 1;
 
@@ -63,9 +58,7 @@ bool launched_by_mpirun() {
 
 Session::Session(int* argc, char*** argv) {
   if (!launched_by_mpirun()) return;
-  const char* trace = std::getenv("ALMAGEST_SPLIT_TRACE");
-  g_trace = trace && *trace && std::string(trace) != "0";
-  g_entered = epoch_s();
+  g_entered = epoch_seconds();
   int provided = 0;
   MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided);
   g_serialized = provided >= MPI_THREAD_SERIALIZED;
@@ -74,17 +67,26 @@ Session::Session(int* argc, char*** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
   MPI_Comm_size(MPI_COMM_WORLD, &g_size);
   g_active = true;
-  g_initialised = epoch_s();
+  g_initialised = epoch_seconds();
 }
 
 Session::~Session() {
   if (!g_active) return;
-  const double finalising = epoch_s();
+  const double finalising = epoch_seconds();
   MPI_Finalize();
   g_active = false;
-  if (g_trace)
+  if (trace_enabled())
     std::fprintf(stderr, "mpi rank %d/%d: session entered at %.6f, MPI_Init %.3f s, MPI_Finalize from %.6f, %.3f s\n", g_rank,
-                 g_size, g_entered, g_initialised - g_entered, finalising, epoch_s() - finalising);
+                 g_size, g_entered, g_initialised - g_entered, finalising, epoch_seconds() - finalising);
+}
+
+bool trace_enabled() {
+  const char* v = std::getenv("ALMAGEST_SPLIT_TRACE");
+  return v && *v && std::string(v) != "0";
+}
+
+double epoch_seconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 bool active() { return g_active; }

@@ -235,7 +235,7 @@ void run_split(const jobs::RunPlan& plan, std::size_t batch, const CancelToken& 
   const jobs::Batch& b = plan.batches[batch];
   const jobs::Member& m = b.members[0];
   const auto t0 = Clock::now();
-  const auto began = std::chrono::system_clock::now();
+  const double began = epoch_seconds();
 
   // A failure inside an exchange (another rank waits for this rank's bytes) ends every rank:
   // this rank prints its message and aborts all with the front end's exit code.
@@ -512,26 +512,25 @@ void run_split(const jobs::RunPlan& plan, std::size_t batch, const CancelToken& 
   // Per-rank work for the summary and the log: graph part, cost-model share, seconds (all, in
   // the counting of its chunks, waiting in the chain).
   // ALMAGEST_SPLIT_TRACE: every rank's stages on its stderr (benchmarks, docs/mpi.md).
-  if (const char* trace = std::getenv("ALMAGEST_SPLIT_TRACE"); trace && *trace && std::string(trace) != "0") {
+  if (trace_enabled()) {
     std::string stages;
-    for (double x : part.graph_stages_s) {
-      char v[32];
-      std::snprintf(v, sizeof v, "%s%.3f", stages.empty() ? "" : " ", x);
-      stages += v;
-    }
-    if (!part.exchange_stages_s.empty()) {
-      stages += "; fetches [requests, exchange, answers, exchange, unpacking]:";
-      for (double x : part.exchange_stages_s) {
+    auto add = [&stages](const std::vector<double>& seconds) {
+      for (double x : seconds) {
         char v[32];
         std::snprintf(v, sizeof v, " %.3f", x);
         stages += v;
       }
+    };
+    add(part.graph_stages_s);
+    if (!stages.empty()) stages.erase(0, 1);
+    if (!part.exchange_stages_s.empty()) {
+      stages += "; fetches [requests, exchange, answers, exchange, unpacking]:";
+      add(part.exchange_stages_s);
     }
     std::fprintf(stderr, "split rank %d/%d: wall %.3f s; graph %.3f s [kd-tree, degree query, joins, probing, range, neighbours, "
                          "assembly: %s]; counting %.3f s (%llu chunks taken, their lists %.3f s); waits %.3f s; from %.6f to %.6f\n",
                  me, K, secs, part.graph_s, stages.c_str(), part.count_s, static_cast<unsigned long long>(part.taken_chunks),
-                 part.taken_graph_s, part.wait_s, std::chrono::duration<double>(began.time_since_epoch()).count(),
-                 std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count());
+                 part.taken_graph_s, part.wait_s, began, epoch_seconds());
   }
   constexpr std::size_t F = 9;
   double mine[F] = {static_cast<double>(part.built_hubs), static_cast<double>(part.built_edges), part.counted_cost, secs,

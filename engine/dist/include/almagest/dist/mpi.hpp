@@ -34,6 +34,12 @@ int local_rank();     ///< rank among the processes of this host (OMPI_COMM_WORL
 /// Returns what it chose ("cuda 1", "cpu", "" when nothing was changed: no GPU visible).
 std::string select_device(const std::vector<std::string>& devices);
 
+/// ALMAGEST_SPLIT_TRACE is set (and not "0"): the split's and the session's stages go to stderr
+/// (docs/mpi.md).
+bool trace_enabled();
+/// Seconds since the epoch (the trace's times, comparable with `date +%s.%N`).
+double epoch_seconds();
+
 /// Rank 0's exit code, on every rank (collective).
 int agree_exit_code(int code);
 
